@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0
+# KTAU for Linux 6.12: top-level targets. See README.md.
+
+SHELL := /bin/bash
+S := scripts
+
+.PHONY: all demo check prepare kernel kernel-noktau image tools series \
+	kernel-deb shell clean distclean help
+
+all: kernel tools
+
+help:
+	@echo "make demo         build everything, boot the guest, show what KTAU sees"
+	@echo "make check        every test; last line 'N passed, N failed, N skipped'"
+	@echo "make prepare      prepare the kernel tree (pristine + patches/ + overlay)"
+	@echo "make kernel       build the KTAU guest kernel (kernel-noktau: CONFIG_KTAU=n)"
+	@echo "make image        build the guest initramfs"
+	@echo "make tools        build libktau and ktaud for this host"
+	@echo "make series       export the patch series to out/series/"
+	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
+	@echo "make shell        boot the guest with a shell on this terminal"
+
+prepare:
+	$(S)/prepare-tree.sh
+
+kernel:
+	$(S)/build-kernel.sh ktau
+
+kernel-noktau:
+	$(S)/build-kernel.sh noktau
+
+image: kernel
+	$(S)/build-image.sh ktau
+
+tools:
+	@if [ -f tools/ktau/Makefile ]; then $(MAKE) -C tools/ktau O=$(CURDIR)/out/host; fi
+
+demo: image
+	$(S)/demo.sh
+
+check:
+	$(S)/check.sh
+
+series:
+	$(S)/series.sh export
+
+kernel-deb:
+	$(S)/kernel-deb.sh
+
+shell: image
+	$(S)/boot.sh --mode shell
+
+clean:
+	rm -rf out
+
+# Also drops the build cache (kernel trees, builds, ccache).
+distclean: clean
+	rm -rf $${KTAU_CACHE:-$$HOME/.cache/ktau}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot a built kernel with the guest image in QEMU (TCG).
+# Usage: scripts/boot.sh [--kernel NAME] [--mode check|demo|shell]
+#                        [--timeout S] [--icount] [--smp N] [--append ARGS]
+#                        [--out DIR]
+# The serial console goes to DIR/console.log and the guest's results (second
+# serial port) to DIR/results.log. Exit status: 0 when the guest finished and
+# the console is clean, 1 when the console shows a kernel problem or the
+# guest's run failed, 2 when the guest did not finish (hang or crash).
+. "$(dirname "$0")/lib.sh"
+
+kname=ktau mode=check timeout=600 icount=0 smp=2 append="" out=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kname=$2; shift 2 ;;
+	--mode) mode=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--icount) icount=1; shift ;;
+	--smp) smp=$2; shift 2 ;;
+	--append) append=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	*) die "boot.sh: unknown argument '$1' (see the header of scripts/boot.sh)" ;;
+	esac
+done
+"$KTAU_TOP/scripts/deps.sh" guest
+img=${KTAU_IMAGE:-$KTAU_OUT/guest/initramfs.cpio.gz}
+kernel=$KTAU_BUILD/$kname/arch/x86/boot/bzImage
+[ -f "$kernel" ] || die "no kernel at $kernel; run scripts/build-kernel.sh $kname"
+[ -f "$img" ] || die "no guest image at $img; run scripts/build-image.sh"
+out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
+mkdir -p "$out"
+rm -f "$out/console.log" "$out/results.log"
+
+qemu=(qemu-system-x86_64 -machine pc -cpu max -m 1024 -smp "$smp"
+	-kernel "$kernel" -initrd "$img" -no-reboot -display none -nodefaults
+	-append "console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append")
+# -icount makes one guest instruction one virtual nanosecond (benchmarks).
+[ "$icount" = 1 ] && qemu+=(-icount shift=0,sleep=off)
+
+if [ "$mode" = shell ]; then
+	exec "${qemu[@]}" -serial mon:stdio -serial "file:$out/results.log"
+fi
+set +e
+timeout -k 10 "$timeout" "${qemu[@]}" -serial "file:$out/console.log" \
+	-serial "file:$out/results.log" </dev/null >"$out/qemu.log" 2>&1
+qrc=$?
+set -e
+
+# Anything the kernel should never print fails the run.
+bad='Kernel panic|Oops|WARNING:|BUG:|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|general protection fault|Call Trace:|INFO: task .* blocked|watchdog: BUG|Sleeping function called|sleeping function called from invalid context|list_add corruption|list_del corruption|ODEBUG:'
+if grep -Eq "$bad" "$out/console.log" 2>/dev/null; then
+	grep -En "$bad" "$out/console.log" | head -5 >&2
+	msg "the kernel reported a problem; console log: $out/console.log"
+	exit 1
+fi
+if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+	msg "the guest did not finish within ${timeout}s (hang?); console log: $out/console.log"
+	exit 2
+fi
+if [ $qrc -ne 0 ]; then
+	cat "$out/qemu.log" >&2
+	msg "qemu failed (exit $qrc); see $out/qemu.log and $out/console.log"
+	exit 2
+fi
+done_line=$(grep -a 'KTAU-GUEST-DONE' "$out/results.log" 2>/dev/null || true)
+if [ -z "$done_line" ]; then
+	msg "the guest stopped before its run finished; console log: $out/console.log"
+	exit 2
+fi
+case $done_line in
+*rc=0*) exit 0 ;;
+*) exit 1 ;;
+esac

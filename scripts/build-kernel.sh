@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Build a kernel of the prepared tree out of tree, with ccache.
+# Usage: scripts/build-kernel.sh NAME [make targets...]
+#   NAME   ktau     guest base + KTAU
+#          noktau   guest base, CONFIG_KTAU=n
+#          static   like ktau, used only for W=1/sparse runs over kernel/ktau
+# The build directory is $KTAU_BUILD/NAME; bzImage is in arch/x86/boot/.
+. "$(dirname "$0")/lib.sh"
+
+name=${1:?usage: build-kernel.sh NAME [targets...]}
+shift
+case $name in
+ktau|static) frags="ktau-guest.config ktau.config" ;;
+noktau) frags="ktau-guest.config" ;;
+*) die "unknown kernel '$name' (ktau noktau static)" ;;
+esac
+[ $# -gt 0 ] || set -- bzImage modules
+
+"$KTAU_TOP/scripts/prepare-tree.sh"
+check_disk 3072
+B=$KTAU_BUILD/$name
+mkdir -p "$B" "$CCACHE_DIR"
+log=$KTAU_OUT/logs/kernel-$name.log
+
+# Configuration: allnoconfig plus the fragments, redone when a fragment
+# changed. merge_config.sh warns when a requested value did not make it;
+# that is an error here, so the config is exactly what the fragments say.
+cfgs=()
+for f in $frags; do cfgs+=("$KTAU_SRC/kernel/configs/$f"); done
+[ "$name" = noktau ] && { printf "# CONFIG_KTAU is not set\n" >"$B/noktau.config"; cfgs+=("$B/noktau.config"); }
+cfgid=$(cat "${cfgs[@]}" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$B/.ktau-config" 2>/dev/null)" != "$cfgid" ] || [ ! -f "$B/.config" ]; then
+	msg "configuring $name kernel ($frags)"
+	(cd "$KTAU_SRC" && scripts/kconfig/merge_config.sh -n -O "$B" "${cfgs[@]}") >"$log.config" 2>&1 ||
+		{ tail -n 30 "$log.config" >&2; die "configuring the $name kernel failed; log: $log.config"; }
+	if grep -A3 'Value requested for' "$log.config" | grep -q 'Actual value'; then
+		grep -A3 'Value requested for' "$log.config" >&2
+		die "config fragments ask for values the $name kernel cannot have; log: $log.config"
+	fi
+	printf '%s\n' "$cfgid" >"$B/.ktau-config"
+fi
+
+msg "building $name kernel ($*), log: $log"
+start=$(date +%s)
+if ! make -C "$KTAU_SRC" O="$B" -j"$KTAU_JOBS" CC="ccache gcc" HOSTCC="ccache gcc" "$@" >"$log" 2>&1; then
+	grep -E 'error|Error' "$log" | head -20 >&2
+	die "building the $name kernel failed; full log: $log"
+fi
+msg "$name kernel built in $(( $(date +%s) - start ))s"

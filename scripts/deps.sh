@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Install the Debian packages the project uses, if any is missing.
+# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools all)
+. "$(dirname "$0")/lib.sh"
+
+declare -A GROUP=(
+	[kernel]="linux-source-6.12 build-essential gcc make flex bison bc libelf-dev libssl-dev cpio kmod xz-utils rsync ccache sparse perl python3 git"
+	[guest]="qemu-system-x86 busybox-static cpio gzip"
+	[tools]="gcc make pkg-config libjson-c-dev gnuplot-nox clang"
+)
+
+want=()
+[ $# -gt 0 ] || set -- all
+for g in "$@"; do
+	if [ "$g" = all ]; then
+		for k in "${!GROUP[@]}"; do want+=(${GROUP[$k]}); done
+	else
+		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools all)"
+		want+=(${GROUP[$g]})
+	fi
+done
+
+missing=()
+for p in $(printf '%s\n' "${want[@]}" | sort -u); do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+msg "installing missing packages: ${missing[*]}"
+[ "$(id -u)" = 0 ] || die "packages missing (${missing[*]}); run as root or install them: apt-get install ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+log=$KTAU_OUT/logs/apt.log
+mkdir -p "$(dirname "$log")"
+if ! apt-get install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+	msg "apt-get install failed, updating the package lists and retrying"
+	apt-get update >>"$log" 2>&1 || true
+	apt-get install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
+		{ tail -n 20 "$log" >&2; die "could not install ${missing[*]}; see $log"; }
+fi

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings for the KTAU scripts. Source it; do not run it.
+#
+# Everything built lives in $KTAU_CACHE (default ~/.cache/ktau), outside the
+# repository, so it survives between runs and clones:
+#   pristine/linux-source-6.12/   Debian's linux-source tarball, unpacked
+#   src/                          the prepared tree (pristine + series + overlay)
+#   build/<name>/                 out-of-tree (O=) kernel builds
+#   ccache/                       compiler cache
+#   git/                          pristine tree as a git repo (series check)
+# Logs and results go to $KTAU_OUT (default <repo>/out).
+
+set -eu -o pipefail
+
+KTAU_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KTAU_CACHE=${KTAU_CACHE:-$HOME/.cache/ktau}
+KTAU_OUT=${KTAU_OUT:-$KTAU_TOP/out}
+KTAU_SRCPKG=linux-source-6.12
+KTAU_TARBALL=${KTAU_TARBALL:-/usr/src/$KTAU_SRCPKG.tar.xz}
+KTAU_PRISTINE=$KTAU_CACHE/pristine/$KTAU_SRCPKG
+KTAU_SRC=$KTAU_CACHE/src
+KTAU_BUILD=$KTAU_CACHE/build
+KTAU_JOBS=${KTAU_JOBS:-$(nproc)}
+export CCACHE_DIR=${CCACHE_DIR:-$KTAU_CACHE/ccache}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+# Kernel builds must not depend on the build time or host, so that ccache hits.
+export KBUILD_BUILD_TIMESTAMP=${KBUILD_BUILD_TIMESTAMP:-2024-11-17}
+export KBUILD_BUILD_USER=ktau KBUILD_BUILD_HOST=ktau
+
+# Overlay directories of the repository and where they land in the tree.
+# A new file lives here; an edit to an existing upstream file lives in
+# patches/.
+KTAU_OVERLAY_MAP=(
+	"kernel:kernel"
+	"include:include"
+	"Documentation:Documentation"
+	"samples:samples"
+	"selftests/ktau:tools/testing/selftests/ktau"
+)
+
+msg() { printf '%s\n' "ktau: $*" >&2; }
+die() { printf '%s\n' "ktau: error: $*" >&2; exit 1; }
+
+# Run a long step with its output in a log; on failure show the tail and
+# name the log.
+logged() {
+	local log=$1; shift
+	mkdir -p "$(dirname "$log")"
+	if ! "$@" >"$log" 2>&1; then
+		tail -n 40 "$log" >&2
+		die "'$*' failed; full log: $log"
+	fi
+}
+
+# Fail early, with a clear message, when the disk is nearly full.
+check_disk() {
+	local need_mb=${1:-4096} dir=$KTAU_CACHE avail
+	mkdir -p "$dir"
+	avail=$(df -Pm "$dir" | awk 'NR==2 {print $4}')
+	if [ "$avail" -lt "$need_mb" ]; then
+		die "only ${avail} MiB free under $dir, need about ${need_mb} MiB; free space or set KTAU_CACHE to a larger disk"
+	fi
+}
+
+# Files of the overlay as "repo-path<TAB>tree-path" lines, sorted.
+overlay_files() {
+	local m src dst f
+	for m in "${KTAU_OVERLAY_MAP[@]}"; do
+		src=${m%%:*} dst=${m#*:}
+		[ -d "$KTAU_TOP/$src" ] || continue
+		(cd "$KTAU_TOP" && git ls-files --cached --others --exclude-standard -- "$src") |
+		while read -r f; do
+			[ -f "$KTAU_TOP/$f" ] || continue
+			printf '%s\t%s\n' "$f" "$dst${f#"$src"}"
+		done
+	done | sort
+}
+
+# Entries of patches/series, in order, as paths. An entry is either a patch
+# (NNNN-*.patch, an edit to upstream files) or an overlay commit message
+# (overlay/*.msg: which new files of the overlay go into one commit of the
+# exported series, and why; see scripts/series.sh).
+series_entries() {
+	local p
+	[ -f "$KTAU_TOP/patches/series" ] || return 0
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$KTAU_TOP/patches/series" |
+	while read -r p; do
+		[ -n "$p" ] || continue
+		[ -f "$KTAU_TOP/patches/$p" ] || die "patches/series names $p, which does not exist"
+		printf '%s\n' "$KTAU_TOP/patches/$p"
+	done
+}
+
+# Only the patches of the series.
+series_patches() {
+	series_entries | grep '\.patch$' || true
+}
+
+# Files a patch touches (tree paths).
+patch_files() {
+	sed -n -e 's,^+++ b/\([^[:space:]]*\).*,\1,p' -e 's,^--- a/\([^[:space:]]*\).*,\1,p' "$1" | sort -u
+}
+
+# Die (in the calling shell) when patches/series names a missing file.
+check_series() {
+	local p
+	[ -f "$KTAU_TOP/patches/series" ] || return 0
+	while read -r p; do
+		[ -n "$p" ] || continue
+		[ -f "$KTAU_TOP/patches/$p" ] || die "patches/series names $p, which does not exist"
+		case $p in
+		*.patch|overlay/*.msg) ;;
+		*) die "patches/series: '$p' is neither a .patch nor an overlay/*.msg" ;;
+		esac
+	done < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$KTAU_TOP/patches/series")
+}
