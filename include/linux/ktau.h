@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * KTAU: exact per-task kernel profiles.
+ *
+ * The hooks below time the kernel routines a task runs through. Each group
+ * of hooks sits behind its own static key, so that a group that is off
+ * costs one patched-out jump, and the whole file compiles to nothing with
+ * CONFIG_KTAU=n. See Documentation/trace/ktau.rst.
+ */
+#ifndef _LINUX_KTAU_H
+#define _LINUX_KTAU_H
+
+#include <linux/errno.h>
+#include <linux/types.h>
+#include <uapi/linux/ktau.h>
+
+struct task_struct;
+struct irq_desc;
+struct seq_file;
+struct pid_namespace;
+struct pid;
+
+#ifdef CONFIG_KTAU
+
+#include <linux/jump_label.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <asm/unistd.h>
+#ifdef CONFIG_X86_TSC
+#include <asm/msr.h>
+#else
+#include <linux/sched/clock.h>
+#endif
+
+/* Nesting depth of the per-task timer stack. */
+#define KTAU_STACK_DEPTH	16
+
+/* A routine in progress. tag: id in bits 0-31, group 32-39, recursive 40. */
+struct ktau_frame {
+	u64 start;		/* ktau_clock() at entry */
+	u64 child;		/* time of the routines nested in this one */
+	u64 tag;
+};
+
+#define KTAU_TAG(group, id)	((u64)(group) << 32 | (id))
+#define KTAU_TAG_GROUP(tag)	((unsigned int)((tag) >> 32) & 0xff)
+#define KTAU_TAG_ID(tag)	((u32)(tag))
+#define KTAU_TAG_RECURSIVE	BIT_ULL(40)
+
+/* One routine's totals; readers see count <= and excl <= incl updates. */
+struct ktau_slot {
+	u32 id;			/* KTAU_ID_NONE: free */
+	u32 reserved;
+	u64 count;
+	u64 incl;		/* clock units until read out */
+	u64 excl;
+};
+
+struct ktau_collector;
+
+/*
+ * A task's profile. Written only by the task itself, on its CPU, with
+ * interrupts off; read from other CPUs without locks (see kernel/ktau).
+ * The slot table is open-addressed by function ID: slots[id & mask].
+ */
+struct ktau_task {
+	unsigned int depth;	/* frames on the stack; may exceed the array */
+	unsigned int mask;	/* number of slots - 1 */
+	u64 stack_overflows;
+	u64 table_overflows;
+	u64 unmatched;
+	unsigned long flags;
+	struct ktau_collector *collector;
+	struct callback_head reset_work;
+	struct ktau_frame stack[KTAU_STACK_DEPTH];
+	struct ktau_slot slots[];
+};
+
+extern struct static_key_true ktau_keys[KTAU_NR_GROUPS];
+
+#define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
+
+/*
+ * The clock: the TSC on x86, converted to nanoseconds only when a profile
+ * is read, so that the hooks do no arithmetic beyond a subtraction.
+ */
+static __always_inline u64 ktau_clock(void)
+{
+#ifdef CONFIG_X86_TSC
+	return rdtsc();
+#else
+	return local_clock();
+#endif
+}
+
+void ktau_init(void);
+void ktau_tsk_init(struct task_struct *tsk);
+void ktau_tsk_free(struct task_struct *tsk);
+void ktau_exit(struct task_struct *tsk);
+
+void __ktau_start(unsigned int group, unsigned int id);
+void __ktau_stop(unsigned int group);
+void __ktau_pop_slow(struct ktau_task *kt, unsigned int group);
+struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id);
+void __ktau_irq_enter(void);
+void __ktau_irq_exit(void);
+void __ktau_irq_desc(struct irq_desc *desc);
+void __ktau_sched_out(bool blocked);
+void __ktau_sched_in(void);
+
+/* Dynamic function IDs, for modules and run-time probes. */
+int ktau_register_point(const char *name, unsigned int group);
+void ktau_unregister_point(int id);
+
+/* A statically named point whose ID is registered when first used. */
+struct ktau_site {
+	const char *name;
+	unsigned int group;
+	unsigned int id;
+};
+
+DECLARE_PER_CPU(struct ktau_site *, ktau_irq_hint);
+
+int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
+		   struct pid *pid, struct task_struct *task);
+int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
+		  struct pid *pid, struct task_struct *task);
+
+/*
+ * Close the frame on top of the stack, which must belong to @group, and
+ * charge it to its slot. Interrupts must be off.
+ */
+static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
+{
+	unsigned int d = kt->depth - 1;
+	struct ktau_frame *f;
+	struct ktau_slot *s;
+	u64 incl, tag;
+
+	if (unlikely(d >= KTAU_STACK_DEPTH)) {
+		__ktau_pop_slow(kt, group);
+		return;
+	}
+	f = &kt->stack[d];
+	tag = f->tag;
+	if (unlikely(KTAU_TAG_GROUP(tag) != group)) {
+		__ktau_pop_slow(kt, group);
+		return;
+	}
+
+	incl = ktau_clock() - f->start;
+	s = &kt->slots[KTAU_TAG_ID(tag) & kt->mask];
+	if (unlikely(s->id != KTAU_TAG_ID(tag)))
+		s = __ktau_slot_slow(kt, KTAU_TAG_ID(tag));
+	/* Readers load count, excl, incl in that order; store in reverse. */
+	if (!(tag & KTAU_TAG_RECURSIVE))
+		WRITE_ONCE(s->incl, s->incl + incl);
+	smp_wmb();
+	WRITE_ONCE(s->excl, s->excl + incl - f->child);
+	smp_wmb();
+	WRITE_ONCE(s->count, s->count + 1);
+	kt->depth = d;
+	if (d)
+		kt->stack[d - 1].child += incl;
+}
+
+/*
+ * System calls: entered from user mode, so the stack is empty and the
+ * frame goes to the bottom. Called with interrupts off.
+ */
+static __always_inline void __ktau_syscall_enter(u32 id)
+{
+	struct ktau_task *kt = current->ktau;
+	struct ktau_frame *f;
+
+	if (unlikely(!kt))
+		return;
+	f = &kt->stack[0];
+	f->tag = KTAU_TAG(KTAU_GROUP_SYSCALL, id);
+	f->child = 0;
+	f->start = ktau_clock();
+	kt->depth = 1;
+}
+
+static __always_inline void ktau_syscall_enter(long nr)
+{
+	if (ktau_group_on(KTAU_GROUP_SYSCALL))
+		__ktau_syscall_enter(likely((unsigned long)nr < NR_syscalls) ?
+				     KTAU_ID_SYSCALL_BASE + nr :
+				     KTAU_ID_SYSCALL_BAD);
+}
+
+/* Entry paths that do not pass the number (x86's 32-bit system calls). */
+static __always_inline void ktau_syscall_enter_compat(void)
+{
+	if (ktau_group_on(KTAU_GROUP_SYSCALL))
+		__ktau_syscall_enter(KTAU_ID_SYSCALL_COMPAT);
+}
+
+/* Before the work on return to user space; interrupts off. */
+static __always_inline void ktau_syscall_exit(void)
+{
+	if (ktau_group_on(KTAU_GROUP_SYSCALL)) {
+		struct ktau_task *kt = current->ktau;
+
+		if (likely(kt))
+			__ktau_pop(kt, KTAU_GROUP_SYSCALL);
+	}
+}
+
+/* Hard interrupts: irq_enter_rcu() / __irq_exit_rcu(), interrupts off. */
+static __always_inline void ktau_irq_enter(void)
+{
+	if (ktau_group_on(KTAU_GROUP_IRQ))
+		__ktau_irq_enter();
+}
+
+static __always_inline void ktau_irq_exit(void)
+{
+	if (ktau_group_on(KTAU_GROUP_IRQ))
+		__ktau_irq_exit();
+}
+
+/* Name the interrupt in progress after its device IRQ. */
+static __always_inline void ktau_irq_desc(struct irq_desc *desc)
+{
+	if (ktau_group_on(KTAU_GROUP_IRQ))
+		__ktau_irq_desc(desc);
+}
+
+/*
+ * Name the next interrupt after a fixed site, a system vector: called just
+ * before irq_enter_rcu(), whose hook takes the name.
+ */
+#define ktau_irq_site(sname)						\
+do {									\
+	static struct ktau_site __ktau_site = {				\
+		.name = sname, .group = KTAU_GROUP_IRQ,			\
+	};								\
+	if (ktau_group_on(KTAU_GROUP_IRQ))				\
+		__this_cpu_write(ktau_irq_hint, &__ktau_site);		\
+} while (0)
+
+static __always_inline void ktau_softirq_enter(unsigned int vec)
+{
+	if (ktau_group_on(KTAU_GROUP_SOFTIRQ))
+		__ktau_start(KTAU_GROUP_SOFTIRQ, KTAU_ID_SOFTIRQ_BASE + vec);
+}
+
+static __always_inline void ktau_softirq_exit(void)
+{
+	if (ktau_group_on(KTAU_GROUP_SOFTIRQ))
+		__ktau_stop(KTAU_GROUP_SOFTIRQ);
+}
+
+/* __schedule(): @blocked is true when the task gives up the CPU to wait. */
+static __always_inline void ktau_sched_out(bool blocked)
+{
+	if (ktau_group_on(KTAU_GROUP_SCHED))
+		__ktau_sched_out(blocked);
+}
+
+static __always_inline void ktau_sched_in(void)
+{
+	if (ktau_group_on(KTAU_GROUP_SCHED))
+		__ktau_sched_in();
+}
+
+static __always_inline void ktau_fault_enter(bool user)
+{
+	if (ktau_group_on(KTAU_GROUP_FAULT))
+		__ktau_start(KTAU_GROUP_FAULT,
+			     user ? KTAU_ID_FAULT_USER : KTAU_ID_FAULT_KERNEL);
+}
+
+static __always_inline void ktau_fault_exit(void)
+{
+	if (ktau_group_on(KTAU_GROUP_FAULT))
+		__ktau_stop(KTAU_GROUP_FAULT);
+}
+
+/* Signal delivery; @pending: a signal is pending, not just task work. */
+static __always_inline void ktau_signal_enter(bool pending)
+{
+	if (ktau_group_on(KTAU_GROUP_SIGNAL) && pending)
+		__ktau_start(KTAU_GROUP_SIGNAL, KTAU_ID_SIGNAL);
+}
+
+static __always_inline void ktau_signal_exit(bool pending)
+{
+	if (ktau_group_on(KTAU_GROUP_SIGNAL) && pending)
+		__ktau_stop(KTAU_GROUP_SIGNAL);
+}
+
+/*
+ * Dynamic points: time a routine under an ID from ktau_register_point().
+ * Points nest like the static ones; group "dynamic".
+ */
+static __always_inline void ktau_point_start(unsigned int id)
+{
+	if (ktau_group_on(KTAU_GROUP_DYNAMIC))
+		__ktau_start(KTAU_GROUP_DYNAMIC, id);
+}
+
+static __always_inline void ktau_point_stop(void)
+{
+	if (ktau_group_on(KTAU_GROUP_DYNAMIC))
+		__ktau_stop(KTAU_GROUP_DYNAMIC);
+}
+
+#else /* !CONFIG_KTAU */
+
+static inline void ktau_init(void) { }
+static inline void ktau_tsk_init(struct task_struct *tsk) { }
+static inline void ktau_tsk_free(struct task_struct *tsk) { }
+static inline void ktau_exit(struct task_struct *tsk) { }
+static inline void ktau_syscall_enter(long nr) { }
+static inline void ktau_syscall_exit(void) { }
+static inline void ktau_irq_enter(void) { }
+static inline void ktau_irq_exit(void) { }
+static inline void ktau_irq_desc(struct irq_desc *desc) { }
+#define ktau_irq_site(sname) do { } while (0)
+static inline void ktau_softirq_enter(unsigned int vec) { }
+static inline void ktau_softirq_exit(void) { }
+static inline void ktau_sched_out(bool blocked) { }
+static inline void ktau_sched_in(void) { }
+static inline void ktau_fault_enter(bool user) { }
+static inline void ktau_fault_exit(void) { }
+static inline void ktau_syscall_enter_compat(void) { }
+static inline void ktau_signal_enter(bool pending) { }
+static inline void ktau_signal_exit(bool pending) { }
+static inline void ktau_point_start(unsigned int id) { }
+static inline void ktau_point_stop(void) { }
+static inline int ktau_register_point(const char *name, unsigned int group)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void ktau_unregister_point(int id) { }
+
+#endif /* CONFIG_KTAU */
+
+#endif /* _LINUX_KTAU_H */

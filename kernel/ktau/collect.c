@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU exit collector: /proc/ktau/collect.
+ *
+ * Each open file is a collector. Tasks join it with KTAU_IOC_COLLECT_JOIN
+ * and bring the tasks they create afterwards; when a member exits, its
+ * final profile is queued on the collector, up to KTAU_COLLECT_MAX_BYTES,
+ * and read() hands out whole records. This is how a tool that runs a
+ * command gets the profile of every task the command created, including
+ * those that exited long before the command did.
+ */
+
+#include <linux/fs.h>
+#include <linux/proc_fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/cred.h>
+#include <linux/capability.h>
+#include <linux/pid_namespace.h>
+#include <linux/refcount.h>
+#include <linux/sched/task.h>
+#include <linux/compat.h>
+#include "internal.h"
+
+struct ktau_collector {
+	refcount_t ref;
+	spinlock_t lock;		/* protects everything below */
+	struct list_head queue;
+	bool closed;
+	struct ktau_collect_stats st;
+	kuid_t uid;			/* of the opener */
+	bool privileged;		/* opener had CAP_PERFMON */
+	struct pid_namespace *ns;	/* of the opener's /proc */
+};
+
+struct ktau_queued {
+	struct list_head node;
+	size_t size;
+	struct ktau_task_rec rec;	/* followed by the entries */
+};
+
+void ktau_collector_get(struct ktau_collector *c)
+{
+	refcount_inc(&c->ref);
+}
+
+void ktau_collector_put(struct ktau_collector *c)
+{
+	struct ktau_queued *q, *tmp;
+
+	if (!refcount_dec_and_test(&c->ref))
+		return;
+	list_for_each_entry_safe(q, tmp, &c->queue, node)
+		kfree(q);
+	put_pid_ns(c->ns);
+	kfree(c);
+}
+
+/* Same credentials as the opener, or a privileged opener. */
+static bool ktau_collect_allowed(struct ktau_collector *c)
+{
+	const struct cred *cred = current_cred();
+
+	if (c->privileged)
+		return true;
+	return uid_eq(cred->uid, c->uid) && uid_eq(cred->euid, c->uid) &&
+	       uid_eq(cred->suid, c->uid);
+}
+
+/* do_exit() of a member: queue its final profile. */
+void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
+{
+	struct ktau_collector *c = kt->collector;
+	unsigned int max = kt->mask + 1, n;
+	struct ktau_queued *q;
+	struct ktau_conv cv;
+	size_t size;
+
+	if (READ_ONCE(c->closed))
+		return;
+	if (!ktau_collect_allowed(c)) {
+		spin_lock(&c->lock);
+		c->st.denied++;
+		spin_unlock(&c->lock);
+		return;
+	}
+	q = kzalloc(sizeof(*q) + max * sizeof(struct ktau_entry),
+		    GFP_KERNEL);
+	if (!q) {
+		spin_lock(&c->lock);
+		c->st.dropped++;
+		spin_unlock(&c->lock);
+		return;
+	}
+	ktau_conv_get(&cv);
+	n = ktau_copy_entries(kt, (struct ktau_entry *)(&q->rec + 1), max, &cv);
+	size = sizeof(q->rec) + n * sizeof(struct ktau_entry);
+	q->size = size;
+	q->rec.size = size;
+	q->rec.nentries = n;
+	q->rec.tid = task_pid_nr_ns(tsk, c->ns);
+	q->rec.pid = task_tgid_nr_ns(tsk, c->ns);
+	q->rec.flags = KTAU_REC_EXITED;
+	get_task_comm(q->rec.comm, tsk);
+	q->rec.start_ns = tsk->start_time;
+	q->rec.stack_overflows = kt->stack_overflows;
+	q->rec.table_overflows = kt->table_overflows;
+	q->rec.unmatched = kt->unmatched;
+
+	spin_lock(&c->lock);
+	if (c->closed || c->st.bytes + size > KTAU_COLLECT_MAX_BYTES) {
+		c->st.dropped++;
+		spin_unlock(&c->lock);
+		kfree(q);
+		return;
+	}
+	list_add_tail(&q->node, &c->queue);
+	c->st.queued++;
+	c->st.collected++;
+	c->st.bytes += size;
+	spin_unlock(&c->lock);
+}
+
+static int ktau_collect_open(struct inode *inode, struct file *file)
+{
+	struct ktau_collector *c = kzalloc(sizeof(*c), GFP_KERNEL);
+
+	if (!c)
+		return -ENOMEM;
+	refcount_set(&c->ref, 1);
+	spin_lock_init(&c->lock);
+	INIT_LIST_HEAD(&c->queue);
+	c->uid = current_fsuid();
+	c->privileged = perfmon_capable();
+	c->ns = get_pid_ns(proc_pid_ns(inode->i_sb));
+	file->private_data = c;
+	return 0;
+}
+
+static int ktau_collect_release(struct inode *inode, struct file *file)
+{
+	struct ktau_collector *c = file->private_data;
+
+	spin_lock(&c->lock);
+	c->closed = true;
+	spin_unlock(&c->lock);
+	ktau_collector_put(c);
+	return 0;
+}
+
+/* Whole records only; a buffer too small for the next record: EINVAL. */
+static ssize_t ktau_collect_read(struct file *file, char __user *buf,
+				 size_t count, loff_t *ppos)
+{
+	struct ktau_collector *c = file->private_data;
+	struct ktau_queued *q;
+	ssize_t done = 0;
+
+	for (;;) {
+		spin_lock(&c->lock);
+		q = list_first_entry_or_null(&c->queue, struct ktau_queued, node);
+		if (!q || q->size > count - done) {
+			spin_unlock(&c->lock);
+			break;
+		}
+		list_del(&q->node);
+		c->st.queued--;
+		c->st.bytes -= q->size;
+		spin_unlock(&c->lock);
+
+		if (copy_to_user(buf + done, &q->rec, q->size)) {
+			/* Put it back: nothing is lost to a bad buffer. */
+			spin_lock(&c->lock);
+			list_add(&q->node, &c->queue);
+			c->st.queued++;
+			c->st.bytes += q->size;
+			spin_unlock(&c->lock);
+			return done ? done : -EFAULT;
+		}
+		done += q->size;
+		kfree(q);
+	}
+	if (!done && q)
+		return -EINVAL;
+	return done;
+}
+
+static long ktau_collect_ioctl(struct file *file, unsigned int cmd,
+			       unsigned long arg)
+{
+	struct ktau_collector *c = file->private_data;
+	struct ktau_task *kt = current->ktau;
+	struct ktau_collect_stats st;
+
+	switch (cmd) {
+	case KTAU_IOC_COLLECT_JOIN:
+		if (!kt)
+			return -ENODEV;
+		if (kt->collector == c)
+			return 0;
+		if (kt->collector)
+			return -EBUSY;
+		ktau_collector_get(c);
+		kt->collector = c;
+		return 0;
+	case KTAU_IOC_COLLECT_STATS:
+		spin_lock(&c->lock);
+		st = c->st;
+		spin_unlock(&c->lock);
+		if (copy_to_user((void __user *)arg, &st, sizeof(st)))
+			return -EFAULT;
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+const struct proc_ops ktau_collect_ops = {
+	.proc_open		= ktau_collect_open,
+	.proc_release		= ktau_collect_release,
+	.proc_read		= ktau_collect_read,
+	.proc_ioctl		= ktau_collect_ioctl,
+#ifdef CONFIG_COMPAT
+	.proc_compat_ioctl	= compat_ptr_ioctl,
+#endif
+	.proc_lseek		= noop_llseek,
+};

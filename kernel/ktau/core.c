@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU core: per-task profiles, the timer stack, groups and the clock.
+ *
+ * Each task owns a struct ktau_task: a stack of routines in progress and a
+ * table of totals per function ID. Only the task writes it, on the CPU it
+ * runs on, with interrupts off (an interrupt that arrives meanwhile is
+ * charged to the same task, so the writers nest but never overlap).
+ * Readers on other CPUs copy a slot's count, excl and incl in that order
+ * while the writer stores them in the reverse order, which gives every
+ * entry of a snapshot excl <= incl and times at least as new as the count,
+ * without stopping the task.
+ *
+ * When a task exits, its totals are folded into a system-wide aggregate,
+ * and handed to an exit collector when the task joined one.
+ */
+
+#include <linux/init.h>
+#include <linux/slab.h>
+#include <linux/hardirq.h>
+#include <linux/irqflags.h>
+#include <linux/task_work.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/clocksource.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+#include <linux/irq.h>
+#include <linux/interrupt.h>
+#include "internal.h"
+
+#ifdef CONFIG_X86_TSC
+#include <asm/tsc.h>
+#endif
+
+DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
+
+#define KTAU_ALL_GROUPS		(BIT(KTAU_NR_GROUPS) - 1)
+
+unsigned long ktau_groups_on = KTAU_ALL_GROUPS;
+unsigned int ktau_nr_slots = 64;
+static struct kmem_cache *ktau_cachep;
+static atomic_long_t ktau_unprofiled = ATOMIC_LONG_INIT(0);
+static DEFINE_MUTEX(ktau_groups_lock);
+
+/* Totals of exited tasks, in clock units; KTAU_MAX_IDS entries. */
+static struct ktau_sum *ktau_exited;
+static u64 ktau_exited_overflows[3];
+static DEFINE_RAW_SPINLOCK(ktau_exited_lock);
+
+/* ktau=all|none|group[,group...] */
+static int __init ktau_setup(char *str)
+{
+	unsigned long mask = 0;
+	char *tok;
+	int g;
+
+	if (!strcmp(str, "all")) {
+		ktau_groups_on = KTAU_ALL_GROUPS;
+		return 1;
+	}
+	if (!strcmp(str, "none")) {
+		ktau_groups_on = 0;
+		return 1;
+	}
+	while ((tok = strsep(&str, ",")) != NULL) {
+		g = ktau_group_by_name(tok, strlen(tok));
+		if (g < 0) {
+			pr_warn("ktau: unknown group '%s' in ktau=, ignored\n", tok);
+			continue;
+		}
+		mask |= BIT(g);
+	}
+	ktau_groups_on = mask;
+	return 1;
+}
+__setup("ktau=", ktau_setup);
+
+/* ktau.slots=N: slots per task table, a power of two in 16..1024. */
+static int __init ktau_slots_setup(char *str)
+{
+	unsigned int n;
+
+	if (kstrtouint(str, 0, &n) || n < 16 || n > 1024 || !is_power_of_2(n)) {
+		pr_warn("ktau: ktau.slots=%s is not a power of two in 16..1024, using %u\n",
+			str, ktau_nr_slots);
+		return 1;
+	}
+	ktau_nr_slots = n;
+	return 1;
+}
+__setup("ktau.slots=", ktau_slots_setup);
+
+void ktau_conv_get(struct ktau_conv *cv)
+{
+#ifdef CONFIG_X86_TSC
+	unsigned int khz = READ_ONCE(tsc_khz);
+
+	if (khz) {
+		clocks_calc_mult_shift(&cv->mult, &cv->shift, khz,
+				       NSEC_PER_MSEC, 1000);
+		return;
+	}
+#endif
+	cv->mult = 1;
+	cv->shift = 0;
+}
+
+static struct ktau_slot *ktau_other_slot(struct ktau_task *kt)
+{
+	return &kt->slots[KTAU_ID_OTHER & kt->mask];
+}
+
+static void ktau_clear(struct ktau_task *kt)
+{
+	memset(kt->slots, 0, (kt->mask + 1) * sizeof(kt->slots[0]));
+	ktau_other_slot(kt)->id = KTAU_ID_OTHER;
+	kt->stack_overflows = 0;
+	kt->table_overflows = 0;
+	kt->unmatched = 0;
+}
+
+static struct ktau_task *ktau_alloc(gfp_t gfp)
+{
+	struct ktau_task *kt = kmem_cache_zalloc(ktau_cachep, gfp);
+
+	if (!kt)
+		return NULL;
+	kt->mask = ktau_nr_slots - 1;
+	ktau_other_slot(kt)->id = KTAU_ID_OTHER;
+	return kt;
+}
+
+long ktau_unprofiled_tasks(void)
+{
+	return atomic_long_read(&ktau_unprofiled);
+}
+
+int ktau_set_groups(unsigned long mask)
+{
+	int g;
+
+	if (mask & ~KTAU_ALL_GROUPS)
+		return -EINVAL;
+	mutex_lock(&ktau_groups_lock);
+	for (g = 0; g < KTAU_NR_GROUPS; g++) {
+		if (mask & BIT(g))
+			static_branch_enable(&ktau_keys[g]);
+		else
+			static_branch_disable(&ktau_keys[g]);
+	}
+	WRITE_ONCE(ktau_groups_on, mask);
+	mutex_unlock(&ktau_groups_lock);
+	return 0;
+}
+
+void __init ktau_init(void)
+{
+	size_t size = struct_size_t(struct ktau_task, slots, ktau_nr_slots);
+	int g;
+
+	ktau_cachep = kmem_cache_create("ktau_task", size, 0,
+					SLAB_PANIC | SLAB_ACCOUNT, NULL);
+	ktau_exited = kvcalloc(KTAU_MAX_IDS, sizeof(*ktau_exited), GFP_KERNEL);
+	if (!ktau_exited || ktau_registry_init()) {
+		pr_err("ktau: out of memory, KTAU stays off\n");
+		ktau_groups_on = 0;
+	}
+	for (g = 0; g < KTAU_NR_GROUPS; g++)
+		if (!(ktau_groups_on & BIT(g)))
+			static_branch_disable(&ktau_keys[g]);
+	if (!ktau_exited)
+		return;
+	/* The boot task; everything forked from now on gets a table. */
+	current->ktau = ktau_alloc(GFP_KERNEL);
+	pr_info("ktau: %u slots per task (%zu bytes), groups 0x%lx\n",
+		ktau_nr_slots, size, ktau_groups_on);
+}
+
+void ktau_tsk_init(struct task_struct *tsk)
+{
+	struct ktau_task *parent = current->ktau;
+	struct ktau_task *kt;
+
+	tsk->ktau = NULL;
+	if (!ktau_cachep || !ktau_exited)
+		return;
+	kt = ktau_alloc(GFP_KERNEL);
+	if (!kt) {
+		atomic_long_inc(&ktau_unprofiled);
+		return;
+	}
+	/* Its first return to user space closes a system call it never made. */
+	__set_bit(KTAU_NEW, &kt->flags);
+	/* Members of an exit collector bring the tasks they create. */
+	if (parent && parent->collector && !(tsk->flags & PF_KTHREAD)) {
+		kt->collector = parent->collector;
+		ktau_collector_get(kt->collector);
+	}
+	tsk->ktau = kt;
+}
+
+void ktau_tsk_free(struct task_struct *tsk)
+{
+	struct ktau_task *kt = tsk->ktau;
+
+	if (!kt)
+		return;
+	tsk->ktau = NULL;
+	if (kt->collector)
+		ktau_collector_put(kt->collector);
+	kmem_cache_free(ktau_cachep, kt);
+}
+
+/* Add @kt's slots to @tot, in clock units, with the readers' ordering. */
+void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt)
+{
+	unsigned int i;
+
+	for (i = 0; i <= kt->mask; i++) {
+		struct ktau_slot *s = &kt->slots[i];
+		u32 id = READ_ONCE(s->id);
+		u64 count, incl, excl;
+
+		if (id == KTAU_ID_NONE || id >= KTAU_MAX_IDS)
+			continue;
+		count = READ_ONCE(s->count);
+		smp_rmb();
+		excl = READ_ONCE(s->excl);
+		smp_rmb();
+		incl = READ_ONCE(s->incl);
+		tot->sum[id].count += count;
+		tot->sum[id].incl += incl;
+		tot->sum[id].excl += excl;
+	}
+	tot->stack_overflows += READ_ONCE(kt->stack_overflows);
+	tot->table_overflows += READ_ONCE(kt->table_overflows);
+	tot->unmatched += READ_ONCE(kt->unmatched);
+	tot->nr_tasks++;
+}
+
+/* Copy @kt's used slots to @out as struct ktau_entry, in nanoseconds. */
+unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
+			       unsigned int max, const struct ktau_conv *cv)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i <= kt->mask && n < max; i++) {
+		struct ktau_slot *s = &kt->slots[i];
+		u32 id = READ_ONCE(s->id);
+		u64 count, incl, excl;
+
+		if (id == KTAU_ID_NONE)
+			continue;
+		count = READ_ONCE(s->count);
+		if (!count)
+			continue;
+		smp_rmb();
+		excl = READ_ONCE(s->excl);
+		smp_rmb();
+		incl = READ_ONCE(s->incl);
+		out[n].id = id;
+		out[n].reserved = 0;
+		out[n].count = count;
+		out[n].incl_ns = ktau_to_ns(cv, incl);
+		out[n].excl_ns = ktau_to_ns(cv, excl);
+		n++;
+	}
+	return n;
+}
+
+unsigned int ktau_totals_entries(const struct ktau_totals *tot,
+				 struct ktau_entry *out, unsigned int max,
+				 const struct ktau_conv *cv)
+{
+	unsigned int id, n = 0;
+
+	for (id = 1; id < KTAU_MAX_IDS && n < max; id++) {
+		const struct ktau_sum *s = &tot->sum[id];
+
+		if (!s->count)
+			continue;
+		out[n].id = id;
+		out[n].reserved = 0;
+		out[n].count = s->count;
+		out[n].incl_ns = ktau_to_ns(cv, s->incl);
+		out[n].excl_ns = ktau_to_ns(cv, s->excl);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * System-wide totals: exited tasks plus every live task, the per-CPU idle
+ * tasks included. Tasks that already folded at exit are skipped.
+ */
+void ktau_aggregate(struct ktau_totals *tot)
+{
+	struct task_struct *p, *t;
+	unsigned long flags;
+	int cpu;
+
+	memset(tot, 0, sizeof(*tot));
+	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
+	memcpy(tot->sum, ktau_exited, KTAU_MAX_IDS * sizeof(*ktau_exited));
+	tot->stack_overflows = ktau_exited_overflows[0];
+	tot->table_overflows = ktau_exited_overflows[1];
+	tot->unmatched = ktau_exited_overflows[2];
+	raw_spin_unlock_irqrestore(&ktau_exited_lock, flags);
+
+	rcu_read_lock();
+	for_each_process_thread(p, t) {
+		struct ktau_task *kt = t->ktau;
+
+		if (kt && !test_bit(KTAU_FOLDED, &kt->flags))
+			ktau_totals_add_task(tot, kt);
+	}
+	for_each_possible_cpu(cpu) {
+		struct task_struct *idle = idle_task(cpu);
+
+		if (idle && idle->ktau)
+			ktau_totals_add_task(tot, idle->ktau);
+	}
+	rcu_read_unlock();
+}
+
+/* do_exit(): fold the task's totals and hand them to its collector. */
+void ktau_exit(struct task_struct *tsk)
+{
+	struct ktau_task *kt = tsk->ktau;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!kt || !ktau_exited)
+		return;
+	if (kt->collector)
+		ktau_collect_exit(tsk, kt);
+
+	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
+	for (i = 0; i <= kt->mask; i++) {
+		struct ktau_slot *s = &kt->slots[i];
+
+		if (s->id == KTAU_ID_NONE || s->id >= KTAU_MAX_IDS)
+			continue;
+		ktau_exited[s->id].count += s->count;
+		ktau_exited[s->id].incl += s->incl;
+		ktau_exited[s->id].excl += s->excl;
+	}
+	ktau_exited_overflows[0] += kt->stack_overflows;
+	ktau_exited_overflows[1] += kt->table_overflows;
+	ktau_exited_overflows[2] += kt->unmatched;
+	set_bit(KTAU_FOLDED, &kt->flags);
+	raw_spin_unlock_irqrestore(&ktau_exited_lock, flags);
+}
+
+/* Reset: each user task zeroes its own table on its way to user space. */
+static void ktau_reset_fn(struct callback_head *head)
+{
+	struct ktau_task *kt = container_of(head, struct ktau_task, reset_work);
+	unsigned long flags;
+
+	local_irq_save(flags);
+	ktau_clear(kt);
+	local_irq_restore(flags);
+	clear_bit(KTAU_RESET_PENDING, &kt->flags);
+}
+
+void ktau_reset_all(void)
+{
+	struct task_struct *p, *t;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
+	memset(ktau_exited, 0, KTAU_MAX_IDS * sizeof(*ktau_exited));
+	memset(ktau_exited_overflows, 0, sizeof(ktau_exited_overflows));
+	raw_spin_unlock_irqrestore(&ktau_exited_lock, flags);
+
+	rcu_read_lock();
+	for_each_process_thread(p, t) {
+		struct ktau_task *kt = t->ktau;
+
+		if (!kt || (t->flags & (PF_KTHREAD | PF_EXITING)))
+			continue;
+		if (test_and_set_bit(KTAU_RESET_PENDING, &kt->flags))
+			continue;
+		init_task_work(&kt->reset_work, ktau_reset_fn);
+		if (task_work_add(t, &kt->reset_work, TWA_RESUME))
+			clear_bit(KTAU_RESET_PENDING, &kt->flags);
+	}
+	rcu_read_unlock();
+}
+
+/* Open a frame for @id; interrupts off. */
+static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
+{
+	unsigned int d = kt->depth, i;
+	u64 tag = KTAU_TAG(group, id);
+	struct ktau_frame *f;
+
+	if (unlikely(d >= KTAU_STACK_DEPTH)) {
+		/* Keep counting depth so that the exits still match. */
+		kt->depth = d + 1;
+		kt->stack_overflows++;
+		return;
+	}
+	for (i = 0; i < d; i++) {
+		if (KTAU_TAG_ID(kt->stack[i].tag) == id) {
+			tag |= KTAU_TAG_RECURSIVE;
+			break;
+		}
+	}
+	f = &kt->stack[d];
+	f->tag = tag;
+	f->child = 0;
+	f->start = ktau_clock();
+	kt->depth = d + 1;
+}
+
+/*
+ * The frame on top is not @group's: a group was switched on or off while
+ * a routine was in progress, or the stack overflowed. Close @group's
+ * nearest frame and drop the frames above it, or count an exit without
+ * entry.
+ */
+void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
+{
+	unsigned int d = kt->depth;
+	int i;
+
+	if (d > KTAU_STACK_DEPTH) {
+		kt->depth = d - 1;
+		return;
+	}
+	for (i = (int)d - 1; i >= 0; i--)
+		if (KTAU_TAG_GROUP(kt->stack[i].tag) == group)
+			break;
+	if (i < 0) {
+		if (!(group == KTAU_GROUP_SYSCALL && d == 0 &&
+		      test_and_clear_bit(KTAU_NEW, &kt->flags)))
+			kt->unmatched++;
+		return;
+	}
+	kt->unmatched += d - 1 - i;
+	kt->depth = i + 1;
+	__ktau_pop(kt, group);
+}
+EXPORT_SYMBOL_GPL(__ktau_pop_slow);
+
+/* The slot of @id is not at its home position: probe, or claim one. */
+struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
+{
+	unsigned int mask = kt->mask, i = id & mask, n;
+
+	for (n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		struct ktau_slot *s = &kt->slots[i];
+
+		if (s->id == id)
+			return s;
+		if (s->id == KTAU_ID_NONE) {
+			WRITE_ONCE(s->id, id);
+			return s;
+		}
+	}
+	kt->table_overflows++;
+	return ktau_other_slot(kt);
+}
+EXPORT_SYMBOL_GPL(__ktau_slot_slow);
+
+void __ktau_start(unsigned int group, unsigned int id)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+
+	if (unlikely(!kt) || in_nmi())
+		return;
+	local_irq_save(flags);
+	ktau_push(kt, group, id);
+	local_irq_restore(flags);
+}
+EXPORT_SYMBOL_GPL(__ktau_start);
+
+void __ktau_stop(unsigned int group)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+
+	if (unlikely(!kt) || in_nmi())
+		return;
+	local_irq_save(flags);
+	__ktau_pop(kt, group);
+	local_irq_restore(flags);
+}
+EXPORT_SYMBOL_GPL(__ktau_stop);
+
+DEFINE_PER_CPU(struct ktau_site *, ktau_irq_hint);
+
+static u32 ktau_site_id(struct ktau_site *site)
+{
+	int id = READ_ONCE(site->id);
+
+	if (unlikely(!id)) {
+		const char *name = site->name;
+
+		if (!strncmp(name, "sysvec_", 7))
+			name += 7;
+		id = ktau_register(name, site->group);
+		if (id <= 0)
+			return KTAU_ID_IRQ;
+		WRITE_ONCE(site->id, id);
+	}
+	return id;
+}
+
+void __ktau_irq_enter(void)
+{
+	struct ktau_task *kt = current->ktau;
+	struct ktau_site *site = __this_cpu_read(ktau_irq_hint);
+	u32 id = KTAU_ID_IRQ;
+
+	if (site) {
+		__this_cpu_write(ktau_irq_hint, NULL);
+		id = ktau_site_id(site);
+	}
+	if (likely(kt))
+		ktau_push(kt, KTAU_GROUP_IRQ, id);
+}
+
+void __ktau_irq_exit(void)
+{
+	struct ktau_task *kt = current->ktau;
+
+	if (likely(kt))
+		__ktau_pop(kt, KTAU_GROUP_IRQ);
+}
+
+/* Give the interrupt in progress (still "irq") the ID of its source. */
+static void ktau_irq_name(u32 id)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned int d;
+
+	if (unlikely(!kt))
+		return;
+	d = kt->depth;
+	if (d && d <= KTAU_STACK_DEPTH &&
+	    kt->stack[d - 1].tag == KTAU_TAG(KTAU_GROUP_IRQ, KTAU_ID_IRQ))
+		kt->stack[d - 1].tag = KTAU_TAG(KTAU_GROUP_IRQ, id);
+}
+
+static u16 ktau_irq_ids[KTAU_NR_IRQ_IDS];
+
+void __ktau_irq_desc(struct irq_desc *desc)
+{
+	unsigned int irq = irq_desc_get_irq(desc);
+	char name[KTAU_NAME_LEN];
+	int id;
+
+	if (irq >= KTAU_NR_IRQ_IDS)
+		return;
+	id = READ_ONCE(ktau_irq_ids[irq]);
+	if (unlikely(!id)) {
+		snprintf(name, sizeof(name), "irq%u:%s", irq,
+			 desc->action && desc->action->name ?
+			 desc->action->name : "none");
+		id = ktau_register(name, KTAU_GROUP_IRQ);
+		if (id <= 0)
+			return;
+		WRITE_ONCE(ktau_irq_ids[irq], id);
+	}
+	ktau_irq_name(id);
+}
+
+/* __schedule(), interrupts off: the task leaves the CPU. */
+void __ktau_sched_out(bool blocked)
+{
+	struct ktau_task *kt = current->ktau;
+
+	if (likely(kt))
+		ktau_push(kt, KTAU_GROUP_SCHED,
+			  blocked ? KTAU_ID_SCHED_VOL : KTAU_ID_SCHED_INVOL);
+}
+
+/* The end of __schedule(): the task runs again. */
+void __ktau_sched_in(void)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+	unsigned int d;
+
+	if (unlikely(!kt))
+		return;
+	local_irq_save(flags);
+	d = kt->depth;
+	/* A task new to the CPU, or one that left with the group off. */
+	if (d && (d > KTAU_STACK_DEPTH ||
+		  KTAU_TAG_GROUP(kt->stack[d - 1].tag) == KTAU_GROUP_SCHED))
+		__ktau_pop(kt, KTAU_GROUP_SCHED);
+	local_irq_restore(flags);
+}

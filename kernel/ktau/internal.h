@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * KTAU internals shared by the files of kernel/ktau.
+ */
+#ifndef _KERNEL_KTAU_INTERNAL_H
+#define _KERNEL_KTAU_INTERNAL_H
+
+#include <linux/ktau.h>
+#include <linux/spinlock.h>
+
+/* Function IDs: the registry. */
+#define KTAU_MAX_IDS		2048
+#define KTAU_NAME_LEN		40
+#define KTAU_NR_IRQ_IDS		256
+
+struct ktau_func {
+	char name[KTAU_NAME_LEN];
+	u8 group;
+	u8 live;
+};
+
+extern const char * const ktau_group_names[KTAU_NR_GROUPS];
+extern struct ktau_func *ktau_funcs;
+
+int ktau_registry_init(void);
+unsigned int ktau_nr_ids(void);
+int ktau_register(const char *name, unsigned int group);
+int ktau_group_by_name(const char *name, size_t len);
+
+/* Per-task tables. */
+#define KTAU_RESET_PENDING	0	/* bit in ktau_task.flags */
+#define KTAU_FOLDED		1	/* folded into the aggregate at exit */
+#define KTAU_NEW		2	/* has not returned to user space yet */
+
+long ktau_unprofiled_tasks(void);
+
+extern unsigned int ktau_nr_slots;
+extern unsigned long ktau_groups_on;
+
+/* Clock units to nanoseconds, fixed for one read. */
+struct ktau_conv {
+	u32 mult;
+	u32 shift;
+};
+
+void ktau_conv_get(struct ktau_conv *cv);
+
+static inline u64 ktau_to_ns(const struct ktau_conv *cv, u64 t)
+{
+	return mul_u64_u32_shr(t, cv->mult, cv->shift);
+}
+
+/* Totals per function ID, in clock units: the aggregate, and merges. */
+struct ktau_sum {
+	u64 count;
+	u64 incl;
+	u64 excl;
+};
+
+struct ktau_totals {
+	u64 stack_overflows;
+	u64 table_overflows;
+	u64 unmatched;
+	unsigned int nr_tasks;
+	struct ktau_sum sum[KTAU_MAX_IDS];
+};
+
+void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt);
+unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
+			       unsigned int max, const struct ktau_conv *cv);
+unsigned int ktau_totals_entries(const struct ktau_totals *tot,
+				 struct ktau_entry *out, unsigned int max,
+				 const struct ktau_conv *cv);
+void ktau_aggregate(struct ktau_totals *tot);
+void ktau_reset_all(void);
+int ktau_set_groups(unsigned long mask);
+
+/* The exit collector. */
+void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
+void ktau_collector_get(struct ktau_collector *c);
+void ktau_collector_put(struct ktau_collector *c);
+
+/* /proc/ktau */
+bool ktau_capable(void);
+
+#endif /* _KERNEL_KTAU_INTERNAL_H */

@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * /proc/ktau and /proc/PID/ktau: text views for people and the binary
+ * snapshot ioctl for libktau. See Documentation/ABI/testing/procfs-ktau.
+ *
+ * Another task's profile needs ptrace read access to it; control and the
+ * system-wide aggregate need CAP_PERFMON or CAP_SYS_ADMIN. Nothing here
+ * shows a kernel address: profiles hold function IDs and names only.
+ */
+
+#include <linux/init.h>
+#include <linux/fs.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uaccess.h>
+#include <linux/ptrace.h>
+#include <linux/capability.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/sched/stat.h>
+#include <linux/compat.h>
+#include <linux/timekeeping.h>
+#include "internal.h"
+
+extern const struct proc_ops ktau_collect_ops;
+
+#define KTAU_CONTROL_MAX	64
+
+bool ktau_capable(void)
+{
+	return perfmon_capable();
+}
+
+static int ktau_entry_cmp(const void *a, const void *b)
+{
+	const struct ktau_entry *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void ktau_show_entries(struct seq_file *m, struct ktau_entry *e,
+			      unsigned int n)
+{
+	unsigned int nr = ktau_nr_ids(), i;
+
+	sort(e, n, sizeof(*e), ktau_entry_cmp, NULL);
+	seq_puts(m, "# id group name calls incl_ns excl_ns\n");
+	for (i = 0; i < n; i++) {
+		const struct ktau_func *f = e[i].id < nr ? &ktau_funcs[e[i].id] : NULL;
+
+		seq_printf(m, "%u %s %s %llu %llu %llu\n", e[i].id,
+			   f && f->name[0] ? ktau_group_names[f->group] : "?",
+			   f && f->name[0] ? f->name : "?",
+			   e[i].count, e[i].incl_ns, e[i].excl_ns);
+	}
+}
+
+static void ktau_show_overflows(struct seq_file *m, u64 stack, u64 table,
+				u64 unmatched)
+{
+	seq_printf(m, "# overflows stack %llu table %llu unmatched %llu\n",
+		   stack, table, unmatched);
+}
+
+/* Text view of a sum of tasks; @tot is freed by the caller. */
+static int ktau_show_totals(struct seq_file *m, struct ktau_totals *tot)
+{
+	struct ktau_entry *e;
+	struct ktau_conv cv;
+	unsigned int n;
+
+	e = kvmalloc_array(KTAU_MAX_IDS, sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	ktau_conv_get(&cv);
+	n = ktau_totals_entries(tot, e, KTAU_MAX_IDS, &cv);
+	ktau_show_overflows(m, tot->stack_overflows, tot->table_overflows,
+			    tot->unmatched);
+	ktau_show_entries(m, e, n);
+	kvfree(e);
+	return 0;
+}
+
+/* /proc/PID/task/TID/ktau */
+int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
+		  struct pid *pid, struct task_struct *task)
+{
+	struct ktau_task *kt = task->ktau;
+	char comm[TASK_COMM_LEN];
+	struct ktau_entry *e;
+	struct ktau_conv cv;
+	unsigned int n;
+
+	if (!ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS))
+		return -EACCES;
+	get_task_comm(comm, task);
+	seq_printf(m, "# tid %d pid %d comm %s\n", task_pid_nr_ns(task, ns),
+		   task_tgid_nr_ns(task, ns), comm);
+	if (!kt)
+		return 0;
+	e = kvmalloc_array(kt->mask + 1, sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	ktau_conv_get(&cv);
+	n = ktau_copy_entries(kt, e, kt->mask + 1, &cv);
+	ktau_show_overflows(m, READ_ONCE(kt->stack_overflows),
+			    READ_ONCE(kt->table_overflows),
+			    READ_ONCE(kt->unmatched));
+	ktau_show_entries(m, e, n);
+	kvfree(e);
+	return 0;
+}
+
+/* /proc/PID/ktau: the live threads of the process, summed. */
+int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
+		   struct pid *pid, struct task_struct *task)
+{
+	char comm[TASK_COMM_LEN];
+	struct ktau_totals *tot;
+	struct task_struct *t;
+	int ret;
+
+	if (!ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS))
+		return -EACCES;
+	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
+	if (!tot)
+		return -ENOMEM;
+	rcu_read_lock();
+	for_each_thread(task, t)
+		if (t->ktau)
+			ktau_totals_add_task(tot, t->ktau);
+	rcu_read_unlock();
+	get_task_comm(comm, task);
+	seq_printf(m, "# pid %d threads %u comm %s\n", task_tgid_nr_ns(task, ns),
+		   tot->nr_tasks, comm);
+	ret = ktau_show_totals(m, tot);
+	kvfree(tot);
+	return ret;
+}
+
+/* /proc/ktau/version */
+static int ktau_version_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%u.%u\n", KTAU_ABI_VERSION_MAJOR, KTAU_ABI_VERSION_MINOR);
+	return 0;
+}
+
+/* /proc/ktau/functions */
+static int ktau_functions_show(struct seq_file *m, void *v)
+{
+	unsigned int nr = ktau_nr_ids(), id;
+
+	seq_puts(m, "# id group name\n");
+	for (id = 1; id < nr; id++) {
+		const struct ktau_func *f = &ktau_funcs[id];
+
+		/* Unregistered points stay: old profiles may hold them. */
+		if (!f->name[0])
+			continue;
+		seq_printf(m, "%u %s %s\n", id, ktau_group_names[f->group],
+			   f->name);
+	}
+	return 0;
+}
+
+/* /proc/ktau/aggregate */
+static int ktau_aggregate_show(struct seq_file *m, void *v)
+{
+	struct ktau_totals *tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
+	int ret;
+
+	if (!tot)
+		return -ENOMEM;
+	ktau_aggregate(tot);
+	seq_printf(m, "# aggregate tasks %u\n", tot->nr_tasks);
+	ret = ktau_show_totals(m, tot);
+	kvfree(tot);
+	return ret;
+}
+
+static int ktau_aggregate_open(struct inode *inode, struct file *file)
+{
+	if (!ktau_capable())
+		return -EPERM;
+	return single_open(file, ktau_aggregate_show, NULL);
+}
+
+static const struct proc_ops ktau_aggregate_ops = {
+	.proc_open	= ktau_aggregate_open,
+	.proc_read	= seq_read,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
+
+/* /proc/ktau/control */
+static int ktau_control_show(struct seq_file *m, void *v)
+{
+	unsigned long on = READ_ONCE(ktau_groups_on);
+	int g;
+
+	for (g = 0; g < KTAU_NR_GROUPS; g++)
+		seq_printf(m, "%s %s\n", ktau_group_names[g],
+			   on & BIT(g) ? "on" : "off");
+	seq_printf(m, "slots %u\n", ktau_nr_slots);
+	seq_printf(m, "depth %u\n", KTAU_STACK_DEPTH);
+	seq_printf(m, "unprofiled %ld\n", ktau_unprofiled_tasks());
+	return 0;
+}
+
+static int ktau_control_open(struct inode *inode, struct file *file)
+{
+	if ((file->f_mode & FMODE_WRITE) && !ktau_capable())
+		return -EPERM;
+	return single_open(file, ktau_control_show, NULL);
+}
+
+/*
+ * One command per write: "<group> on|off", "all on|off" or "reset".
+ * Anything else is EINVAL and changes nothing.
+ */
+static ssize_t ktau_control_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	char buf[KTAU_CONTROL_MAX + 1], *arg;
+	unsigned long mask;
+	size_t len;
+	bool on;
+	int g, ret;
+
+	if (!ktau_capable())
+		return -EPERM;
+	if (count == 0 || count > KTAU_CONTROL_MAX)
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = '\0';
+	len = count;
+	if (buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	if (strlen(buf) != len)
+		return -EINVAL;
+
+	if (!strcmp(buf, "reset")) {
+		ktau_reset_all();
+		return count;
+	}
+	arg = strchr(buf, ' ');
+	if (!arg)
+		return -EINVAL;
+	*arg++ = '\0';
+	if (!strcmp(arg, "on"))
+		on = true;
+	else if (!strcmp(arg, "off"))
+		on = false;
+	else
+		return -EINVAL;
+
+	mask = READ_ONCE(ktau_groups_on);
+	if (!strcmp(buf, "all")) {
+		mask = on ? BIT(KTAU_NR_GROUPS) - 1 : 0;
+	} else {
+		g = ktau_group_by_name(buf, strlen(buf));
+		if (g < 0)
+			return -EINVAL;
+		if (on)
+			mask |= BIT(g);
+		else
+			mask &= ~BIT(g);
+	}
+	ret = ktau_set_groups(mask);
+	return ret ? ret : count;
+}
+
+static const struct proc_ops ktau_control_ops = {
+	.proc_open	= ktau_control_open,
+	.proc_read	= seq_read,
+	.proc_write	= ktau_control_write,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
+
+/* /proc/ktau/profiles: KTAU_IOC_SNAPSHOT */
+struct ktau_snap_ctx {
+	struct ktau_snapshot req;
+	struct pid_namespace *ns;
+	char __user *ubuf;
+	u64 used;		/* bytes written or, past ENOSPC, needed */
+	bool nospc;
+	struct ktau_task_rec *rec;	/* staging for one record */
+	unsigned int max_entries;
+	struct ktau_conv cv;
+};
+
+static int ktau_snap_emit(struct ktau_snap_ctx *ctx, size_t size)
+{
+	if (!ctx->nospc && ctx->used + size <= ctx->req.buf_size) {
+		if (copy_to_user(ctx->ubuf + ctx->used, ctx->rec, size))
+			return -EFAULT;
+		ctx->req.ntasks++;
+	} else {
+		ctx->nospc = true;
+	}
+	ctx->used += size;
+	return 0;
+}
+
+static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t)
+{
+	struct ktau_task_rec *rec = ctx->rec;
+	struct ktau_task *kt = t->ktau;
+	unsigned int n;
+	pid_t tid;
+
+	tid = task_pid_nr_ns(t, ctx->ns);
+	if (!kt || !tid || !ptrace_may_access(t, PTRACE_MODE_READ_FSCREDS)) {
+		ctx->req.nmissing++;
+		return 0;
+	}
+	memset(rec, 0, sizeof(*rec));
+	n = ktau_copy_entries(kt, (struct ktau_entry *)(rec + 1),
+			      ctx->max_entries, &ctx->cv);
+	rec->size = sizeof(*rec) + n * sizeof(struct ktau_entry);
+	rec->nentries = n;
+	rec->tid = tid;
+	rec->pid = task_tgid_nr_ns(t, ctx->ns);
+	rec->flags = (t->flags & PF_KTHREAD) ? KTAU_REC_KTHREAD : 0;
+	get_task_comm(rec->comm, t);
+	rec->start_ns = t->start_time;
+	rec->stack_overflows = READ_ONCE(kt->stack_overflows);
+	rec->table_overflows = READ_ONCE(kt->table_overflows);
+	rec->unmatched = READ_ONCE(kt->unmatched);
+	return ktau_snap_emit(ctx, rec->size);
+}
+
+static int ktau_snap_aggregate(struct ktau_snap_ctx *ctx)
+{
+	struct ktau_task_rec *rec = ctx->rec;
+	struct ktau_totals *tot;
+	unsigned int n;
+
+	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
+	if (!tot)
+		return -ENOMEM;
+	ktau_aggregate(tot);
+	memset(rec, 0, sizeof(*rec));
+	n = ktau_totals_entries(tot, (struct ktau_entry *)(rec + 1),
+				KTAU_MAX_IDS, &ctx->cv);
+	rec->size = sizeof(*rec) + n * sizeof(struct ktau_entry);
+	rec->nentries = n;
+	rec->flags = KTAU_REC_AGGREGATE;
+	strscpy(rec->comm, "aggregate", sizeof(rec->comm));
+	rec->stack_overflows = tot->stack_overflows;
+	rec->table_overflows = tot->table_overflows;
+	rec->unmatched = tot->unmatched;
+	kvfree(tot);
+	return ktau_snap_emit(ctx, rec->size);
+}
+
+/*
+ * Take references to the tasks to read, so that records are copied to
+ * user space outside RCU. @pids NULL: every thread.
+ */
+static struct task_struct **ktau_snap_gather(struct ktau_snap_ctx *ctx,
+					     const s32 *pids, unsigned int npids,
+					     bool process, unsigned int *nr)
+{
+	unsigned int cap, n = 0, i;
+	struct task_struct **v, *p, *t;
+
+	cap = pids && !process ? npids : READ_ONCE(nr_threads) + 64;
+	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return ERR_PTR(-ENOMEM);
+	rcu_read_lock();
+	if (!pids) {
+		for_each_process_thread(p, t) {
+			if (n == cap)
+				break;
+			get_task_struct(t);
+			v[n++] = t;
+		}
+	}
+	for (i = 0; pids && i < npids; i++) {
+		p = find_task_by_pid_ns(pids[i], ctx->ns);
+		if (!p) {
+			ctx->req.nmissing++;
+			continue;
+		}
+		if (!process) {
+			get_task_struct(p);
+			v[n++] = p;
+			continue;
+		}
+		for_each_thread(p, t) {
+			if (n == cap)
+				break;
+			get_task_struct(t);
+			v[n++] = t;
+		}
+	}
+	rcu_read_unlock();
+	*nr = n;
+	return v;
+}
+
+static int ktau_snap_tasks(struct ktau_snap_ctx *ctx, const s32 *pids,
+			   unsigned int npids, bool process)
+{
+	struct task_struct **v;
+	unsigned int n, i;
+	int ret = 0;
+
+	v = ktau_snap_gather(ctx, pids, npids, process, &n);
+	if (IS_ERR(v))
+		return PTR_ERR(v);
+	for (i = 0; i < n; i++) {
+		if (!ret)
+			ret = ktau_snap_task(ctx, v[i]);
+		put_task_struct(v[i]);
+	}
+	kvfree(v);
+	return ret;
+}
+
+static long ktau_snapshot(struct file *file, struct ktau_snapshot __user *ureq)
+{
+	struct ktau_snap_ctx ctx = {};
+	struct ktau_snapshot *req = &ctx.req;
+	s32 *pids = NULL;
+	u32 size;
+	int ret = 0;
+
+	if (get_user(size, &ureq->size))
+		return -EFAULT;
+	if (size != sizeof(*req))
+		return -EINVAL;
+	if (copy_from_user(req, ureq, sizeof(*req)))
+		return -EFAULT;
+	if (!req->flags || (req->flags & ~KTAU_SNAP_FLAGS) || req->reserved ||
+	    req->npids > KTAU_SNAP_MAX_PIDS ||
+	    (!!(req->flags & KTAU_SNAP_PIDS) != !!req->npids) ||
+	    ((req->flags & KTAU_SNAP_PROCESS) && !(req->flags & KTAU_SNAP_PIDS)))
+		return -EINVAL;
+	if ((req->flags & KTAU_SNAP_AGGREGATE) && !ktau_capable())
+		return -EPERM;
+	if (req->buf_size && !access_ok(u64_to_user_ptr(req->buf), req->buf_size))
+		return -EFAULT;
+	req->ntasks = 0;
+	req->nmissing = 0;
+	req->time_ns = ktime_get_ns();
+
+	if (req->flags & KTAU_SNAP_PIDS) {
+		pids = memdup_array_user(u64_to_user_ptr(req->pids), req->npids,
+					 sizeof(*pids));
+		if (IS_ERR(pids))
+			return PTR_ERR(pids);
+	}
+	ctx.ns = proc_pid_ns(file_inode(file)->i_sb);
+	ctx.ubuf = u64_to_user_ptr(req->buf);
+	ctx.max_entries = max_t(unsigned int, ktau_nr_slots, KTAU_MAX_IDS);
+	ctx.rec = kvmalloc(sizeof(*ctx.rec) +
+			   ctx.max_entries * sizeof(struct ktau_entry), GFP_KERNEL);
+	if (!ctx.rec) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ktau_conv_get(&ctx.cv);
+
+	if (req->flags & KTAU_SNAP_SELF)
+		ret = ktau_snap_task(&ctx, current);
+	if (!ret && (req->flags & KTAU_SNAP_PIDS))
+		ret = ktau_snap_tasks(&ctx, pids, req->npids,
+				      req->flags & KTAU_SNAP_PROCESS);
+	if (!ret && (req->flags & KTAU_SNAP_ALL))
+		ret = ktau_snap_tasks(&ctx, NULL, 0, false);
+	if (!ret && (req->flags & KTAU_SNAP_AGGREGATE))
+		ret = ktau_snap_aggregate(&ctx);
+	if (ret)
+		goto out;
+
+	req->used = ctx.used;
+	if (ctx.nospc) {
+		req->ntasks = 0;
+		ret = -ENOSPC;
+	}
+	if (copy_to_user(ureq, req, sizeof(*req)))
+		ret = -EFAULT;
+out:
+	kvfree(ctx.rec);
+	kvfree(pids);
+	return ret;
+}
+
+static long ktau_profiles_ioctl(struct file *file, unsigned int cmd,
+				unsigned long arg)
+{
+	switch (cmd) {
+	case KTAU_IOC_SNAPSHOT:
+		return ktau_snapshot(file, (struct ktau_snapshot __user *)arg);
+	}
+	return -ENOTTY;
+}
+
+static int ktau_profiles_open(struct inode *inode, struct file *file)
+{
+	return 0;
+}
+
+static const struct proc_ops ktau_profiles_ops = {
+	.proc_open		= ktau_profiles_open,
+	.proc_ioctl		= ktau_profiles_ioctl,
+#ifdef CONFIG_COMPAT
+	.proc_compat_ioctl	= compat_ptr_ioctl,
+#endif
+	.proc_lseek		= noop_llseek,
+};
+
+static int __init ktau_proc_init(void)
+{
+	struct proc_dir_entry *dir;
+
+	if (!ktau_funcs)
+		return 0;
+	dir = proc_mkdir("ktau", NULL);
+	if (!dir)
+		return -ENOMEM;
+	if (!proc_create_single("version", 0444, dir, ktau_version_show) ||
+	    !proc_create_single("functions", 0444, dir, ktau_functions_show) ||
+	    !proc_create("control", 0666, dir, &ktau_control_ops) ||
+	    !proc_create("aggregate", 0444, dir, &ktau_aggregate_ops) ||
+	    !proc_create("profiles", 0444, dir, &ktau_profiles_ops) ||
+	    !proc_create("collect", 0444, dir, &ktau_collect_ops)) {
+		remove_proc_subtree("ktau", NULL);
+		return -ENOMEM;
+	}
+	return 0;
+}
+fs_initcall(ktau_proc_init);

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU function IDs: every instrumentation point has a small integer ID
+ * with a group and a name. Fixed IDs and system calls (KTAU_ID_SYSCALL_BASE
+ * plus the call's number) are registered at boot; interrupt sources when
+ * first seen; dynamic points at run time. IDs are never reused within a
+ * boot: an unregistered ID keeps its name and is only marked gone.
+ *
+ * Entries are written once, before the count of IDs is published with
+ * release semantics, so readers need no lock.
+ */
+
+#include <linux/init.h>
+#include <linux/kallsyms.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/interrupt.h>
+#include <asm/syscall.h>
+#include "internal.h"
+
+const char * const ktau_group_names[KTAU_NR_GROUPS] = {
+	[KTAU_GROUP_SYSCALL]	= "syscall",
+	[KTAU_GROUP_IRQ]	= "irq",
+	[KTAU_GROUP_SOFTIRQ]	= "softirq",
+	[KTAU_GROUP_SCHED]	= "sched",
+	[KTAU_GROUP_FAULT]	= "fault",
+	[KTAU_GROUP_SIGNAL]	= "signal",
+	[KTAU_GROUP_DYNAMIC]	= "dynamic",
+};
+
+struct ktau_func *ktau_funcs;
+static unsigned int ktau_next_id;
+static DEFINE_RAW_SPINLOCK(ktau_reg_lock);
+
+unsigned int ktau_nr_ids(void)
+{
+	return smp_load_acquire(&ktau_next_id);
+}
+
+int ktau_group_by_name(const char *name, size_t len)
+{
+	int g;
+
+	for (g = 0; g < KTAU_NR_GROUPS; g++)
+		if (strlen(ktau_group_names[g]) == len &&
+		    !strncmp(ktau_group_names[g], name, len))
+			return g;
+	return -EINVAL;
+}
+
+/* Set a fixed ID's entry, at boot. */
+static void __init ktau_set(unsigned int id, const char *name,
+			    unsigned int group)
+{
+	strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
+	ktau_funcs[id].group = group;
+	ktau_funcs[id].live = 1;
+}
+
+/*
+ * Give @name in @group the next free ID. Safe in any context but NMI:
+ * interrupt sources register from hard interrupt context.
+ */
+int ktau_register(const char *name, unsigned int group)
+{
+	unsigned long flags;
+	int id;
+
+	if (!ktau_funcs || group >= KTAU_NR_GROUPS || !name || !*name)
+		return -EINVAL;
+	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
+	id = ktau_next_id;
+	if (id >= KTAU_MAX_IDS) {
+		id = -ENOSPC;
+	} else {
+		strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
+		ktau_funcs[id].group = group;
+		ktau_funcs[id].live = 1;
+		smp_store_release(&ktau_next_id, id + 1);
+	}
+	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
+	return id;
+}
+
+/**
+ * ktau_register_point - get a function ID for a dynamic instrumentation point
+ * @name: name shown in /proc/ktau/functions and in profiles
+ * @group: a KTAU_GROUP_* value, usually KTAU_GROUP_DYNAMIC
+ *
+ * Return: the new ID, or a negative errno (-ENOSPC when all IDs are used).
+ */
+int ktau_register_point(const char *name, unsigned int group)
+{
+	return ktau_register(name, group);
+}
+EXPORT_SYMBOL_GPL(ktau_register_point);
+
+/**
+ * ktau_unregister_point - mark a dynamic point as gone
+ * @id: an ID returned by ktau_register_point()
+ *
+ * The ID is not reused, so profiles that hold it stay meaningful.
+ */
+void ktau_unregister_point(int id)
+{
+	if (id >= KTAU_ID_SYSCALL_BASE + NR_syscalls && id < ktau_nr_ids())
+		WRITE_ONCE(ktau_funcs[id].live, 0);
+}
+EXPORT_SYMBOL_GPL(ktau_unregister_point);
+
+/* The name of a system call from its table entry: "__x64_sys_read" -> "read". */
+static void __init ktau_syscall_name(unsigned int nr, char *buf, size_t len)
+{
+#if defined(CONFIG_KALLSYMS) && defined(CONFIG_X86_64)
+	char sym[KSYM_SYMBOL_LEN];
+	const char *p;
+
+	sprint_symbol_no_offset(sym, (unsigned long)sys_call_table[nr]);
+	p = strstr(sym, "sys_");
+	if (p) {
+		strscpy(buf, p + 4, len);
+		return;
+	}
+#endif
+	snprintf(buf, len, "syscall_%u", nr);
+}
+
+int __init ktau_registry_init(void)
+{
+	char name[KTAU_NAME_LEN];
+	unsigned int i;
+
+	BUILD_BUG_ON(KTAU_ID_SYSCALL_BASE + NR_syscalls >= KTAU_MAX_IDS);
+	BUILD_BUG_ON(KTAU_ID_SOFTIRQ_BASE + NR_SOFTIRQS > KTAU_ID_SYSCALL_BASE);
+
+	ktau_funcs = kcalloc(KTAU_MAX_IDS, sizeof(*ktau_funcs), GFP_KERNEL);
+	if (!ktau_funcs)
+		return -ENOMEM;
+
+	ktau_set(KTAU_ID_OTHER, "[other]", KTAU_GROUP_DYNAMIC);
+	ktau_set(KTAU_ID_IRQ, "irq", KTAU_GROUP_IRQ);
+	ktau_set(KTAU_ID_SCHED_VOL, "sched_blocked", KTAU_GROUP_SCHED);
+	ktau_set(KTAU_ID_SCHED_INVOL, "sched_preempted", KTAU_GROUP_SCHED);
+	ktau_set(KTAU_ID_FAULT_USER, "page_fault_user", KTAU_GROUP_FAULT);
+	ktau_set(KTAU_ID_FAULT_KERNEL, "page_fault_kernel", KTAU_GROUP_FAULT);
+	ktau_set(KTAU_ID_SIGNAL, "signal_delivery", KTAU_GROUP_SIGNAL);
+	ktau_set(KTAU_ID_SYSCALL_BAD, "syscall_invalid", KTAU_GROUP_SYSCALL);
+	ktau_set(KTAU_ID_SYSCALL_COMPAT, "syscall_compat", KTAU_GROUP_SYSCALL);
+	for (i = 0; i < NR_SOFTIRQS; i++) {
+		snprintf(name, sizeof(name), "softirq_%s", softirq_to_name[i]);
+		ktau_set(KTAU_ID_SOFTIRQ_BASE + i, name, KTAU_GROUP_SOFTIRQ);
+	}
+	for (i = 0; i < NR_syscalls; i++) {
+		ktau_syscall_name(i, name, sizeof(name));
+		/* Unimplemented numbers keep their ID but are not listed. */
+		if (!strcmp(name, "ni_syscall"))
+			continue;
+		ktau_set(KTAU_ID_SYSCALL_BASE + i, name, KTAU_GROUP_SYSCALL);
+	}
+	smp_store_release(&ktau_next_id, KTAU_ID_SYSCALL_BASE + NR_syscalls);
+	return 0;
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /proc/ktau/control: groups switched off record nothing and switched on
+ * again record as before, the file reads back the state, reset zeroes a
+ * profile, and bad commands fail with EINVAL and change nothing. Every
+ * test leaves all groups on, whatever happens to it.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include "ktau_util.h"
+
+#define ALL_ON		((1u << KTAU_NR_GROUPS) - 1)
+
+FIXTURE(control) {
+	int fd;
+	struct ktau_snap a, b, c;
+};
+
+FIXTURE_SETUP(control)
+{
+	ktau_must_have_ktau(_metadata);
+	self->fd = ktau_must_open_profiles(_metadata);
+}
+
+/* In the parent: runs even when the test dies. */
+FIXTURE_TEARDOWN_PARENT(control)
+{
+	EXPECT_EQ(0, ktau_control("all on"));
+	EXPECT_TRUE(ktau_all_groups_on());
+}
+
+/*
+ * The control file reads one "<group> on|off" line per group in group
+ * order, then "slots N" and "depth 16" (lines after those are allowed:
+ * a later minor version may add some).
+ */
+static void expect_control(struct __test_metadata *_metadata, unsigned int on_mask)
+{
+	char want[256], tail[64], *text;
+	unsigned int slots = 0, depth = 0;
+	size_t len = 0;
+	int g, n;
+
+	for (g = 0; g < KTAU_NR_GROUPS; g++)
+		len += snprintf(want + len, sizeof(want) - len, "%s %s\n", ktau_group_name(g),
+				on_mask & (1u << g) ? "on" : "off");
+	text = ktau_control_read();
+	ASSERT_NE(NULL, text) TH_LOG("read %s: %s", KTAU_CONTROL_PATH, strerror(errno));
+	ASSERT_EQ(0, strncmp(text, want, len))
+		TH_LOG("control reads:\n%s\nexpected it to begin:\n%s", text, want);
+	n = sscanf(text + len, "slots %u depth %u", &slots, &depth);
+	ASSERT_EQ(2, n) TH_LOG("control reads:\n%s", text);
+	n = snprintf(tail, sizeof(tail), "slots %u\ndepth %u\n", slots, depth);
+	EXPECT_EQ(0, strncmp(tail, text + len, n)) TH_LOG("control reads:\n%s", text);
+	EXPECT_EQ(16, depth);
+	EXPECT_LE(16, slots);
+	EXPECT_GE(1024, slots);
+	EXPECT_EQ(0, slots & (slots - 1)) TH_LOG("slots %u not a power of two", slots);
+	free(text);
+}
+
+TEST_F_TIMEOUT(control, reads_back_state, 10)
+{
+	ASSERT_EQ(0, ktau_control("all on"));
+	expect_control(_metadata, ALL_ON);
+	ASSERT_EQ(0, ktau_control("all off"));
+	expect_control(_metadata, 0);
+	ASSERT_EQ(0, ktau_control("all on"));
+	ASSERT_EQ(0, ktau_control("sched off"));
+	expect_control(_metadata, ALL_ON & ~(1u << KTAU_GROUP_SCHED));
+	/* One trailing newline is allowed. */
+	ASSERT_EQ(0, ktau_control("fault off\n"));
+	expect_control(_metadata, ALL_ON & ~(1u << KTAU_GROUP_SCHED | 1u << KTAU_GROUP_FAULT));
+	ASSERT_EQ(0, ktau_control("sched on\n"));
+	ASSERT_EQ(0, ktau_control("fault on"));
+	expect_control(_metadata, ALL_ON);
+}
+
+/* "syscall off": 100 getppid() count nothing; "syscall on": 100 count 100. */
+TEST_F_TIMEOUT(control, syscall_off_records_nothing, 10)
+{
+	const struct ktau_task_rec *ra, *rb, *rc;
+
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	ASSERT_EQ(0, ktau_control("syscall off"));
+	expect_control(_metadata, ALL_ON & ~(1u << KTAU_GROUP_SYSCALL));
+	ktau_getppid_loop(100);
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	EXPECT_EQ(0, ktau_val_delta(ra, rb, KTAU_ID_GETPPID).count);
+
+	ASSERT_EQ(0, ktau_control("syscall on"));
+	expect_control(_metadata, ALL_ON);
+	ktau_getppid_loop(100);
+	rc = ktau_must_snap_self(_metadata, self->fd, &self->c);
+	EXPECT_EQ(100, ktau_val_delta(rb, rc, KTAU_ID_GETPPID).count);
+}
+
+static int n_handled;
+
+static void on_sigusr1(int sig)
+{
+	__atomic_fetch_add(&n_handled, 1, __ATOMIC_RELAXED);
+}
+
+/* System calls, page faults, signals and sleeps: a bit of every group. */
+static void mixed_load(struct __test_metadata *_metadata, char *pages, long page, int npages)
+{
+	int i;
+
+	ktau_getppid_loop(100);
+	for (i = 0; i < npages; i++)
+		__atomic_store_n(&pages[i * page], 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 10; i++)
+		ASSERT_EQ(0, raise(SIGUSR1));
+	for (i = 0; i < 5; i++)
+		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+}
+
+/*
+ * "all off": nothing at all changes in the thread's profile, whatever it
+ * does; "all on": it all counts again.
+ */
+TEST_F_TIMEOUT(control, all_off_records_nothing, 10)
+{
+	const long page = sysconf(_SC_PAGESIZE);
+	struct sigaction sa = { .sa_handler = on_sigusr1 };
+	const struct ktau_task_rec *ra, *rb, *rc;
+	const struct ktau_entry *ea, *eb;
+	char *p;
+	__u32 i;
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	p = mmap(NULL, 64 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, ktau_snap_reserve(&self->a, KTAU_SNAP_BUF_INIT));
+	ASSERT_EQ(0, ktau_snap_reserve(&self->b, KTAU_SNAP_BUF_INIT));
+	ASSERT_EQ(0, ktau_snap_reserve(&self->c, KTAU_SNAP_BUF_INIT));
+
+	ASSERT_EQ(0, ktau_control("all off"));
+	/* Taken with everything off: the snapshot call itself is not counted. */
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	mixed_load(_metadata, p, page, 32);
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, ktau_control("all on"));
+	mixed_load(_metadata, p + 32 * page, page, 32);
+	rc = ktau_must_snap_self(_metadata, self->fd, &self->c);
+
+	ASSERT_EQ(20, __atomic_load_n(&n_handled, __ATOMIC_RELAXED));
+	EXPECT_EQ(ra->nentries, rb->nentries);
+	ea = ktau_rec_entries(ra);
+	for (i = 0; i < ra->nentries; i++) {
+		eb = ktau_rec_find(rb, ea[i].id);
+		ASSERT_NE(NULL, eb) TH_LOG("id %u vanished", ea[i].id);
+		EXPECT_EQ(ea[i].count, eb->count) TH_LOG("id %u", ea[i].id);
+		EXPECT_EQ(ea[i].incl_ns, eb->incl_ns) TH_LOG("id %u", ea[i].id);
+		EXPECT_EQ(ea[i].excl_ns, eb->excl_ns) TH_LOG("id %u", ea[i].id);
+	}
+	EXPECT_EQ(ra->unmatched, rb->unmatched);
+	EXPECT_EQ(ra->stack_overflows, rb->stack_overflows);
+	EXPECT_EQ(ra->table_overflows, rb->table_overflows);
+
+	EXPECT_EQ(100, ktau_val_delta(rb, rc, KTAU_ID_GETPPID).count);
+	EXPECT_LE(32, ktau_val_delta(rb, rc, KTAU_ID_FAULT_USER).count);
+	EXPECT_LE(10, ktau_val_delta(rb, rc, KTAU_ID_SIGNAL).count);
+	EXPECT_LE(5, ktau_val_delta(rb, rc, KTAU_ID_SCHED_VOL).count);
+	munmap(p, 64 * page);
+}
+
+/* "reset" zeroes the writer's own table before it returns to user space. */
+TEST_F_TIMEOUT(control, reset_zeroes_own_profile, 10)
+{
+	const struct ktau_task_rec *r;
+
+	ktau_getppid_loop(50);
+	r = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	EXPECT_LE(50, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	ASSERT_EQ(0, ktau_control("reset"));
+	r = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	EXPECT_EQ(0, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	ktau_getppid_loop(7);
+	r = ktau_must_snap_self(_metadata, self->fd, &self->c);
+	EXPECT_EQ(7, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+}
+
+/* Bad commands: EINVAL, and the control file reads as before. */
+TEST_F_TIMEOUT(control, bad_commands_einval, 10)
+{
+	static const char garbage1[] = { 0xff, 0x00, 0x80, 's', 0x01, '\n', 0x7f };
+	static const char garbage2[] = "syscall\0off";
+	static const char garbage3[] = { 0x1b, '[', '2', 'J', 0xc3, 0x28, 0x00, 0x00 };
+	struct {
+		const char *what;
+		const void *buf;
+		size_t len;
+	} bad[] = {
+		{ "bogus on", "bogus on", 8 },
+		{ "syscall maybe", "syscall maybe", 13 },
+		{ "empty", "", 0 },
+		{ "newline only", "\n", 1 },
+		{ "two newlines", "syscall on\n\n", 12 },
+		{ "group only", "syscall", 7 },
+		{ "state only", "off", 3 },
+		{ "three words", "syscall off now", 15 },
+		{ "all maybe", "all of", 6 },
+		{ "reset with junk", "reset now", 9 },
+		{ "binary 1", garbage1, sizeof(garbage1) },
+		{ "binary 2", garbage2, sizeof(garbage2) },
+		{ "binary 3", garbage3, sizeof(garbage3) },
+		{ "65 bytes", NULL, 65 },
+		{ "4096 bytes", NULL, 4096 },
+	};
+	char *before, *after, *big;
+	size_t i;
+
+	big = malloc(4096);
+	ASSERT_NE(NULL, big);
+	memset(big, 'a', 4096);
+	/* A mixed state, so that a wrongly taken "on" or "off" shows. */
+	ASSERT_EQ(0, ktau_control("signal off"));
+	before = ktau_control_read();
+	ASSERT_NE(NULL, before);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_EQ(-EINVAL, ktau_control_write(bad[i].buf ? bad[i].buf : big, bad[i].len))
+			TH_LOG("command '%s'", bad[i].what);
+	}
+	after = ktau_control_read();
+	ASSERT_NE(NULL, after);
+	EXPECT_STREQ(before, after);
+	free(before);
+	free(after);
+	free(big);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU profiles of exited tasks: they fold into the aggregate, and the
+ * exit collector (/proc/ktau/collect) hands each member's final profile
+ * to the process that opened it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "ktau_util.h"
+
+#define N_CHILD		500
+#define COLLECT_BUF	(1024 * 1024)
+
+FIXTURE(exitprof) {
+	int fd;
+	struct ktau_snap a, b;
+	char *buf;
+};
+
+FIXTURE_SETUP(exitprof)
+{
+	ktau_must_have_ktau(_metadata);
+	self->fd = ktau_must_open_profiles(_metadata);
+	self->buf = malloc(COLLECT_BUF);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(exitprof)
+{
+	ktau_snap_free(&self->a);
+	ktau_snap_free(&self->b);
+	free(self->buf);
+	close(self->fd);
+}
+
+static void must_exit_zero(struct __test_metadata *_metadata, pid_t pid)
+{
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child %d died of signal %d", pid, WTERMSIG(status));
+	ASSERT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child %d failed (2: join, 3: fork, 4: grandchild)", pid);
+}
+
+/* Read the collector until it has nothing more: bytes read or -errno. */
+static ssize_t collect_read_all(int cfd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	do {
+		n = read(cfd, buf + len, cap - len);
+		if (n < 0)
+			return -errno;
+		len += n;
+	} while (n > 0 && len < cap);
+	return len;
+}
+
+/* A record of buf (len bytes) by tid, or NULL. */
+static const struct ktau_task_rec *find_rec(const char *buf, size_t len, pid_t tid)
+{
+	const struct ktau_task_rec *r;
+	size_t off;
+
+	for (off = 0; off < len; off += r->size) {
+		r = (const void *)(buf + off);
+		if (r->tid == tid)
+			return r;
+	}
+	return NULL;
+}
+
+/* A child's 500 getppid() stay in the aggregate after it is gone. */
+TEST_F_TIMEOUT(exitprof, aggregate_keeps_exited_child, 20)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_val ta, tb;
+	struct ktau_val d;
+	char *text;
+	pid_t pid;
+
+	text = ktau_slurp(KTAU_AGGREGATE_PATH, NULL);
+	ASSERT_NE(NULL, text) TH_LOG("%s: %s", KTAU_AGGREGATE_PATH, strerror(errno));
+	EXPECT_EQ(0, strncmp(text, "# aggregate", 11)) TH_LOG("%.80s", text);
+	ASSERT_LE(0, ktau_text_parse(text, KTAU_ID_GETPPID, &ta));
+	free(text);
+	ra = ktau_must_snap_aggregate(_metadata, self->fd, &self->a);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		ktau_getppid_loop(N_CHILD);
+		_exit(0);
+	}
+	must_exit_zero(_metadata, pid);
+
+	rb = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, ktau_text_get(KTAU_AGGREGATE_PATH, KTAU_ID_GETPPID, &tb));
+	d = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
+	EXPECT_LE(N_CHILD, d.count);
+	EXPECT_LE(N_CHILD, tb.count - ta.count);
+
+	/* Asking for the reaped child by tid finds nothing. */
+	ASSERT_EQ(0, ktau_snap(self->fd, &self->a, KTAU_SNAP_PIDS, &pid, 1));
+	EXPECT_EQ(0, self->a.req.ntasks);
+	EXPECT_EQ(1, self->a.req.nmissing);
+	EXPECT_EQ(0, self->a.req.used);
+}
+
+/*
+ * A child joins a collector, makes exactly 500 getppid() calls and exits:
+ * once waitpid() returned, the collector holds its final profile.
+ */
+TEST_F_TIMEOUT(exitprof, collector_gets_final_profile, 20)
+{
+	struct ktau_collect_stats st;
+	const struct ktau_task_rec *r;
+	__u32 nrec;
+	ssize_t n;
+	int cfd;
+	pid_t pid;
+
+	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
+	ASSERT_LE(0, cfd) TH_LOG("%s: %s", KTAU_COLLECT_PATH, strerror(errno));
+	/* Nothing queued yet. */
+	EXPECT_EQ(0, read(cfd, self->buf, COLLECT_BUF));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+			_exit(2);
+		ktau_getppid_loop(N_CHILD);
+		_exit(0);
+	}
+	must_exit_zero(_metadata, pid);
+
+	n = collect_read_all(cfd, self->buf, COLLECT_BUF);
+	ASSERT_LT(0, n) TH_LOG("no final profile queued after waitpid(): %zd", n);
+	ASSERT_EQ(0, ktau_recs_check(self->buf, n, &nrec));
+	EXPECT_EQ(1, nrec);
+	r = find_rec(self->buf, n, pid);
+	ASSERT_NE(NULL, r) TH_LOG("no record for tid %d", pid);
+	EXPECT_EQ(pid, r->pid);
+	EXPECT_TRUE(r->flags & KTAU_REC_EXITED);
+	EXPECT_FALSE(r->flags & (KTAU_REC_AGGREGATE | KTAU_REC_KTHREAD));
+	EXPECT_EQ(N_CHILD, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+
+	ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
+	EXPECT_LE(1, st.collected);
+	EXPECT_EQ(0, st.queued);
+	EXPECT_EQ(0, st.bytes);
+	EXPECT_EQ(0, st.dropped);
+	EXPECT_EQ(0, st.denied);
+	/* All read: nothing more. */
+	EXPECT_EQ(0, read(cfd, self->buf, COLLECT_BUF));
+	close(cfd);
+}
+
+/*
+ * Tasks created by a member after it joined are members too: a child
+ * (100 getppid) and its own child (200) both reach the collector.
+ */
+TEST_F_TIMEOUT(exitprof, collector_follows_children, 20)
+{
+	struct ktau_collect_stats st;
+	const struct ktau_task_rec *r;
+	pid_t pid, gpid, *shared;
+	int cfd, status;
+	__u32 nrec;
+	ssize_t n;
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, shared);
+	*shared = 0;
+	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
+	ASSERT_LE(0, cfd);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+			_exit(2);
+		gpid = fork();
+		if (gpid < 0)
+			_exit(3);
+		if (gpid == 0) {
+			ktau_getppid_loop(200);
+			_exit(0);
+		}
+		*shared = gpid;
+		if (waitpid(gpid, &status, 0) != gpid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			_exit(4);
+		ktau_getppid_loop(100);
+		_exit(0);
+	}
+	must_exit_zero(_metadata, pid);
+	gpid = *shared;
+	ASSERT_LT(0, gpid);
+
+	n = collect_read_all(cfd, self->buf, COLLECT_BUF);
+	ASSERT_LT(0, n);
+	ASSERT_EQ(0, ktau_recs_check(self->buf, n, &nrec));
+	EXPECT_EQ(2, nrec);
+	r = find_rec(self->buf, n, pid);
+	ASSERT_NE(NULL, r) TH_LOG("no record for the child %d", pid);
+	EXPECT_TRUE(r->flags & KTAU_REC_EXITED);
+	EXPECT_EQ(100, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	r = find_rec(self->buf, n, gpid);
+	ASSERT_NE(NULL, r) TH_LOG("no record for the grandchild %d", gpid);
+	EXPECT_TRUE(r->flags & KTAU_REC_EXITED);
+	EXPECT_EQ(gpid, r->pid);
+	EXPECT_EQ(200, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+
+	ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
+	EXPECT_EQ(2, st.collected);
+	EXPECT_EQ(0, st.queued);
+	close(cfd);
+	munmap(shared, sizeof(*shared));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU_IOC_SNAPSHOT: what a good call returns, and that bad arguments
+ * fail with the documented errno and write nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "ktau_util.h"
+
+#define BUF_SIZE	(1024 * 1024)
+#define POISON		0xa5
+
+FIXTURE(snapshot) {
+	int fd;
+	char *buf;
+	struct ktau_snapshot req;
+};
+
+FIXTURE_SETUP(snapshot)
+{
+	ktau_must_have_ktau(_metadata);
+	self->fd = ktau_must_open_profiles(_metadata);
+	self->buf = malloc(BUF_SIZE);
+	ASSERT_NE(NULL, self->buf);
+	memset(self->buf, POISON, BUF_SIZE);
+}
+
+FIXTURE_TEARDOWN(snapshot)
+{
+	free(self->buf);
+	close(self->fd);
+}
+
+/* errno of one KTAU_IOC_SNAPSHOT, 0 when it succeeds. */
+static int snap_errno(int fd, struct ktau_snapshot *req)
+{
+	return -ktau_snapshot_ioctl(fd, req);
+}
+
+static bool untouched(const char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)buf[i] != POISON)
+			return false;
+	return true;
+}
+
+/* A snapshot of the calling thread: the answers are what the ABI says. */
+TEST_F_TIMEOUT(snapshot, self_snapshot_fields, 10)
+{
+	const struct ktau_task_rec *r = (const void *)self->buf;
+	__u64 t0, t1;
+	__u32 nrec;
+
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, self->buf, BUF_SIZE);
+	t0 = ktau_now_ns();
+	ASSERT_EQ(0, snap_errno(self->fd, &self->req));
+	t1 = ktau_now_ns();
+	EXPECT_EQ(sizeof(self->req), self->req.size);
+	EXPECT_EQ(KTAU_SNAP_SELF, self->req.flags);
+	EXPECT_EQ(1, self->req.ntasks);
+	EXPECT_EQ(0, self->req.nmissing);
+	EXPECT_EQ(0, self->req.reserved);
+	EXPECT_LE(t0, self->req.time_ns);
+	EXPECT_GE(t1, self->req.time_ns);
+	ASSERT_EQ(0, ktau_recs_check(self->buf, self->req.used, &nrec));
+	EXPECT_EQ(1, nrec);
+	EXPECT_EQ(r->size, self->req.used);
+	EXPECT_EQ(gettid(), r->tid);
+	EXPECT_EQ(getpid(), r->pid);
+	/* Nothing written past what used says. */
+	EXPECT_TRUE(untouched(self->buf + self->req.used, 4096));
+}
+
+TEST_F_TIMEOUT(snapshot, unknown_ioctl_enotty, 10)
+{
+	EXPECT_EQ(-1, ioctl(self->fd, _IO(KTAU_IOC_MAGIC, 0x7f)));
+	EXPECT_EQ(ENOTTY, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, _IOWR('x', 1, struct ktau_snapshot), &self->req));
+	EXPECT_EQ(ENOTTY, errno);
+	/* The snapshot number with another argument size is another ioctl. */
+	EXPECT_EQ(-1, ioctl(self->fd, _IOWR(KTAU_IOC_MAGIC, 1, __u64), &self->req));
+	EXPECT_EQ(ENOTTY, errno);
+}
+
+TEST_F_TIMEOUT(snapshot, bad_pointers_efault, 10)
+{
+	pid_t pid = getpid();
+
+	/* The argument itself. */
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_SNAPSHOT, (void *)1));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_SNAPSHOT, NULL));
+	EXPECT_EQ(EFAULT, errno);
+
+	/* The output buffer, with a size that would be enough. */
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, (void *)1, BUF_SIZE);
+	EXPECT_EQ(EFAULT, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, NULL, BUF_SIZE);
+	EXPECT_EQ(EFAULT, snap_errno(self->fd, &self->req));
+
+	/* The pids array. */
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, (void *)1, 1, self->buf, BUF_SIZE);
+	EXPECT_EQ(EFAULT, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, NULL, 1, self->buf, BUF_SIZE);
+	EXPECT_EQ(EFAULT, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS | KTAU_SNAP_PROCESS, (void *)1, 1,
+		      self->buf, BUF_SIZE);
+	EXPECT_EQ(EFAULT, snap_errno(self->fd, &self->req));
+	EXPECT_TRUE(untouched(self->buf, BUF_SIZE));
+
+	/* And a good call still works. */
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS | KTAU_SNAP_PROCESS, &pid, 1,
+		      self->buf, BUF_SIZE);
+	EXPECT_EQ(0, snap_errno(self->fd, &self->req));
+	EXPECT_EQ(1, self->req.ntasks);
+}
+
+TEST_F_TIMEOUT(snapshot, bad_fields_einval, 10)
+{
+	static const __u32 bad_sizes[] = {
+		0, 8, sizeof(struct ktau_snapshot) - 8, sizeof(struct ktau_snapshot) + 8, ~0u,
+	};
+	static const __u32 bad_flags[] = {
+		KTAU_SNAP_SELF | 0x20, KTAU_SNAP_SELF | 0x80000000u,
+		KTAU_SNAP_SELF | ~KTAU_SNAP_FLAGS,
+	};
+	pid_t pids[2] = { getpid(), gettid() };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad_sizes); i++) {
+		ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, self->buf, BUF_SIZE);
+		self->req.size = bad_sizes[i];
+		EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req)) TH_LOG("size %u", bad_sizes[i]);
+	}
+	for (i = 0; i < ARRAY_SIZE(bad_flags); i++) {
+		ktau_snap_req(&self->req, bad_flags[i], NULL, 0, self->buf, BUF_SIZE);
+		EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req))
+			TH_LOG("flags %#x", bad_flags[i]);
+	}
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, self->buf, BUF_SIZE);
+	self->req.reserved = 1;
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+
+	/* Too many pids: refused before the array is read. */
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, pids, KTAU_SNAP_MAX_PIDS + 1,
+		      self->buf, BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, pids, ~0u, self->buf, BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+
+	EXPECT_TRUE(untouched(self->buf, BUF_SIZE));
+}
+
+/* A buffer too small: ENOSPC, and used says how much would have done. */
+TEST_F_TIMEOUT(snapshot, small_buffer_enospc, 10)
+{
+	__u64 need;
+	int i, ret;
+
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, self->buf, 8);
+	EXPECT_EQ(ENOSPC, snap_errno(self->fd, &self->req));
+	EXPECT_LT(8, self->req.used);
+	EXPECT_TRUE(untouched(self->buf + 8, BUF_SIZE - 8));
+
+	/* No buffer at all: how much is needed. */
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, NULL, 0, NULL, 0);
+	EXPECT_EQ(ENOSPC, snap_errno(self->fd, &self->req));
+	EXPECT_LT(sizeof(struct ktau_task_rec), self->req.used);
+	need = self->req.used;
+
+	/* Every task, in a buffer for about one. */
+	ktau_snap_req(&self->req, KTAU_SNAP_ALL, NULL, 0, self->buf, need);
+	EXPECT_EQ(ENOSPC, snap_errno(self->fd, &self->req));
+	EXPECT_LT(need, self->req.used);
+
+	/*
+	 * The size asked for is enough at the time of the call; the profile may
+	 * grow a little in between (a new ID), so allow a retry or two.
+	 */
+	for (i = 0, ret = ENOSPC; i < 3 && ret == ENOSPC; i++) {
+		need = self->req.used;
+		ASSERT_GE(BUF_SIZE, need);
+		ktau_snap_req(&self->req, KTAU_SNAP_ALL, NULL, 0, self->buf, need);
+		ret = snap_errno(self->fd, &self->req);
+	}
+	EXPECT_EQ(0, ret);
+	EXPECT_GE(need, self->req.used);
+}
+
+/* Threads that do not exist are counted in nmissing, not returned. */
+TEST_F_TIMEOUT(snapshot, missing_tids_counted, 10)
+{
+	pid_t pids[3], dead;
+	int status;
+	__u32 nrec;
+
+	dead = fork();
+	ASSERT_LE(0, dead);
+	if (dead == 0)
+		_exit(0);
+	ASSERT_EQ(dead, waitpid(dead, &status, 0));
+
+	pids[0] = dead;
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, pids, 1, self->buf, BUF_SIZE);
+	ASSERT_EQ(0, snap_errno(self->fd, &self->req));
+	EXPECT_EQ(0, self->req.ntasks);
+	EXPECT_EQ(1, self->req.nmissing);
+	EXPECT_EQ(0, self->req.used);
+
+	pids[1] = gettid();
+	pids[2] = dead;
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, pids, 3, self->buf, BUF_SIZE);
+	ASSERT_EQ(0, snap_errno(self->fd, &self->req));
+	EXPECT_EQ(1, self->req.ntasks);
+	EXPECT_EQ(2, self->req.nmissing);
+	ASSERT_EQ(0, ktau_recs_check(self->buf, self->req.used, &nrec));
+	EXPECT_EQ(1, nrec);
+	EXPECT_EQ(gettid(), ((struct ktau_task_rec *)self->buf)->tid);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU interrupt profiles: the system-wide softirq and local timer counts
+ * are the kernel's own (/proc/softirqs, the LOC line of /proc/interrupts),
+ * and the time of an interrupt is charged to the interrupt, not to the
+ * system call it interrupted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "ktau_util.h"
+
+#define N_ROUNDS	200
+#define READ_LEN	(8 << 20)
+#define READ_NS		KTAU_NSEC_PER_SEC
+
+FIXTURE(irq) {
+	int fd;
+	struct ktau_snap a, b;
+};
+
+FIXTURE_SETUP(irq)
+{
+	ktau_must_have_ktau(_metadata);
+	self->fd = ktau_must_open_profiles(_metadata);
+}
+
+FIXTURE_TEARDOWN(irq)
+{
+	ktau_snap_free(&self->a);
+	ktau_snap_free(&self->b);
+	close(self->fd);
+}
+
+/* Per-vector totals of /proc/softirqs (sum over CPUs). */
+static int read_proc_softirqs(unsigned long long count[KTAU_NR_SOFTIRQS])
+{
+	char *text = ktau_slurp("/proc/softirqs", NULL), *line, *save, *p, *end;
+	int vec, found = 0;
+	size_t len;
+
+	if (!text)
+		return -errno;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		line += strspn(line, " ");
+		for (vec = 0; vec < KTAU_NR_SOFTIRQS; vec++) {
+			len = strlen(ktau_softirq_name(vec));
+			if (!strncmp(line, ktau_softirq_name(vec), len) && line[len] == ':')
+				break;
+		}
+		if (vec == KTAU_NR_SOFTIRQS)
+			continue;
+		count[vec] = 0;
+		for (p = strchr(line, ':') + 1; *p; p = end) {
+			count[vec] += strtoull(p, &end, 10);
+			if (end == p)
+				break;
+		}
+		found++;
+	}
+	free(text);
+	return found == KTAU_NR_SOFTIRQS ? 0 : -EBADMSG;
+}
+
+/* Local timer interrupts: the LOC line of /proc/interrupts, all CPUs. */
+static int read_proc_loc(unsigned long long *count)
+{
+	char *text = ktau_slurp("/proc/interrupts", NULL), *line, *save, *p, *end;
+	unsigned long long n;
+	int ret = -EBADMSG;
+
+	if (!text)
+		return -errno;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		line += strspn(line, " ");
+		if (strncmp(line, "LOC:", 4))
+			continue;
+		*count = 0;
+		for (p = line + 4; ; p = end) {
+			n = strtoull(p, &end, 10);
+			if (end == p)
+				break;
+			*count += n;
+		}
+		ret = 0;
+		break;
+	}
+	free(text);
+	return ret;
+}
+
+/* 200 rounds of a 1 ms sleep and a UDP datagram over loopback. */
+static void timer_and_net_load(struct __test_metadata *_metadata)
+{
+	struct sockaddr_in addr = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	socklen_t alen = sizeof(addr);
+	char msg[256] = "ktau";
+	int rx, tx, i;
+
+	rx = socket(AF_INET, SOCK_DGRAM, 0);
+	tx = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_LE(0, rx);
+	ASSERT_LE(0, tx);
+	ASSERT_EQ(0, bind(rx, (struct sockaddr *)&addr, sizeof(addr)));
+	ASSERT_EQ(0, getsockname(rx, (struct sockaddr *)&addr, &alen));
+	for (i = 0; i < N_ROUNDS; i++) {
+		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+		ASSERT_EQ(sizeof(msg), sendto(tx, msg, sizeof(msg), 0,
+					      (struct sockaddr *)&addr, sizeof(addr)))
+			TH_LOG("loopback send: %s (is lo up?)", strerror(errno));
+		ASSERT_EQ(sizeof(msg), recv(rx, msg, sizeof(msg), 0));
+	}
+	close(rx);
+	close(tx);
+}
+
+/*
+ * Over a timer and network load, the aggregate count of each softirq
+ * vector grows as /proc/softirqs does, within 2% + 5 (the two are not
+ * read at the same instant).
+ */
+TEST_F_TIMEOUT(irq, softirqs_match_proc_softirqs, 30)
+{
+	unsigned long long p0[KTAU_NR_SOFTIRQS], p1[KTAU_NR_SOFTIRQS], dp, total = 0;
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_val dk;
+	__u64 tol;
+	int vec;
+
+	ASSERT_EQ(0, read_proc_softirqs(p0));
+	ra = ktau_must_snap_aggregate(_metadata, self->fd, &self->a);
+	timer_and_net_load(_metadata);
+	rb = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, read_proc_softirqs(p1));
+
+	for (vec = 0; vec < KTAU_NR_SOFTIRQS; vec++) {
+		dk = ktau_val_delta(ra, rb, KTAU_ID_SOFTIRQ_BASE + vec);
+		dp = p1[vec] - p0[vec];
+		total += dp;
+		tol = dp / 50 + 5;
+		TH_LOG("softirq %-8s /proc/softirqs +%llu, KTAU +%llu calls %llu ns",
+		       ktau_softirq_name(vec), dp, dk.count, dk.incl);
+		EXPECT_GE(tol, ktau_absdiff(dk.count, dp))
+			TH_LOG("softirq %s: KTAU +%llu, /proc/softirqs +%llu",
+			       ktau_softirq_name(vec), dk.count, dp);
+		EXPECT_LE(dk.excl, dk.incl);
+	}
+	/* The load did raise softirqs: the comparison means something. */
+	EXPECT_LE(10, total);
+}
+
+/* The same for the local APIC timer and the LOC line of /proc/interrupts. */
+TEST_F_TIMEOUT(irq, local_timer_matches_loc, 30)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *f;
+	unsigned long long l0, l1, dl;
+	struct ktau_val dk;
+	__u64 tol;
+
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	f = ktau_func_by_name(&fs, "apic_timer_interrupt");
+	ASSERT_NE(NULL, f) TH_LOG("no apic_timer_interrupt in %s", KTAU_FUNCTIONS_PATH);
+	EXPECT_STREQ("irq", f->group);
+
+	ASSERT_EQ(0, read_proc_loc(&l0));
+	ra = ktau_must_snap_aggregate(_metadata, self->fd, &self->a);
+	timer_and_net_load(_metadata);
+	rb = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, read_proc_loc(&l1));
+
+	dk = ktau_val_delta(ra, rb, f->id);
+	dl = l1 - l0;
+	tol = dl / 50 + 5;
+	TH_LOG("LOC +%llu, KTAU apic_timer_interrupt (ID %u) +%llu calls %llu ns",
+	       dl, f->id, dk.count, dk.incl);
+	EXPECT_LE(10, dl);
+	EXPECT_GE(tol, ktau_absdiff(dk.count, dl));
+	EXPECT_LT(0, dk.incl);
+	ktau_funcs_free(&fs);
+}
+
+static bool nests_in_syscall(const char *group)
+{
+	return !strcmp(group, "irq") || !strcmp(group, "softirq") ||
+	       !strcmp(group, "sched") || !strcmp(group, "fault");
+}
+
+/*
+ * A thread reads 8 MiB from /dev/zero again and again for a second, so
+ * that timer interrupts land inside read(). The time nested in read()
+ * (incl - excl) is positive, and it is no more than the time of the
+ * routines that can nest there (interrupts, softirqs, the scheduler of
+ * cond_resched(), kernel page faults) as this thread's profile counts it.
+ */
+TEST_F_TIMEOUT(irq, interrupt_time_not_in_syscall_excl, 30)
+{
+	const struct ktau_task_rec *ra, *rb;
+	const struct ktau_entry *e;
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *f;
+	__u64 t0, t1, nested, bound = 0, n = 0;
+	struct ktau_val rd, d;
+	char *buf;
+	int zfd;
+	__u32 i;
+
+	buf = malloc(READ_LEN);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, READ_LEN);	/* no page fault inside read() */
+	zfd = open("/dev/zero", O_RDONLY);
+	ASSERT_LE(0, zfd);
+
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	t0 = ktau_now_ns();
+	do {
+		ASSERT_EQ(READ_LEN, read(zfd, buf, READ_LEN));
+		n++;
+	} while (ktau_now_ns() - t0 < READ_NS || n < 3);
+	t1 = ktau_now_ns();
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	close(zfd);
+	free(buf);
+
+	/* After the load: IDs seen for the first time are listed now. */
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	e = ktau_rec_entries(rb);
+	for (i = 0; i < rb->nentries; i++) {
+		f = ktau_func_by_id(&fs, e[i].id);
+		EXPECT_NE(NULL, f) TH_LOG("ID %u not in %s", e[i].id, KTAU_FUNCTIONS_PATH);
+		if (!f || !(nests_in_syscall(f->group) || f->id == KTAU_ID_OTHER))
+			continue;
+		d = ktau_val_delta(ra, rb, e[i].id);
+		if (d.count)
+			TH_LOG("  %s %s: +%llu calls %llu ns", f->group, f->name, d.count, d.incl);
+		bound += d.incl;
+	}
+
+	rd = ktau_val_delta(ra, rb, KTAU_ID_READ);
+	ASSERT_LE(rd.excl, rd.incl);
+	nested = rd.incl - rd.excl;
+	TH_LOG("%llu reads in %llu ns: incl %llu excl %llu, nested %llu ns, bound %llu ns",
+	       n, t1 - t0, rd.incl, rd.excl, nested, bound);
+	EXPECT_EQ(n, rd.count);
+	EXPECT_GE(t1 - t0, rd.incl);
+	EXPECT_LT(0, nested) TH_LOG("no interrupt time was taken out of read()");
+	EXPECT_GE(bound, nested) TH_LOG("read() lost more time than its nested routines took");
+	ktau_funcs_free(&fs);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU scheduler profiles: time blocked and time preempted, checked
+ * against the scheduler's own accounting in /proc/self/task/TID/schedstat
+ * (field 1: ns on the CPU, field 2: ns waiting on a run queue).
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "ktau_util.h"
+
+#define N_SLEEPS	10
+#define SLEEP_NS	(20 * KTAU_NSEC_PER_MSEC)
+#define SPIN_NS		(500 * KTAU_NSEC_PER_MSEC)
+
+FIXTURE(sched) {
+	int fd;
+	struct ktau_snap a, b;
+};
+
+FIXTURE_SETUP(sched)
+{
+	struct ktau_schedstat ss;
+
+	ktau_must_have_ktau(_metadata);
+	self->fd = ktau_must_open_profiles(_metadata);
+	ASSERT_EQ(0, ktau_schedstat_read(gettid(), &ss))
+		TH_LOG("no schedstat: the test kernel needs CONFIG_SCHEDSTATS");
+}
+
+FIXTURE_TEARDOWN(sched)
+{
+	ktau_snap_free(&self->a);
+	ktau_snap_free(&self->b);
+	close(self->fd);
+}
+
+/*
+ * 10 sleeps of 20 ms are at least 200 ms blocked, and all the time off the
+ * CPU that KTAU sees (blocked + preempted) is what the scheduler says the
+ * thread was not running: wall time minus on-CPU time, within 10% + 5 ms.
+ */
+TEST_F_TIMEOUT(sched, nanosleep_is_blocked_time, 20)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_schedstat s0, s1;
+	__u64 t0, t1, wall, oncpu, off_sched, off_ktau, tol;
+	struct ktau_val blk, pre;
+	pid_t tid = gettid();
+	int i;
+
+	/* A yield brings the on-CPU time of schedstat up to date. */
+	sched_yield();
+	t0 = ktau_now_ns();
+	ASSERT_EQ(0, ktau_schedstat_read(tid, &s0));
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	for (i = 0; i < N_SLEEPS; i++)
+		ktau_sleep_ns(SLEEP_NS);
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	sched_yield();
+	ASSERT_EQ(0, ktau_schedstat_read(tid, &s1));
+	t1 = ktau_now_ns();
+
+	blk = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
+	pre = ktau_val_delta(ra, rb, KTAU_ID_SCHED_INVOL);
+	wall = t1 - t0;
+	oncpu = s1.oncpu_ns - s0.oncpu_ns;
+	ASSERT_GE(wall, oncpu);
+	off_sched = wall - oncpu;
+	off_ktau = blk.incl + pre.incl;
+	tol = off_sched / 10 + 5 * KTAU_NSEC_PER_MSEC;
+	TH_LOG("wall %llu ns, on CPU %llu ns, off CPU %llu ns", wall, oncpu, off_sched);
+	TH_LOG("KTAU blocked %llu calls %llu ns, preempted %llu calls %llu ns",
+	       blk.count, blk.incl, pre.count, pre.incl);
+
+	EXPECT_LE(N_SLEEPS, blk.count);
+	EXPECT_LE(N_SLEEPS * SLEEP_NS, blk.incl);
+	EXPECT_GE(wall, blk.incl);
+	EXPECT_GE(tol, ktau_absdiff(off_ktau, off_sched))
+		TH_LOG("KTAU off-CPU %llu ns, schedstat %llu ns, tolerance %llu ns",
+		       off_ktau, off_sched, tol);
+}
+
+struct spin_result {
+	int failed_step;	/* 0: the child got its numbers */
+	int err;		/* errno of the failed step */
+	int cpu;
+	struct ktau_val pre;
+	struct ktau_val blk;
+	struct ktau_schedstat s0, s1;
+	__u64 wall;
+};
+
+/* A child: pin to cpu, wait for go, spin SPIN_NS measuring itself. */
+static void spin_child(int cpu, int ready, int go, struct spin_result *res)
+{
+	struct ktau_snap a = { 0 }, b = { 0 };
+	const struct ktau_task_rec *ra, *rb;
+	pid_t tid = gettid();
+	__u64 t0, spins = 0;
+	cpu_set_t set;
+	char c = 0;
+	int fd, ret;
+
+	res->failed_step = 1;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		goto fail;
+	res->failed_step = 2;
+	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	if (fd < 0)
+		goto fail;
+	res->failed_step = 3;
+	ret = ktau_snap(fd, &a, KTAU_SNAP_SELF, NULL, 0);
+	if (!ret)
+		ret = ktau_snap(fd, &b, KTAU_SNAP_SELF, NULL, 0);
+	if (ret) {
+		errno = -ret;
+		goto fail;
+	}
+	res->failed_step = 4;
+	if (write(ready, &c, 1) != 1 || read(go, &c, 1) < 0)
+		goto fail;
+
+	res->failed_step = 5;
+	ret = ktau_schedstat_read(tid, &res->s0);
+	if (!ret)
+		ret = ktau_snap(fd, &a, KTAU_SNAP_SELF, NULL, 0);
+	if (ret) {
+		errno = -ret;
+		goto fail;
+	}
+	t0 = ktau_now_ns();
+	while (ktau_now_ns() - t0 < SPIN_NS)
+		spins++;
+	res->wall = ktau_now_ns() - t0;
+	ret = ktau_snap(fd, &b, KTAU_SNAP_SELF, NULL, 0);
+	if (!ret)
+		ret = ktau_schedstat_read(tid, &res->s1);
+	if (ret) {
+		errno = -ret;
+		goto fail;
+	}
+	res->failed_step = 6;
+	ra = ktau_snap_find(&a, tid);
+	rb = ktau_snap_find(&b, tid);
+	if (!ra || !rb) {
+		errno = ESRCH;
+		goto fail;
+	}
+	res->pre = ktau_val_delta(ra, rb, KTAU_ID_SCHED_INVOL);
+	res->blk = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
+	res->cpu = sched_getcpu();
+	res->failed_step = spins ? 0 : 7;
+	_exit(0);
+fail:
+	res->err = errno;
+	_exit(1);
+}
+
+/*
+ * Two CPU-bound processes pinned to one CPU preempt each other: both see
+ * sched_preempted calls and time, and that time is the run-queue wait of
+ * schedstat within 10% + 10 ms (a preemption just outside the measured
+ * window may be counted by one and not the other).
+ */
+TEST_F_TIMEOUT(sched, pinned_spinners_are_preempted, 20)
+{
+	struct spin_result *res;
+	int ready[2], go[2], i, status, cpu = -1;
+	__u64 delay, tol;
+	cpu_set_t set;
+	pid_t pid[2];
+	char c;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (i = 0; i < CPU_SETSIZE && cpu < 0; i++)
+		if (CPU_ISSET(i, &set))
+			cpu = i;
+	ASSERT_LE(0, cpu);
+	res = mmap(NULL, 2 * sizeof(*res), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (pid[i] == 0) {
+			close(ready[0]);
+			close(go[1]);
+			spin_child(cpu, ready[1], go[0], &res[i]);
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	/* Both are pinned and waiting: let them go together. */
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(go[1]);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(pid[i], waitpid(pid[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status));
+	}
+
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, res[i].failed_step)
+			TH_LOG("child %d failed at step %d: %s", i, res[i].failed_step,
+			       strerror(res[i].err));
+		delay = res[i].s1.delay_ns - res[i].s0.delay_ns;
+		tol = delay / 10 + 10 * KTAU_NSEC_PER_MSEC;
+		TH_LOG("child %d on CPU %d (pinned to %d) for %llu ns", i, res[i].cpu, cpu,
+		       res[i].wall);
+		TH_LOG("  KTAU preempted %llu calls %llu ns, blocked %llu calls",
+		       res[i].pre.count, res[i].pre.incl, res[i].blk.count);
+		TH_LOG("  schedstat run delay %llu ns, %llu switches in",
+		       delay, res[i].s1.pcount - res[i].s0.pcount);
+		EXPECT_EQ(cpu, res[i].cpu);
+		/* The oracle itself: the two did share the CPU. */
+		EXPECT_LE(SPIN_NS / 10, delay) TH_LOG("the spinners did not share a CPU");
+		EXPECT_LT(0, res[i].pre.count);
+		EXPECT_LT(0, res[i].pre.incl);
+		EXPECT_GE(tol, ktau_absdiff(res[i].pre.incl, delay))
+			TH_LOG("KTAU preempted %llu ns, run delay %llu ns, tolerance %llu ns",
+			       res[i].pre.incl, delay, tol);
+	}
+	munmap(res, 2 * sizeof(*res));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of the KTAU selftests: snapshots through /proc/ktau/profiles,
+ * the function registry, /proc/ktau/control, the text profiles and
+ * /proc/self/task/TID/schedstat.
+ *
+ * Helpers return 0 (or a count) on success and -errno on failure, and the
+ * tests assert on that. The ktau_must_*() helpers take the test's
+ * _metadata and assert themselves.
+ */
+#ifndef KTAU_UTIL_H
+#define KTAU_UTIL_H
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <linux/ktau.h>
+
+#include "../kselftest_harness.h"
+
+#define KTAU_VERSION_PATH	"/proc/ktau/version"
+#define KTAU_CONTROL_PATH	"/proc/ktau/control"
+#define KTAU_FUNCTIONS_PATH	"/proc/ktau/functions"
+#define KTAU_AGGREGATE_PATH	"/proc/ktau/aggregate"
+#define KTAU_PROFILES_PATH	"/proc/ktau/profiles"
+#define KTAU_COLLECT_PATH	"/proc/ktau/collect"
+
+#define KTAU_NSEC_PER_MSEC	1000000ULL
+#define KTAU_NSEC_PER_SEC	1000000000ULL
+
+#define KTAU_ID_GETPPID		(KTAU_ID_SYSCALL_BASE + SYS_getppid)
+#define KTAU_ID_READ		(KTAU_ID_SYSCALL_BASE + SYS_read)
+#define KTAU_NR_SOFTIRQS	10
+
+/* First snapshot buffer; grown on ENOSPC. */
+#define KTAU_SNAP_BUF_INIT	(256 << 10)
+
+#define ktau_log(fmt, ...) fprintf(stderr, "# ktau: " fmt "\n", ##__VA_ARGS__)
+
+/* Group names in group-number order, as /proc/ktau/control lists them. */
+static inline const char *ktau_group_name(int group)
+{
+	static const char * const names[KTAU_NR_GROUPS] = {
+		"syscall", "irq", "softirq", "sched", "fault", "signal", "dynamic",
+	};
+
+	return group >= 0 && group < KTAU_NR_GROUPS ? names[group] : NULL;
+}
+
+/* Softirq names in vector order, as /proc/softirqs lists them. */
+static inline const char *ktau_softirq_name(int vec)
+{
+	static const char * const names[KTAU_NR_SOFTIRQS] = {
+		"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
+		"TASKLET", "SCHED", "HRTIMER", "RCU",
+	};
+
+	return vec >= 0 && vec < KTAU_NR_SOFTIRQS ? names[vec] : NULL;
+}
+
+static inline __u64 ktau_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * KTAU_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* One nanosleep() call (a signal may cut it short). */
+static inline void ktau_sleep_ns(__u64 ns)
+{
+	struct timespec ts = {
+		.tv_sec = ns / KTAU_NSEC_PER_SEC,
+		.tv_nsec = ns % KTAU_NSEC_PER_SEC,
+	};
+
+	nanosleep(&ts, NULL);
+}
+
+/* n calls of getppid(), straight to the kernel (no libc caching). */
+static inline void ktau_getppid_loop(unsigned int n)
+{
+	while (n--)
+		syscall(SYS_getppid);
+}
+
+static inline __u64 ktau_absdiff(__u64 a, __u64 b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * Read a whole file into a NUL-terminated malloc()ed buffer. Returns NULL
+ * with errno set on failure.
+ */
+static inline char *ktau_slurp(const char *path, size_t *lenp)
+{
+	size_t len = 0, cap = 8192;
+	char *buf, *nbuf;
+	int fd, err = 0;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (;;) {
+		if (cap - len < 4096) {
+			if (cap >= (64 << 20)) {
+				err = EFBIG;
+				break;
+			}
+			nbuf = realloc(buf, cap * 2);
+			if (!nbuf) {
+				err = ENOMEM;
+				break;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			err = errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	if (err) {
+		free(buf);
+		errno = err;
+		return NULL;
+	}
+	buf[len] = '\0';
+	if (lenp)
+		*lenp = len;
+	return buf;
+}
+
+/* A decimal number that is the whole string. */
+static inline int ktau_parse_u64(const char *s, __u64 *v)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+/* What a profile holds for one function ID (zero when absent). */
+struct ktau_val {
+	__u64 count;
+	__u64 incl;
+	__u64 excl;
+};
+
+/*
+ * Check a text profile (/proc/PID/ktau, /proc/PID/task/TID/ktau,
+ * /proc/ktau/aggregate) and find one ID in it. After '#' header lines,
+ * rows are "id group name calls incl_ns excl_ns", sorted by ID, with
+ * calls > 0 and incl_ns >= excl_ns. Returns 1 when id was found (*v
+ * filled in), 0 when it was not (*v zeroed), -EBADMSG when the profile
+ * breaks a rule.
+ */
+static inline int ktau_text_parse(const char *text, __u32 id, struct ktau_val *v)
+{
+	const char *line, *eol;
+	char row[512], *tok[32], *save, *t;
+	__u64 rid, prev = 0, num[3];
+	int ntok, i, found = 0;
+
+	memset(v, 0, sizeof(*v));
+	for (line = text; *line; line = *eol ? eol + 1 : eol) {
+		eol = strchrnul(line, '\n');
+		if (line[0] == '#')
+			continue;
+		if ((size_t)(eol - line) >= sizeof(row)) {
+			ktau_log("profile row too long: %.60s", line);
+			return -EBADMSG;
+		}
+		memcpy(row, line, eol - line);
+		row[eol - line] = '\0';
+		ntok = 0;
+		for (t = strtok_r(row, " ", &save); t && ntok < 32;
+		     t = strtok_r(NULL, " ", &save))
+			tok[ntok++] = t;
+		if (ntok < 6 || ktau_parse_u64(tok[0], &rid)) {
+			ktau_log("malformed profile row '%.*s'", (int)(eol - line), line);
+			return -EBADMSG;
+		}
+		for (i = 0; i < 3; i++) {
+			if (ktau_parse_u64(tok[ntok - 3 + i], &num[i])) {
+				ktau_log("malformed profile row '%.*s'", (int)(eol - line), line);
+				return -EBADMSG;
+			}
+		}
+		if (rid <= prev || num[0] == 0 || num[1] < num[2]) {
+			ktau_log("profile row '%.*s': IDs not ascending, no calls or incl < excl",
+				 (int)(eol - line), line);
+			return -EBADMSG;
+		}
+		prev = rid;
+		if (rid == id) {
+			v->count = num[0];
+			v->incl = num[1];
+			v->excl = num[2];
+			found = 1;
+		}
+	}
+	return found;
+}
+
+/* One ID of a text profile file: 0 (*v zero when absent) or -errno. */
+static inline int ktau_text_get(const char *path, __u32 id, struct ktau_val *v)
+{
+	char *text = ktau_slurp(path, NULL);
+	int ret = -errno;
+
+	if (!text) {
+		ktau_log("cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = ktau_text_parse(text, id, v);
+	free(text);
+	return ret < 0 ? ret : 0;
+}
+
+/* True when buf holds "ffff" and 12 more hex digits: a kernel address. */
+static inline bool ktau_text_has_kaddr(const char *buf, size_t len)
+{
+	size_t i, j;
+	char c;
+
+	for (i = 0; i + 16 <= len; i++) {
+		for (j = 0; j < 16; j++) {
+			c = buf[i + j];
+			if (j < 4 ? (c != 'f' && c != 'F') : !isxdigit((unsigned char)c))
+				break;
+		}
+		if (j == 16)
+			return true;
+	}
+	return false;
+}
+
+/* True when an aligned 64-bit word of a binary buffer is a kernel address. */
+static inline bool ktau_bin_has_kaddr(const void *buf, size_t len)
+{
+	const __u64 *w = buf;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		if ((w[i] >> 48) == 0xffff)
+			return true;
+	return false;
+}
+
+/* The registry of /proc/ktau/functions. */
+struct ktau_func {
+	__u32 id;
+	char group[16];
+	char name[64];
+};
+
+struct ktau_funcs {
+	struct ktau_func *v;
+	size_t n;
+};
+
+static inline void ktau_funcs_free(struct ktau_funcs *fs)
+{
+	free(fs->v);
+	fs->v = NULL;
+	fs->n = 0;
+}
+
+/* Load "id group name" lines; -EBADMSG for a malformed line. */
+static inline int ktau_funcs_load(struct ktau_funcs *fs)
+{
+	char *text, *line, *save, *sp1, *sp2;
+	struct ktau_func *nv, *f;
+	size_t cap = 0;
+	__u64 id;
+
+	ktau_funcs_free(fs);
+	text = ktau_slurp(KTAU_FUNCTIONS_PATH, NULL);
+	if (!text)
+		return -errno;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		if (fs->n == cap) {
+			cap = cap ? cap * 2 : 512;
+			nv = realloc(fs->v, cap * sizeof(*nv));
+			if (!nv) {
+				free(text);
+				return -ENOMEM;
+			}
+			fs->v = nv;
+		}
+		f = &fs->v[fs->n];
+		sp1 = strchr(line, ' ');
+		sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+		if (!sp2 || sp2 - sp1 - 1 >= (long)sizeof(f->group) ||
+		    strlen(sp2 + 1) >= sizeof(f->name) || !sp2[1]) {
+			ktau_log("malformed functions line '%s'", line);
+			free(text);
+			return -EBADMSG;
+		}
+		*sp1 = '\0';
+		if (ktau_parse_u64(line, &id) || id > UINT32_MAX) {
+			ktau_log("malformed ID in functions line '%s'", line);
+			free(text);
+			return -EBADMSG;
+		}
+		f->id = id;
+		memcpy(f->group, sp1 + 1, sp2 - sp1 - 1);
+		f->group[sp2 - sp1 - 1] = '\0';
+		snprintf(f->name, sizeof(f->name), "%s", sp2 + 1);
+		fs->n++;
+	}
+	free(text);
+	return 0;
+}
+
+static inline const struct ktau_func *ktau_func_by_name(const struct ktau_funcs *fs,
+							const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < fs->n; i++)
+		if (!strcmp(fs->v[i].name, name))
+			return &fs->v[i];
+	return NULL;
+}
+
+static inline const struct ktau_func *ktau_func_by_id(const struct ktau_funcs *fs, __u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < fs->n; i++)
+		if (fs->v[i].id == id)
+			return &fs->v[i];
+	return NULL;
+}
+
+/* /proc/ktau/control: one command per write(2). Returns 0 or -errno. */
+static inline int ktau_control_write(const void *cmd, size_t len)
+{
+	int fd, ret = 0;
+	ssize_t n;
+
+	fd = open(KTAU_CONTROL_PATH, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, cmd, len);
+	if (n < 0)
+		ret = -errno;
+	else if ((size_t)n != len)
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
+static inline int ktau_control(const char *cmd)
+{
+	return ktau_control_write(cmd, strlen(cmd));
+}
+
+static inline char *ktau_control_read(void)
+{
+	return ktau_slurp(KTAU_CONTROL_PATH, NULL);
+}
+
+/* 1 when the group is on, 0 when off, -ENOENT when not listed, -errno. */
+static inline int ktau_group_state(const char *group)
+{
+	char *text = ktau_control_read(), *line, *save, want[32];
+	size_t len;
+	int ret = -ENOENT;
+
+	if (!text)
+		return -errno;
+	len = snprintf(want, sizeof(want), "%s ", group);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, want, len))
+			continue;
+		if (!strcmp(line + len, "on"))
+			ret = 1;
+		else if (!strcmp(line + len, "off"))
+			ret = 0;
+		else
+			ret = -EBADMSG;
+		break;
+	}
+	free(text);
+	return ret;
+}
+
+static inline bool ktau_all_groups_on(void)
+{
+	int g;
+
+	for (g = 0; g < KTAU_NR_GROUPS; g++)
+		if (ktau_group_state(ktau_group_name(g)) != 1)
+			return false;
+	return true;
+}
+
+/* /proc/self/task/TID/schedstat: on-CPU ns, run-queue wait ns, switches in. */
+struct ktau_schedstat {
+	unsigned long long oncpu_ns;
+	unsigned long long delay_ns;
+	unsigned long long pcount;
+};
+
+static inline int ktau_schedstat_read(pid_t tid, struct ktau_schedstat *ss)
+{
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu %llu %llu", &ss->oncpu_ns, &ss->delay_ns, &ss->pcount);
+	fclose(f);
+	return n == 3 ? 0 : -EBADMSG;
+}
+
+/* A snapshot: the request with the kernel's answers, and the records. */
+struct ktau_snap {
+	struct ktau_snapshot req;
+	char *buf;
+	size_t cap;
+};
+
+/* Grow the buffer to cap bytes, touched now so that a snapshot faults nothing. */
+static inline int ktau_snap_reserve(struct ktau_snap *s, size_t cap)
+{
+	char *nbuf;
+
+	if (cap <= s->cap)
+		return 0;
+	nbuf = realloc(s->buf, cap);
+	if (!nbuf)
+		return -ENOMEM;
+	memset(nbuf, 0, cap);
+	s->buf = nbuf;
+	s->cap = cap;
+	return 0;
+}
+
+static inline void ktau_snap_free(struct ktau_snap *s)
+{
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
+static inline void ktau_snap_req(struct ktau_snapshot *req, __u32 flags, const pid_t *pids,
+				 __u32 npids, void *buf, __u64 buf_size)
+{
+	memset(req, 0, sizeof(*req));
+	req->size = sizeof(*req);
+	req->flags = flags;
+	req->pids = (uintptr_t)pids;
+	req->npids = npids;
+	req->buf = (uintptr_t)buf;
+	req->buf_size = buf_size;
+}
+
+/* One KTAU_IOC_SNAPSHOT: 0 or -errno. */
+static inline int ktau_snapshot_ioctl(int fd, struct ktau_snapshot *req)
+{
+	return ioctl(fd, KTAU_IOC_SNAPSHOT, req) ? -errno : 0;
+}
+
+static inline const struct ktau_entry *ktau_rec_entries(const struct ktau_task_rec *r)
+{
+	/* The entries end the record: a later header may be longer. */
+	return (const void *)((const char *)r + r->size -
+			      (size_t)r->nentries * sizeof(struct ktau_entry));
+}
+
+/*
+ * Check a sequence of records (a snapshot or what the collector read):
+ * sizes add up, reserved fields are zero, comm is terminated, and every
+ * entry has a nonzero ID, appears once and has incl >= excl. Returns 0 and
+ * the number of records, or -EBADMSG.
+ */
+static inline int ktau_recs_check(const char *buf, size_t len, __u32 *nrecs)
+{
+	const struct ktau_task_rec *r;
+	const struct ktau_entry *e;
+	size_t off = 0;
+	__u32 n = 0, i, j;
+
+	while (off < len) {
+		r = (const void *)(buf + off);
+		if (len - off < sizeof(*r) || r->size % 8 || r->size > len - off ||
+		    r->size < sizeof(*r) + (size_t)r->nentries * sizeof(*e)) {
+			ktau_log("record %u at %zu: bad size %u for %u entries (%zu bytes left)",
+				 n, off, len - off < sizeof(*r) ? 0 : r->size,
+				 len - off < sizeof(*r) ? 0 : r->nentries, len - off);
+			return -EBADMSG;
+		}
+		if (r->reserved || !memchr(r->comm, '\0', sizeof(r->comm))) {
+			ktau_log("record of tid %d: reserved %u or comm not terminated",
+				 r->tid, r->reserved);
+			return -EBADMSG;
+		}
+		e = ktau_rec_entries(r);
+		for (i = 0; i < r->nentries; i++) {
+			if (!e[i].id || e[i].reserved || e[i].incl_ns < e[i].excl_ns) {
+				ktau_log("tid %d id %u: reserved %u count %llu incl %llu excl %llu",
+					 r->tid, e[i].id, e[i].reserved, e[i].count,
+					 e[i].incl_ns, e[i].excl_ns);
+				return -EBADMSG;
+			}
+			for (j = 0; j < i; j++) {
+				if (e[j].id == e[i].id) {
+					ktau_log("tid %d: id %u listed twice", r->tid, e[i].id);
+					return -EBADMSG;
+				}
+			}
+		}
+		off += r->size;
+		n++;
+	}
+	*nrecs = n;
+	return 0;
+}
+
+/*
+ * Take a snapshot into s, growing its buffer on ENOSPC, and check it.
+ * Returns 0 or -errno (-EBADMSG: the kernel's answer breaks the ABI).
+ */
+static inline int ktau_snap(int fd, struct ktau_snap *s, __u32 flags, const pid_t *pids,
+			    __u32 npids)
+{
+	int ret = -ENOSPC, tries;
+	__u32 n;
+
+	for (tries = 0; tries < 8 && ret == -ENOSPC; tries++) {
+		ret = ktau_snap_reserve(s, s->cap ? s->cap : KTAU_SNAP_BUF_INIT);
+		if (ret)
+			return ret;
+		ktau_snap_req(&s->req, flags, pids, npids, s->buf, s->cap);
+		ret = ktau_snapshot_ioctl(fd, &s->req);
+		if (ret != -ENOSPC)
+			break;
+		if (s->req.used <= s->req.buf_size) {
+			ktau_log("ENOSPC with used %llu <= buf_size %llu",
+				 s->req.used, s->req.buf_size);
+			return -EBADMSG;
+		}
+		if (ktau_snap_reserve(s, s->req.used * 2))
+			return -ENOMEM;
+	}
+	if (ret)
+		return ret;
+	if (s->req.used > s->req.buf_size) {
+		ktau_log("used %llu > buf_size %llu", s->req.used, s->req.buf_size);
+		return -EBADMSG;
+	}
+	ret = ktau_recs_check(s->buf, s->req.used, &n);
+	if (ret)
+		return ret;
+	if (n != s->req.ntasks) {
+		ktau_log("ntasks %u but %u records", s->req.ntasks, n);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* The record after r (the first when r is NULL), NULL at the end. */
+static inline const struct ktau_task_rec *ktau_snap_next(const struct ktau_snap *s,
+							 const struct ktau_task_rec *r)
+{
+	size_t off = r ? (size_t)((const char *)r - s->buf) + r->size : 0;
+
+	return off < s->req.used ? (const void *)(s->buf + off) : NULL;
+}
+
+/* The record of thread tid (not the aggregate), or NULL. */
+static inline const struct ktau_task_rec *ktau_snap_find(const struct ktau_snap *s, pid_t tid)
+{
+	const struct ktau_task_rec *r;
+
+	for (r = ktau_snap_next(s, NULL); r; r = ktau_snap_next(s, r))
+		if (r->tid == tid && !(r->flags & KTAU_REC_AGGREGATE))
+			return r;
+	return NULL;
+}
+
+static inline const struct ktau_task_rec *ktau_snap_aggregate(const struct ktau_snap *s)
+{
+	const struct ktau_task_rec *r;
+
+	for (r = ktau_snap_next(s, NULL); r; r = ktau_snap_next(s, r))
+		if (r->flags & KTAU_REC_AGGREGATE)
+			return r;
+	return NULL;
+}
+
+static inline const struct ktau_entry *ktau_rec_find(const struct ktau_task_rec *r, __u32 id)
+{
+	const struct ktau_entry *e;
+	__u32 i;
+
+	if (!r)
+		return NULL;
+	e = ktau_rec_entries(r);
+	for (i = 0; i < r->nentries; i++)
+		if (e[i].id == id)
+			return &e[i];
+	return NULL;
+}
+
+static inline struct ktau_val ktau_rec_val(const struct ktau_task_rec *r, __u32 id)
+{
+	const struct ktau_entry *e = ktau_rec_find(r, id);
+	struct ktau_val v = { 0 };
+
+	if (e) {
+		v.count = e->count;
+		v.incl = e->incl_ns;
+		v.excl = e->excl_ns;
+	}
+	return v;
+}
+
+/* What happened to id between records a and b (b taken later). */
+static inline struct ktau_val ktau_val_delta(const struct ktau_task_rec *a,
+					     const struct ktau_task_rec *b, __u32 id)
+{
+	struct ktau_val va = ktau_rec_val(a, id), vb = ktau_rec_val(b, id), d;
+
+	d.count = vb.count - va.count;
+	d.incl = vb.incl - va.incl;
+	d.excl = vb.excl - va.excl;
+	return d;
+}
+
+static inline __u64 ktau_rec_sum_excl(const struct ktau_task_rec *r)
+{
+	const struct ktau_entry *e = ktau_rec_entries(r);
+	__u64 sum = 0;
+	__u32 i;
+
+	for (i = 0; i < r->nentries; i++)
+		sum += e[i].excl_ns;
+	return sum;
+}
+
+/* Fail (never skip) on a kernel without KTAU; make sure every group is on. */
+static inline void ktau_must_have_ktau(struct __test_metadata *_metadata)
+{
+	ASSERT_EQ(0, access(KTAU_VERSION_PATH, R_OK))
+		TH_LOG("no /proc/ktau: kernel without CONFIG_KTAU?");
+	if (geteuid() == 0 && !ktau_all_groups_on()) {
+		TH_LOG("some KTAU groups were off; switching all on");
+		ASSERT_EQ(0, ktau_control("all on"));
+	}
+}
+
+static inline int ktau_must_open_profiles(struct __test_metadata *_metadata)
+{
+	int fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", KTAU_PROFILES_PATH, strerror(errno));
+	return fd;
+}
+
+/* Snapshot the calling thread; its record. */
+static inline const struct ktau_task_rec *
+ktau_must_snap_self(struct __test_metadata *_metadata, int fd, struct ktau_snap *s)
+{
+	const struct ktau_task_rec *r;
+
+	ASSERT_EQ(0, ktau_snap(fd, s, KTAU_SNAP_SELF, NULL, 0));
+	ASSERT_EQ(1, s->req.ntasks);
+	r = ktau_snap_find(s, gettid());
+	ASSERT_NE(NULL, r) TH_LOG("KTAU_SNAP_SELF did not return tid %d", gettid());
+	return r;
+}
+
+/* Snapshot the system-wide totals; the aggregate record. */
+static inline const struct ktau_task_rec *
+ktau_must_snap_aggregate(struct __test_metadata *_metadata, int fd, struct ktau_snap *s)
+{
+	const struct ktau_task_rec *r;
+
+	ASSERT_EQ(0, ktau_snap(fd, s, KTAU_SNAP_AGGREGATE, NULL, 0));
+	ASSERT_EQ(1, s->req.ntasks);
+	r = ktau_snap_aggregate(s);
+	ASSERT_NE(NULL, r) TH_LOG("KTAU_SNAP_AGGREGATE returned no KTAU_REC_AGGREGATE record");
+	return r;
+}
+
+#endif /* KTAU_UTIL_H */
