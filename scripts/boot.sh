@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
 done
 "$KTAU_TOP/scripts/deps.sh" guest
 img=${KTAU_IMAGE:-$KTAU_OUT/guest/initramfs.cpio.gz}
-kernel=$KTAU_BUILD/$kname/arch/x86/boot/bzImage
+kernel=${KTAU_KERNEL:-$KTAU_BUILD/$kname/arch/x86/boot/bzImage}
 [ -f "$kernel" ] || die "no kernel at $kernel; run scripts/build-kernel.sh $kname"
 [ -f "$img" ] || die "no guest image at $img; run scripts/build-image.sh"
 out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
@@ -36,7 +36,24 @@ qemu=(qemu-system-x86_64 -machine pc -cpu max -m 1024 -smp "$smp"
 	-kernel "$kernel" -initrd "$img" -no-reboot -display none -nodefaults
 	-append "console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append")
 # -icount makes one guest instruction one virtual nanosecond (benchmarks).
-[ "$icount" = 1 ] && qemu+=(-icount shift=0,sleep=off)
+# Without it, TCG guests read the host's TSC, which the guest kernel often
+# fails to calibrate against the PIT under load (and it has no HPET or PM
+# timer without ACPI): tell it the host's TSC rate when the host has a
+# constant one.
+if [ "$icount" = 1 ]; then
+	qemu+=(-icount shift=0,sleep=off)
+elif grep -qw constant_tsc /proc/cpuinfo; then
+	khz=$(awk '/^cpu MHz/ { printf "%d", $4 * 1000; exit }' /proc/cpuinfo)
+	# The host's TSC is reliable; without tsc=reliable the clocksource
+	# watchdog compares it with jiffies, which lag under TCG, and drops
+	# it for a jiffies clock that runs slow.
+	[ -n "$khz" ] && [ "$khz" -gt 0 ] &&
+		qemu[-1]="${qemu[-1]} tsc_early_khz=$khz tsc=reliable"
+fi
+# QEMU's local APIC timer counts at 1 GHz; calibrating it under TCG load
+# sometimes fails and leaves the guest on the PIT. Give the period per tick.
+hz=$(sed -n 's/^CONFIG_HZ=//p' "$(dirname "$kernel")/../../../.config" 2>/dev/null || true)
+[ -n "$hz" ] && qemu[-1]="${qemu[-1]} lapic_timer_period=$((1000000000 / hz))"
 
 if [ "$mode" = shell ]; then
 	exec "${qemu[@]}" -serial mon:stdio -serial "file:$out/results.log"

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 "$KTAU_TOP/scripts/deps.sh" guest
-"$KTAU_TOP/scripts/prepare-tree.sh"
+[ -n "${KTAU_NO_PREPARE:-}" ] || "$KTAU_TOP/scripts/prepare-tree.sh"
 kname=${1:-ktau}
 B=$KTAU_BUILD/$kname
 [ -f "$B/.config" ] || die "no $kname kernel configured; run scripts/build-kernel.sh $kname"
@@ -18,26 +18,39 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,ktau/bin,ktau/selftests}
 
 log=$KTAU_OUT/logs/image.log
 : >"$log"
-logged "$log.headers" make -C "$KTAU_SRC" O="$B" headers_install
+# KTAU_HDRS: exported kernel headers to use instead of installing them
+# from the kernel build (lets the image be rebuilt while a kernel builds).
+if [ -n "${KTAU_HDRS:-}" ]; then
+	H=$KTAU_HDRS
+else
+	logged "$log.headers" make -C "$KTAU_SRC" O="$B" headers_install
+	H=$B/usr/include
+fi
 
 # Selftests, with the kselftest build (lib.mk) of the prepared tree.
 logged "$log.selftests" make -C "$KTAU_SRC/tools/testing/selftests/ktau" \
-	OUTPUT="$G/selftests" KHDR_INCLUDES="-isystem $B/usr/include" \
+	OUTPUT="$G/selftests" KHDR_INCLUDES="-isystem $H" \
 	USERCFLAGS=-Werror USERLDFLAGS=-static
 for t in "$G"/selftests/*; do
 	[ -x "$t" ] && [ -f "$t" ] && cp "$t" "$root/ktau/selftests/"
 done
 
 # Tools (tools/ktau), when they exist.
-if [ -f "$KTAU_TOP/tools/ktau/Makefile" ]; then
+if [ -f "$KTAU_TOP/tools/ktau/Makefile" ] && [ -z "${KTAU_NO_TOOLS:-}" ]; then
 	logged "$log.tools" make -C "$KTAU_TOP/tools/ktau" O="$G/tools" \
-		KHDR_INCLUDES="-isystem $B/usr/include" STATIC=1 guest
-	cp -a "$G/tools/guest/." "$root/ktau/bin/" 2>/dev/null || true
+		KHDR_INCLUDES="-isystem $H" STATIC=1 guest
+	cp -a "$G/tools/guest/." "$root/ktau/bin/"
+	# Guest tests of the tools: executables that print KTAP.
+	if [ -d "$KTAU_TOP/tools/ktau/tests/guest" ]; then
+		mkdir -p "$root/ktau/tests"
+		cp -a "$KTAU_TOP/tools/ktau/tests/guest/." "$root/ktau/tests/"
+	fi
 fi
 
 cp /bin/busybox "$root/bin/busybox"
 install -m 0755 "$KTAU_TOP/scripts/guest/init" "$root/init"
-install -m 0644 "$KTAU_TOP/scripts/guest/run-tests.sh" "$KTAU_TOP/scripts/guest/demo.sh" "$root/ktau/"
+install -m 0644 "$KTAU_TOP/scripts/guest/run-tests.sh" "$KTAU_TOP/scripts/guest/demo.sh" \
+	"$KTAU_TOP/scripts/guest/bench.sh" "$root/ktau/"
 printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$root/etc/passwd"
 printf 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n' >"$root/etc/group"
 

@@ -152,12 +152,15 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	s = &kt->slots[KTAU_TAG_ID(tag) & kt->mask];
 	if (unlikely(s->id != KTAU_TAG_ID(tag)))
 		s = __ktau_slot_slow(kt, KTAU_TAG_ID(tag));
-	/* Readers load count, excl, incl in that order; store in reverse. */
+	/*
+	 * Readers load count, excl, incl in that order (ktau_slot_read());
+	 * store in the reverse order so that they see excl <= incl.
+	 */
 	if (!(tag & KTAU_TAG_RECURSIVE))
 		WRITE_ONCE(s->incl, s->incl + incl);
-	smp_wmb();
+	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
 	WRITE_ONCE(s->excl, s->excl + incl - f->child);
-	smp_wmb();
+	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	WRITE_ONCE(s->count, s->count + 1);
 	kt->depth = d;
 	if (d)
@@ -319,7 +322,7 @@ static inline void ktau_syscall_exit(void) { }
 static inline void ktau_irq_enter(void) { }
 static inline void ktau_irq_exit(void) { }
 static inline void ktau_irq_desc(struct irq_desc *desc) { }
-#define ktau_irq_site(sname) do { } while (0)
+static inline void ktau_irq_site(const char *sname) { }
 static inline void ktau_softirq_enter(unsigned int vec) { }
 static inline void ktau_softirq_exit(void) { }
 static inline void ktau_sched_out(bool blocked) { }

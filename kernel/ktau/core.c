@@ -25,6 +25,9 @@
 #include <linux/clocksource.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
+#include <linux/math64.h>
+#include <linux/timekeeping.h>
+#include <linux/delay.h>
 #include <linux/irq.h>
 #include <linux/interrupt.h>
 #include "internal.h"
@@ -91,10 +94,38 @@ static int __init ktau_slots_setup(char *str)
 }
 __setup("ktau.slots=", ktau_slots_setup);
 
+#ifdef CONFIG_X86_TSC
+/*
+ * The TSC rate in kHz when the kernel could not calibrate it (tsc_khz is
+ * 0, as in some virtual machines): measured once against CLOCK_MONOTONIC
+ * at boot and then fixed, so that a profile read twice converts the same.
+ */
+static u32 ktau_tsc_khz;
+
+static int __init ktau_clock_calibrate(void)
+{
+	u64 t0, n0, dn;
+
+	if (tsc_khz || !boot_cpu_has(X86_FEATURE_TSC))
+		return 0;
+	n0 = ktime_get_ns();
+	t0 = rdtsc();
+	msleep(200);
+	dn = ktime_get_ns() - n0;
+	if (dn)
+		ktau_tsc_khz = mul_u64_u64_div_u64(rdtsc() - t0, NSEC_PER_MSEC, dn);
+	pr_info("ktau: TSC not calibrated by the kernel, measured %u kHz\n",
+		ktau_tsc_khz);
+	return 0;
+}
+late_initcall(ktau_clock_calibrate);
+#endif
+
+/* The factor from clock units to ns, the same for every read. */
 void ktau_conv_get(struct ktau_conv *cv)
 {
 #ifdef CONFIG_X86_TSC
-	unsigned int khz = READ_ONCE(tsc_khz);
+	u32 khz = READ_ONCE(tsc_khz) ?: READ_ONCE(ktau_tsc_khz);
 
 	if (khz) {
 		clocks_calc_mult_shift(&cv->mult, &cv->shift, khz,
@@ -220,18 +251,14 @@ void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt)
 	for (i = 0; i <= kt->mask; i++) {
 		struct ktau_slot *s = &kt->slots[i];
 		u32 id = READ_ONCE(s->id);
-		u64 count, incl, excl;
+		struct ktau_sum v;
 
 		if (id == KTAU_ID_NONE || id >= KTAU_MAX_IDS)
 			continue;
-		count = READ_ONCE(s->count);
-		smp_rmb();
-		excl = READ_ONCE(s->excl);
-		smp_rmb();
-		incl = READ_ONCE(s->incl);
-		tot->sum[id].count += count;
-		tot->sum[id].incl += incl;
-		tot->sum[id].excl += excl;
+		ktau_slot_read(s, &v);
+		tot->sum[id].count += v.count;
+		tot->sum[id].incl += v.incl;
+		tot->sum[id].excl += v.excl;
 	}
 	tot->stack_overflows += READ_ONCE(kt->stack_overflows);
 	tot->table_overflows += READ_ONCE(kt->table_overflows);
@@ -248,22 +275,18 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 	for (i = 0; i <= kt->mask && n < max; i++) {
 		struct ktau_slot *s = &kt->slots[i];
 		u32 id = READ_ONCE(s->id);
-		u64 count, incl, excl;
+		struct ktau_sum v;
 
 		if (id == KTAU_ID_NONE)
 			continue;
-		count = READ_ONCE(s->count);
-		if (!count)
+		ktau_slot_read(s, &v);
+		if (!v.count)
 			continue;
-		smp_rmb();
-		excl = READ_ONCE(s->excl);
-		smp_rmb();
-		incl = READ_ONCE(s->incl);
 		out[n].id = id;
 		out[n].reserved = 0;
-		out[n].count = count;
-		out[n].incl_ns = ktau_to_ns(cv, incl);
-		out[n].excl_ns = ktau_to_ns(cv, excl);
+		out[n].count = v.count;
+		out[n].incl_ns = ktau_to_ns(cv, v.incl);
+		out[n].excl_ns = ktau_to_ns(cv, v.excl);
 		n++;
 	}
 	return n;

@@ -37,6 +37,13 @@ long ktau_unprofiled_tasks(void);
 extern unsigned int ktau_nr_slots;
 extern unsigned long ktau_groups_on;
 
+/* Totals per function ID, in clock units: the aggregate, and merges. */
+struct ktau_sum {
+	u64 count;
+	u64 incl;
+	u64 excl;
+};
+
 /* Clock units to nanoseconds, fixed for one read. */
 struct ktau_conv {
 	u32 mult;
@@ -50,13 +57,6 @@ static inline u64 ktau_to_ns(const struct ktau_conv *cv, u64 t)
 	return mul_u64_u32_shr(t, cv->mult, cv->shift);
 }
 
-/* Totals per function ID, in clock units: the aggregate, and merges. */
-struct ktau_sum {
-	u64 count;
-	u64 incl;
-	u64 excl;
-};
-
 struct ktau_totals {
 	u64 stack_overflows;
 	u64 table_overflows;
@@ -64,6 +64,20 @@ struct ktau_totals {
 	unsigned int nr_tasks;
 	struct ktau_sum sum[KTAU_MAX_IDS];
 };
+
+/*
+ * Read a slot of a task that may be running on another CPU: count first,
+ * then excl, then incl, the reverse of the writer's order in __ktau_pop(),
+ * so that excl <= incl and both are at least as new as count.
+ */
+static inline void ktau_slot_read(struct ktau_slot *s, struct ktau_sum *v)
+{
+	v->count = READ_ONCE(s->count);
+	smp_rmb();	/* count before excl, pairs with __ktau_pop() */
+	v->excl = READ_ONCE(s->excl);
+	smp_rmb();	/* excl before incl, pairs with __ktau_pop() */
+	v->incl = READ_ONCE(s->incl);
+}
 
 void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt);
 unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
@@ -82,5 +96,6 @@ void ktau_collector_put(struct ktau_collector *c);
 
 /* /proc/ktau */
 bool ktau_capable(void);
+extern const struct proc_ops ktau_collect_ops;
 
 #endif /* _KERNEL_KTAU_INTERNAL_H */

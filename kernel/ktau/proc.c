@@ -25,8 +25,6 @@
 #include <linux/timekeeping.h>
 #include "internal.h"
 
-extern const struct proc_ops ktau_collect_ops;
-
 #define KTAU_CONTROL_MAX	64
 
 bool ktau_capable(void)
@@ -494,12 +492,44 @@ out:
 	return ret;
 }
 
+/*
+ * Control by ioctl, for tools that have CAP_PERFMON but may not open the
+ * root-owned /proc/ktau/control for writing.
+ */
+static long ktau_control_ioctl(unsigned int cmd, unsigned long arg)
+{
+	u64 mask;
+
+	if (!ktau_capable())
+		return -EPERM;
+	switch (cmd) {
+	case KTAU_IOC_SET_GROUPS:
+		if (get_user(mask, (u64 __user *)arg))
+			return -EFAULT;
+		if (mask & ~(BIT_ULL(KTAU_NR_GROUPS) - 1))
+			return -EINVAL;
+		return ktau_set_groups(mask);
+	case KTAU_IOC_RESET:
+		ktau_reset_all();
+		return 0;
+	}
+	return -ENOTTY;
+}
+
 static long ktau_profiles_ioctl(struct file *file, unsigned int cmd,
 				unsigned long arg)
 {
+	u64 mask;
+
 	switch (cmd) {
 	case KTAU_IOC_SNAPSHOT:
 		return ktau_snapshot(file, (struct ktau_snapshot __user *)arg);
+	case KTAU_IOC_GET_GROUPS:
+		mask = READ_ONCE(ktau_groups_on);
+		return put_user(mask, (u64 __user *)arg);
+	case KTAU_IOC_SET_GROUPS:
+	case KTAU_IOC_RESET:
+		return ktau_control_ioctl(cmd, arg);
 	}
 	return -ENOTTY;
 }
@@ -529,7 +559,7 @@ static int __init ktau_proc_init(void)
 		return -ENOMEM;
 	if (!proc_create_single("version", 0444, dir, ktau_version_show) ||
 	    !proc_create_single("functions", 0444, dir, ktau_functions_show) ||
-	    !proc_create("control", 0666, dir, &ktau_control_ops) ||
+	    !proc_create("control", 0644, dir, &ktau_control_ops) ||
 	    !proc_create("aggregate", 0444, dir, &ktau_aggregate_ops) ||
 	    !proc_create("profiles", 0444, dir, &ktau_profiles_ops) ||
 	    !proc_create("collect", 0444, dir, &ktau_collect_ops)) {

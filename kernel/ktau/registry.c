@@ -34,6 +34,7 @@ static DEFINE_RAW_SPINLOCK(ktau_reg_lock);
 
 unsigned int ktau_nr_ids(void)
 {
+	/* Pairs with the release in ktau_register(): entries are complete. */
 	return smp_load_acquire(&ktau_next_id);
 }
 
@@ -76,6 +77,7 @@ int ktau_register(const char *name, unsigned int group)
 		strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
 		ktau_funcs[id].group = group;
 		ktau_funcs[id].live = 1;
+		/* Publish the entry before its ID; see ktau_nr_ids(). */
 		smp_store_release(&ktau_next_id, id + 1);
 	}
 	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
@@ -157,6 +159,7 @@ int __init ktau_registry_init(void)
 			continue;
 		ktau_set(KTAU_ID_SYSCALL_BASE + i, name, KTAU_GROUP_SYSCALL);
 	}
+	/* Publish the boot entries; see ktau_nr_ids(). */
 	smp_store_release(&ktau_next_id, KTAU_ID_SYSCALL_BASE + NR_syscalls);
 	return 0;
 }

@@ -100,6 +100,39 @@ TEST_F_TIMEOUT(control, syscall_off_records_nothing, 10)
 	EXPECT_EQ(100, ktau_val_delta(rb, rc, KTAU_ID_GETPPID).count);
 }
 
+/* The control ioctls on /proc/ktau/profiles do what the control file does. */
+TEST_F_TIMEOUT(control, ioctl_control, 10)
+{
+	const struct ktau_task_rec *ra, *rb, *rc;
+	__u64 mask = 0, bad = 1ull << KTAU_NR_GROUPS;
+
+	ASSERT_EQ(0, ioctl(self->fd, KTAU_IOC_GET_GROUPS, &mask));
+	EXPECT_EQ(ALL_ON, mask);
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_SET_GROUPS, &bad));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_SET_GROUPS, (void *)1));
+	EXPECT_EQ(EFAULT, errno);
+	expect_control(_metadata, ALL_ON);
+
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	mask = ALL_ON & ~(1u << KTAU_GROUP_SYSCALL);
+	ASSERT_EQ(0, ioctl(self->fd, KTAU_IOC_SET_GROUPS, &mask));
+	expect_control(_metadata, mask);
+	mask = 0;
+	ASSERT_EQ(0, ioctl(self->fd, KTAU_IOC_GET_GROUPS, &mask));
+	EXPECT_EQ(ALL_ON & ~(1u << KTAU_GROUP_SYSCALL), mask);
+	ktau_getppid_loop(100);
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	EXPECT_EQ(0, ktau_val_delta(ra, rb, KTAU_ID_GETPPID).count);
+
+	mask = ALL_ON;
+	ASSERT_EQ(0, ioctl(self->fd, KTAU_IOC_SET_GROUPS, &mask));
+	expect_control(_metadata, ALL_ON);
+	ktau_getppid_loop(100);
+	rc = ktau_must_snap_self(_metadata, self->fd, &self->c);
+	EXPECT_EQ(100, ktau_val_delta(rb, rc, KTAU_ID_GETPPID).count);
+}
+
 static int n_handled;
 
 static void on_sigusr1(int sig)

@@ -161,6 +161,7 @@ static void control_denied(struct __test_metadata *_metadata)
 {
 	static const char * const cmds[] = { "all off", "syscall off", "reset" };
 	char *before, *after;
+	__u64 mask;
 	size_t i;
 	int fd;
 
@@ -178,6 +179,18 @@ static void control_denied(struct __test_metadata *_metadata)
 		EXPECT_EQ(EPERM, errno);
 		close(fd);
 	}
+	/* Nor through the control ioctls, which need CAP_PERFMON. */
+	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	mask = 0;
+	EXPECT_EQ(-1, ioctl(fd, KTAU_IOC_SET_GROUPS, &mask));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-1, ioctl(fd, KTAU_IOC_RESET));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(0, ioctl(fd, KTAU_IOC_GET_GROUPS, &mask));
+	EXPECT_EQ((1ull << KTAU_NR_GROUPS) - 1, mask);
+	close(fd);
+
 	after = ktau_control_read();
 	ASSERT_NE(NULL, after);
 	EXPECT_STREQ(before, after);

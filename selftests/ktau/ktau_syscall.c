@@ -133,7 +133,8 @@ TEST_F_TIMEOUT(syscalls, getppid_exact_count, 20)
 		TH_LOG("table overflows %llu -> %llu", ra->table_overflows, rb->table_overflows);
 	EXPECT_LT(0, d.incl);
 	EXPECT_LT(0, d.excl);
-	EXPECT_LE(d.excl, d.incl);
+	/* Totals are rounded down to ns one by one: a delta may gain 1 ns. */
+	EXPECT_LE(d.excl, d.incl + 1);
 	EXPECT_EQ(ra->table_overflows, rb->table_overflows);
 
 	/* The text views agree: the thread and the (one-thread) process. */
@@ -238,9 +239,15 @@ TEST_F_TIMEOUT(syscalls, excl_within_incl_and_lifetime, 20)
 			continue;
 		ASSERT_GE(now, r->start_ns) TH_LOG("tid %d starts in the future", r->tid);
 		sum = ktau_rec_sum_excl(r);
-		EXPECT_GE(now - r->start_ns + lifetime_slack(now - r->start_ns), sum)
-			TH_LOG("tid %d (%s): exclusive %llu ns, lifetime %llu ns",
-			       r->tid, r->comm, sum, now - r->start_ns);
+		/*
+		 * Kernel threads started while the boot clock was still
+		 * jiffies, which lag the TSC in a loaded virtual machine:
+		 * their start time is not comparable. User tasks are.
+		 */
+		if (!(r->flags & KTAU_REC_KTHREAD))
+			EXPECT_GE(now - r->start_ns + lifetime_slack(now - r->start_ns), sum)
+				TH_LOG("tid %d (%s): exclusive %llu ns, lifetime %llu ns",
+				       r->tid, r->comm, sum, now - r->start_ns);
 		if (r->pid == 2)
 			EXPECT_TRUE(r->flags & KTAU_REC_KTHREAD) TH_LOG("kthreadd not a kthread");
 		if (r->pid == getpid())

@@ -143,4 +143,14 @@ struct ktau_collect_stats {
 #define KTAU_IOC_COLLECT_JOIN	_IO(KTAU_IOC_MAGIC, 2)
 #define KTAU_IOC_COLLECT_STATS	_IOR(KTAU_IOC_MAGIC, 3, struct ktau_collect_stats)
 
+/*
+ * Control through /proc/ktau/profiles, the same as writing
+ * /proc/ktau/control but open to any holder of CAP_PERFMON or
+ * CAP_SYS_ADMIN (control is root-owned, mode 0644): the argument is a
+ * bit mask of groups, bit n for KTAU_GROUP n.
+ */
+#define KTAU_IOC_GET_GROUPS	_IOR(KTAU_IOC_MAGIC, 4, __u64)
+#define KTAU_IOC_SET_GROUPS	_IOW(KTAU_IOC_MAGIC, 5, __u64)
+#define KTAU_IOC_RESET		_IO(KTAU_IOC_MAGIC, 6)
+
 #endif /* _UAPI_LINUX_KTAU_H */

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Null system call overhead of KTAU, in guest instructions: boots the
+# CONFIG_KTAU=n and the KTAU kernel under QEMU -icount shift=0,sleep=off
+# (one guest instruction is one virtual ns) and runs ktau-bench-syscall
+# with every group off, each group alone and every group on.
+# Output: a table on stdout and in $KTAU_OUT/bench/syscall.txt.
+. "$(dirname "$0")/lib.sh"
+
+"$KTAU_TOP/scripts/build-kernel.sh" ktau
+"$KTAU_TOP/scripts/build-kernel.sh" noktau
+"$KTAU_TOP/scripts/build-image.sh" ktau
+B=$KTAU_OUT/bench
+mkdir -p "$B"
+: >"$B/syscall.raw"
+for k in noktau ktau; do
+	"$KTAU_TOP/scripts/boot.sh" --kernel "$k" --mode bench --icount --smp 1 \
+		--timeout 900 --out "$B/run-$k" ||
+		die "the bench guest ($k) failed; console log: $B/run-$k/console.log"
+	grep '^BENCH ' "$B/run-$k/results.log" >>"$B/syscall.raw"
+done
+base=$(awk '$2 == "noktau" {print $4}' "$B/syscall.raw")
+[ -n "$base" ] || die "no baseline figure in $B/syscall.raw"
+{
+	printf '%-14s %12s %10s\n' "kernel/groups" "insns/call" "delta"
+	awk -v base="$base" '{printf "%-14s %12.1f %+10.1f\n", $2, $4, $4 - base}' "$B/syscall.raw"
+} | tee "$B/syscall.txt"

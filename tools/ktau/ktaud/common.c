@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ktaud: helpers shared by the subcommands. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ktaud.h"
+
+const char *prog = "ktaud";
+
+void err_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int usage_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'ktaud %s --help'.\n", cmd ? cmd : "");
+	return EX_KT_USAGE;
+}
+
+int report(int err, const char *what)
+{
+	switch (-err) {
+	case ENOENT:
+		err_msg("%s: this kernel has no KTAU (/proc/ktau is missing); "
+			"boot a kernel built with CONFIG_KTAU=y", what);
+		return EX_KT_NOKTAU;
+	case EPROTO:
+		err_msg("%s: the kernel's KTAU ABI (/proc/ktau/version) is not version %d.x; "
+			"use a ktaud built for this kernel", what, 1);
+		return EX_KT_NOKTAU;
+	case EPERM:
+		err_msg("%s: operation not permitted: it needs CAP_PERFMON or CAP_SYS_ADMIN "
+			"(run as root, or: setcap cap_perfmon+ep $(command -v ktaud))", what);
+		return EX_KT_PERM;
+	case EACCES:
+		err_msg("%s: permission denied (another user's task needs CAP_SYS_PTRACE)", what);
+		return EX_KT_PERM;
+	case EBADMSG:
+		err_msg("%s: malformed KTAU data (truncated or garbled)", what);
+		return EX_KT_FAIL;
+	default:
+		err_msg("%s: %s", what, strerror(-err));
+		return EX_KT_FAIL;
+	}
+}
+
+int parse_pid(const char *s, pid_t *pid)
+{
+	unsigned long v;
+
+	if (parse_uint(s, &v) || v == 0 || v > 0x7fffffff)
+		return -EINVAL;
+	*pid = v;
+	return 0;
+}
+
+int parse_uint(const char *s, unsigned long *v)
+{
+	char *end;
+
+	if (!*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+int parse_seconds(const char *s, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(*v) || *v <= 0 || *v > 86400 * 365)
+		return -EINVAL;
+	return 0;
+}
+
+const char *fmt_ns(char *buf, size_t size, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, size, "%.2f us", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, size, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, size, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+int open_ktau(struct ktau **k)
+{
+	int ret = ktau_open(k);
+
+	return ret ? report(ret, "open /proc/ktau/profiles") : 0;
+}
+
+struct ktau_registry *load_registry(void)
+{
+	struct ktau_registry *reg = NULL;
+	int ret = ktau_registry_load(&reg);
+
+	if (ret) {
+		err_msg("warning: cannot read /proc/ktau/functions (%s); routines are shown by ID",
+			strerror(-ret));
+		return NULL;
+	}
+	return reg;
+}
+
+void group_totals(const struct ktau_task *t, const struct ktau_registry *reg,
+		  uint64_t *calls, uint64_t *excl)
+{
+	size_t i;
+	int g;
+
+	for (i = 0; i < t->nentries; i++) {
+		g = ktau_func_group(reg, t->entries[i].id);
+		if (g < 0 || g >= KTAU_LIB_NR_GROUPS)
+			g = KTAU_LIB_NR_GROUPS;
+		calls[g] += t->entries[i].count;
+		excl[g] += t->entries[i].excl_ns;
+	}
+}
+
+/* Sorting of table rows. */
+static const struct ktau_registry *sort_reg;
+static const char *sort_key;
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct ktau_func_stat *x = *(const struct ktau_func_stat * const *)a;
+	const struct ktau_func_stat *y = *(const struct ktau_func_stat * const *)b;
+	uint64_t vx, vy;
+
+	if (!strcmp(sort_key, "name"))
+		return strcmp(ktau_func_name(sort_reg, x->id), ktau_func_name(sort_reg, y->id));
+	if (!strcmp(sort_key, "id"))
+		return x->id < y->id ? -1 : x->id > y->id;
+	if (!strcmp(sort_key, "incl")) {
+		vx = x->incl_ns;
+		vy = y->incl_ns;
+	} else if (!strcmp(sort_key, "calls")) {
+		vx = x->count;
+		vy = y->count;
+	} else if (!strcmp(sort_key, "avg")) {
+		vx = x->count ? x->incl_ns / x->count : 0;
+		vy = y->count ? y->incl_ns / y->count : 0;
+	} else {
+		vx = x->excl_ns;
+		vy = y->excl_ns;
+	}
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void print_task(FILE *f, const struct ktau_snap *snap, const struct ktau_task *t,
+		       const struct ktau_registry *reg, const struct table_opts *o)
+{
+	const struct ktau_func_stat **rows;
+	char b1[32], b2[32], b3[32], b4[32], comm[17];
+	uint64_t total = ktau_task_total_excl(t);
+	size_t i, n;
+
+	memcpy(comm, t->comm, 16);
+	comm[16] = '\0';
+	if (t->flags & KTAU_TASK_AGGREGATE)
+		fprintf(f, "aggregate (all tasks, system-wide)");
+	else if (t->flags & KTAU_TASK_PROCESS)
+		fprintf(f, "process %d (%s), %u thread%s", t->pid, comm, t->nthreads,
+			t->nthreads == 1 ? "" : "s");
+	else
+		fprintf(f, "thread %d of process %d (%s)", t->tid, t->pid, comm);
+	if (t->flags & KTAU_TASK_EXITED)
+		fprintf(f, ", exited");
+	if (t->flags & KTAU_TASK_KTHREAD)
+		fprintf(f, ", kernel thread");
+	fprintf(f, ": kernel time %s", fmt_ns(b1, sizeof(b1), total));
+	if (!(t->flags & (KTAU_TASK_AGGREGATE | KTAU_TASK_EXITED | KTAU_TASK_PROCESS)) &&
+	    !snap->is_delta && snap->time_ns > t->start_ns)
+		fprintf(f, " of %s since start (%.1f%%)",
+			fmt_ns(b2, sizeof(b2), snap->time_ns - t->start_ns),
+			100.0 * total / (snap->time_ns - t->start_ns));
+	if (snap->is_delta && snap->time_ns > snap->base_ns)
+		fprintf(f, " in the last %s", fmt_ns(b2, sizeof(b2), snap->time_ns - snap->base_ns));
+	fputc('\n', f);
+	if (t->stack_overflows || t->table_overflows || t->unmatched)
+		fprintf(f, "  overflows: stack %llu, table %llu, unmatched %llu\n",
+			(unsigned long long)t->stack_overflows,
+			(unsigned long long)t->table_overflows, (unsigned long long)t->unmatched);
+	if (!t->nentries) {
+		fprintf(f, "  (no kernel routines recorded)\n\n");
+		return;
+	}
+	rows = malloc(t->nentries * sizeof(*rows));
+	if (!rows)
+		return;
+	for (i = 0; i < t->nentries; i++)
+		rows[i] = &t->entries[i];
+	sort_reg = reg;
+	sort_key = o->sort ? o->sort : "excl";
+	qsort(rows, t->nentries, sizeof(*rows), cmp_row);
+	n = o->top && o->top < t->nentries ? o->top : t->nentries;
+	fprintf(f, "  %-28s %-8s %12s %12s %12s %12s %7s\n", "routine", "group", "calls",
+		"exclusive", "inclusive", "average", "share");
+	for (i = 0; i < n; i++) {
+		const struct ktau_func_stat *e = rows[i];
+		const char *g = ktau_group_name(ktau_func_group(reg, e->id));
+
+		fprintf(f, "  %-28s %-8s %12llu %12s %12s %12s %6.2f%%\n",
+			ktau_func_name(reg, e->id), g ? g : "?", (unsigned long long)e->count,
+			fmt_ns(b1, sizeof(b1), e->excl_ns), fmt_ns(b2, sizeof(b2), e->incl_ns),
+			fmt_ns(b3, sizeof(b3), e->count ? e->incl_ns / e->count : 0),
+			total ? 100.0 * e->excl_ns / total : 0.0);
+	}
+	if (n < t->nentries)
+		fprintf(f, "  ... %zu more routines (--top 0 shows all)\n", t->nentries - n);
+	(void)b4;
+	fputc('\n', f);
+	free(rows);
+}
+
+void print_tables(FILE *f, const struct ktau_snap *snap, const struct ktau_registry *reg,
+		  const struct table_opts *o)
+{
+	size_t i;
+
+	fprintf(f, "# share: of the task's kernel time (exclusive); average: inclusive per call\n");
+	for (i = 0; i < snap->ntasks; i++)
+		print_task(f, snap, &snap->tasks[i], reg, o);
+}
+
+int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
+		  const struct out_opts *o)
+{
+	struct ktau_tau_opts topts = { .dense_processes = o->dense };
+	FILE *f;
+	int ret;
+
+	if (o->tau_dir) {
+		ret = ktau_write_tau(o->tau_dir, snap, reg, &topts);
+		if (ret < 0) {
+			err_msg("cannot write the TAU profile to %s: %s", o->tau_dir, strerror(-ret));
+			return EX_KT_FAIL;
+		}
+	}
+	if (o->save_path) {
+		ret = ktau_snap_save(o->save_path, snap, reg);
+		if (ret < 0) {
+			err_msg("cannot save the snapshot to %s: %s", o->save_path, strerror(-ret));
+			return EX_KT_FAIL;
+		}
+	}
+	if (o->json_path) {
+		f = strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
+		if (!f) {
+			err_msg("cannot write %s: %s", o->json_path, strerror(errno));
+			return EX_KT_FAIL;
+		}
+		ret = ktau_write_json(f, snap, reg, 1);
+		if (f != stdout && fclose(f) && !ret)
+			ret = -errno;
+		if (ret) {
+			err_msg("cannot write JSON to %s: %s", o->json_path, strerror(-ret));
+			return EX_KT_FAIL;
+		}
+	}
+	if (o->folded_path) {
+		f = strcmp(o->folded_path, "-") ? fopen(o->folded_path, "w") : stdout;
+		if (!f) {
+			err_msg("cannot write %s: %s", o->folded_path, strerror(errno));
+			return EX_KT_FAIL;
+		}
+		ret = ktau_write_folded(f, snap, reg, 0);
+		if (f != stdout && fclose(f) && !ret)
+			ret = -errno;
+		if (ret) {
+			err_msg("cannot write folded stacks to %s: %s", o->folded_path,
+				strerror(-ret));
+			return EX_KT_FAIL;
+		}
+	}
+	return EX_KT_OK;
+}

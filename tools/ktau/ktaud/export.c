@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud export: saved snapshot files (from 'ktaud watch', 'dump --save',
+ * 'run --save') to TAU, folded stacks or JSON. Also the loader of snapshot
+ * files and directories that 'ktaud plot' uses.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ktaud.h"
+#include "series.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+"Usage: ktaud export [options] <file|dir>...\n\n"
+"Read snapshot files (a directory: its snap-*.ktau and *.ktau files, in name\n"
+"order) and write them as one profile. Several files are added up: the\n"
+"baseline and the deltas of a 'ktaud watch' directory give the totals at\n"
+"the last snapshot; with --deltas-only, what happened while it watched.\n\n"
+"  -T, --tau DIR        a TAU profile directory\n"
+"  -j, --json           JSON on stdout\n"
+"      --folded         folded stacks on stdout\n"
+"      --save FILE      one snapshot file with the sum\n"
+"  -t, --threads        keep threads apart (default: as saved)\n"
+"  -P, --processes      sum threads into processes\n"
+"      --deltas-only    skip files that are not deltas (the baseline)\n"
+"  -h, --help           this help\n\n"
+"Without an output option, tables are printed.\n");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+void series_free(struct series *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		ktau_snap_free(s->snaps[i]);
+		free(s->names[i]);
+	}
+	free(s->snaps);
+	free(s->names);
+	ktau_registry_free(s->reg);
+	memset(s, 0, sizeof(*s));
+}
+
+static int series_add_file(struct series *s, const char *path)
+{
+	struct ktau_registry *reg = NULL;
+	struct ktau_snap *snap = NULL;
+	int ret;
+
+	ret = ktau_snap_load(path, &snap, &reg);
+	if (ret) {
+		if (ret == -EBADMSG)
+			err_msg("%s is not a KTAU snapshot file, or it is truncated or garbled", path);
+		else
+			err_msg("cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = ktau_registry_merge(&s->reg, reg);
+	ktau_registry_free(reg);
+	if (!ret) {
+		void *a = realloc(s->snaps, (s->n + 1) * sizeof(*s->snaps));
+		void *b = a ? realloc(s->names, (s->n + 1) * sizeof(*s->names)) : NULL;
+
+		if (a)
+			s->snaps = a;
+		if (b)
+			s->names = b;
+		if (!a || !b)
+			ret = -ENOMEM;
+	}
+	if (ret) {
+		ktau_snap_free(snap);
+		err_msg("%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	s->snaps[s->n] = snap;
+	s->names[s->n] = strdup(path);
+	s->n++;
+	return 0;
+}
+
+int series_load(struct series *s, int nargs, char **args)
+{
+	char **names = NULL, **nn, *p;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	struct stat st;
+	int a, ret = 0;
+	DIR *d;
+
+	memset(s, 0, sizeof(*s));
+	for (a = 0; a < nargs && !ret; a++) {
+		if (stat(args[a], &st)) {
+			err_msg("%s: %s", args[a], strerror(errno));
+			ret = -errno;
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			ret = series_add_file(s, args[a]);
+			continue;
+		}
+		d = opendir(args[a]);
+		if (!d) {
+			err_msg("%s: %s", args[a], strerror(errno));
+			ret = -errno;
+			break;
+		}
+		n = 0;
+		while ((de = readdir(d))) {
+			size_t l = strlen(de->d_name);
+
+			if (l < 6 || strcmp(de->d_name + l - 5, ".ktau"))
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				nn = realloc(names, cap * sizeof(*names));
+				if (!nn)
+					break;
+				names = nn;
+			}
+			if (asprintf(&p, "%s/%s", args[a], de->d_name) >= 0)
+				names[n++] = p;
+		}
+		closedir(d);
+		if (!n)
+			err_msg("warning: no *.ktau snapshot files in %s", args[a]);
+		qsort(names, n, sizeof(*names), cmp_str);
+		for (i = 0; i < n; i++) {
+			if (!ret)
+				ret = series_add_file(s, names[i]);
+			free(names[i]);
+		}
+	}
+	free(names);
+	if (!ret && !s->n) {
+		err_msg("no snapshots to read");
+		ret = -ENOENT;
+	}
+	if (ret)
+		series_free(s);
+	return ret;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tau", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "folded", no_argument, NULL, 'F' },
+		{ "save", required_argument, NULL, 'S' },
+		{ "threads", no_argument, NULL, 't' },
+		{ "processes", no_argument, NULL, 'P' },
+		{ "deltas-only", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct out_opts oo = { .dense = 1 };
+	struct table_opts to = { .sort = "excl" };
+	struct ktau_snap *sum = NULL, *shown = NULL;
+	struct series s;
+	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret;
+	size_t i;
+
+	while ((c = getopt_long(argc, argv, "+T:jtPh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'T': oo.tau_dir = optarg; break;
+		case 'j': json = 1; break;
+		case 'F': folded = 1; break;
+		case 'S': oo.save_path = optarg; break;
+		case 't': procs = 0; break;
+		case 'P': procs = 1; break;
+		case 'd': deltas = 1; break;
+		case 'h': help(stdout); return EX_KT_OK;
+		default: return usage_err("export", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return usage_err("export", "give snapshot files or directories");
+	if (json && folded)
+		return usage_err("export", "--json and --folded both write to stdout: choose one");
+	if (series_load(&s, argc - optind, argv + optind))
+		return EX_KT_FAIL;
+	sum = ktau_snap_new();
+	if (!sum) {
+		series_free(&s);
+		return report(-ENOMEM, "export");
+	}
+	for (i = 0; i < s.n; i++) {
+		if (deltas && !s.snaps[i]->is_delta)
+			continue;
+		ret = ktau_snap_accumulate(sum, s.snaps[i]);
+		if (ret) {
+			rc = report(ret, "export");
+			goto out;
+		}
+	}
+	sum->is_delta = deltas;
+	ktau_snap_sort(sum);
+	ret = procs ? ktau_snap_sum(sum, &shown) : ktau_snap_dup(sum, &shown);
+	if (ret) {
+		rc = report(ret, "export");
+		goto out;
+	}
+	rc = write_outputs(shown, s.reg, &oo);
+	if (json)
+		oo = (struct out_opts){ .json_path = "-" };
+	else if (folded)
+		oo = (struct out_opts){ .folded_path = "-" };
+	if (json || folded) {
+		ret = write_outputs(shown, s.reg, &oo);
+		if (ret)
+			rc = ret;
+	} else if (!oo.tau_dir && !oo.save_path) {
+		print_tables(stdout, shown, s.reg, &to);
+	}
+out:
+	ktau_snap_free(sum);
+	ktau_snap_free(shown);
+	series_free(&s);
+	return rc;
+}

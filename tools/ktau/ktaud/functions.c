@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ktaud functions: the function ID registry (/proc/ktau/functions). */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "ktaud.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+"Usage: ktaud functions [options]\n\n"
+"List the function IDs of the running kernel's KTAU registry: ID, group and\n"
+"name. IDs of interrupt sources and dynamic points differ from boot to boot.\n\n"
+"  -g, --group GROUP    only this group (syscall, irq, softirq, sched, fault,\n"
+"                       signal, dynamic)\n"
+"  -j, --json           JSON array on stdout\n"
+"  -h, --help           this help\n");
+}
+
+int cmd_functions(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "group", required_argument, NULL, 'g' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ktau_registry *reg = NULL;
+	char *text = NULL, *line, *save;
+	size_t len;
+	int c, ret, group = -2, json = 0;
+	json_object *arr = NULL;
+
+	while ((c = getopt_long(argc, argv, "+g:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g':
+			group = ktau_group_parse(optarg);
+			if (group < 0)
+				return usage_err("functions", "unknown group '%s': syscall, irq, "
+						 "softirq, sched, fault, signal or dynamic", optarg);
+			break;
+		case 'j': json = 1; break;
+		case 'h': help(stdout); return EX_KT_OK;
+		default: return usage_err("functions", "bad option");
+		}
+	}
+	if (optind < argc)
+		return usage_err("functions", "unexpected argument '%s'", argv[optind]);
+	ret = ktau_registry_load(&reg);
+	if (ret)
+		return report(ret, "read /proc/ktau/functions");
+	ret = ktau_registry_format(reg, NULL, &text, &len);
+	if (ret) {
+		ktau_registry_free(reg);
+		return report(ret, "functions");
+	}
+	if (json)
+		arr = json_object_new_array();
+	else
+		printf("%6s %-8s %s\n", "id", "group", "name");
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long id;
+		char *sp = strchr(line, ' '), *sp2;
+
+		if (line[0] == '#' || !sp || !(sp2 = strchr(sp + 1, ' ')))
+			continue;
+		*sp = *sp2 = '\0';
+		id = strtoul(line, NULL, 10);
+		if (group >= 0 && ktau_group_parse(sp + 1) != group)
+			continue;
+		if (json) {
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "id", json_object_new_int64(id));
+			json_object_object_add(o, "group", json_object_new_string(sp + 1));
+			json_object_object_add(o, "name", json_object_new_string(sp2 + 1));
+			json_object_array_add(arr, o);
+		} else {
+			printf("%6lu %-8s %s\n", id, sp + 1, sp2 + 1);
+		}
+	}
+	if (json) {
+		puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+		json_object_put(arr);
+	}
+	free(text);
+	ktau_registry_free(reg);
+	return fflush(stdout) ? EX_KT_FAIL : EX_KT_OK;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* ktaud: shared declarations of the subcommands. */
+#ifndef KTAUD_H
+#define KTAUD_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "libktau.h"
+
+/* Exit codes (see ktaud(1)). `ktaud run` passes the command's through. */
+#define EX_KT_OK	0
+#define EX_KT_FAIL	1	/* the operation failed */
+#define EX_KT_USAGE	2	/* a bad argument */
+#define EX_KT_NOKTAU	3	/* the kernel has no KTAU, or another ABI */
+#define EX_KT_PERM	4	/* a capability or permission is missing */
+#define EX_KT_GONE	5	/* a pid does not exist (any more) */
+
+extern const char *prog;
+
+/* Print "ktaud: <cmd>: message" on stderr. */
+void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a libktau error of an operation; returns the exit code for it. */
+int report(int err, const char *what);
+/* A usage error: message, hint to --help, EX_KT_USAGE. */
+int usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse a pid (positive decimal); 0 on success. */
+int parse_pid(const char *s, pid_t *pid);
+int parse_uint(const char *s, unsigned long *v);
+int parse_seconds(const char *s, double *v);
+
+/* "12.3 ms" and the like, into buf. */
+const char *fmt_ns(char *buf, size_t size, uint64_t ns);
+
+/* Open KTAU with clear errors; on failure, returns the exit code (> 0). */
+int open_ktau(struct ktau **k);
+/* Load the registry; a warning (and NULL) when it cannot be read. */
+struct ktau_registry *load_registry(void);
+
+/* Print a table per task of snap. */
+struct table_opts {
+	const char *sort;	/* "excl", "incl", "calls", "avg", "name", "id" */
+	unsigned long top;	/* 0: all */
+};
+void print_tables(FILE *f, const struct ktau_snap *snap, const struct ktau_registry *reg,
+		  const struct table_opts *o);
+/* Per-group totals of one task. */
+void group_totals(const struct ktau_task *t, const struct ktau_registry *reg,
+		  uint64_t *calls, uint64_t *excl);
+
+/* Write snap in the requested forms; returns an exit code. */
+struct out_opts {
+	const char *tau_dir;
+	const char *json_path;	/* "-" for stdout */
+	const char *folded_path;
+	const char *save_path;
+	int dense;
+};
+int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
+		  const struct out_opts *o);
+
+int cmd_dump(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_functions(int argc, char **argv);
+int cmd_control(int argc, char **argv);
+
+#endif

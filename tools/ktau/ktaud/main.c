@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud: the command-line tool of KTAU, per-task kernel profiles.
+ * One binary with subcommands, as tools/tracing/rtla.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ktaud.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} cmds[] = {
+	{ "dump", cmd_dump, "kernel profile of processes, threads, all tasks or the aggregate" },
+	{ "run", cmd_run, "run a command and profile every task it creates (TAU output)" },
+	{ "watch", cmd_watch, "periodic snapshots (deltas) into a directory; a daemon" },
+	{ "export", cmd_export, "saved snapshots to TAU, folded stacks or JSON" },
+	{ "plot", cmd_plot, "PNG/SVG charts with gnuplot: top routines, groups over time" },
+	{ "functions", cmd_functions, "list the function IDs of the registry" },
+	{ "control", cmd_control, "show or switch instrumentation groups, reset" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: ktaud <command> [options] [args]\n\n"
+		   "KTAU per-task kernel profiles (Documentation/trace/ktau.rst).\n\n"
+		   "Commands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n'ktaud <command> --help' describes a command; man ktaud(1) all of them.\n"
+		   "Exit codes: 0 ok, 1 failure, 2 bad argument, 3 no KTAU in this kernel,\n"
+		   "4 missing permission or capability, 5 a pid that does not exist;\n"
+		   "'ktaud run' exits with the status of the command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EX_KT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EX_KT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("ktaud (libktau %s)\n", LIBKTAU_VERSION);
+		return EX_KT_OK;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (!strcmp(argv[1], cmds[i].name)) {
+			static char name[64];
+
+			snprintf(name, sizeof(name), "ktaud %s", cmds[i].name);
+			prog = name;
+			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "ktaud: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EX_KT_USAGE;
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud run: run a command like time(1) and capture the kernel profile of
+ * every process and thread it creates, through the exit collector
+ * (/proc/ktau/collect), including those that exit before it ends. Writes a
+ * TAU profile directory and a summary on stderr; exits with the command's
+ * status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "ktaud.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+"Usage: ktaud run [options] [--] <command> [args...]\n\n"
+"Run the command and capture the final kernel profile of every process and\n"
+"thread it creates (also those that exit before it ends). Writes a TAU\n"
+"profile directory: processes as nodes 0, 1, ..., threads as threads\n"
+"0, 1, ... of their node, the real pid and tid in the metadata. Prints a\n"
+"summary on stderr and exits with the command's exit status (128 + signal\n"
+"when a signal killed it, 127 when it cannot be found, 126 when it cannot\n"
+"be executed).\n\n"
+"  -o, --output DIR     the TAU profile directory (default: ktau-profile)\n"
+"  -j, --json FILE      also write JSON (- for stdout)\n"
+"      --folded FILE    also write folded stacks\n"
+"      --save FILE      also save a snapshot file (for 'ktaud export')\n"
+"  -n, --top N          routines in the summary (default 5)\n"
+"  -q, --quiet          no summary\n"
+"  -h, --help           this help\n\n"
+"Tasks that the command leaves running when it exits are not collected.\n");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int cmp_excl(const void *a, const void *b)
+{
+	const struct ktau_func_stat *x = a, *y = b;
+
+	return x->excl_ns > y->excl_ns ? -1 : x->excl_ns < y->excl_ns;
+}
+
+static void summary(const struct ktau_snap *threads, const struct ktau_registry *reg,
+		    const char *cmd, int status, double wall, unsigned long top, const char *dir,
+		    int nfiles, uint64_t dropped, uint64_t denied)
+{
+	uint64_t calls[KTAU_LIB_NR_GROUPS + 1] = { 0 }, excl[KTAU_LIB_NR_GROUPS + 1] = { 0 };
+	struct ktau_task all = { 0 };
+	struct ktau_snap *tot = ktau_snap_new();
+	size_t i, nproc = 0;
+	char b[32];
+	int g, first = 1;
+
+	for (i = 0; i < threads->ntasks; i++)
+		if (!i || threads->tasks[i].pid != threads->tasks[i - 1].pid)
+			nproc++;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "ktaud: %s killed by signal %d after %.3f s\n", cmd,
+			WTERMSIG(status), wall);
+	else
+		fprintf(stderr, "ktaud: %s exited with status %d after %.3f s\n", cmd,
+			WEXITSTATUS(status), wall);
+	/* Totals over all tasks: accumulate them into one. */
+	if (tot) {
+		for (i = 0; i < threads->ntasks; i++) {
+			all = threads->tasks[i];
+			all.tid = all.pid = 1;
+			all.start_ns = 0;
+			all.flags = 0;
+			struct ktau_snap one = { .ntasks = 1, .tasks = &all };
+
+			ktau_snap_accumulate(tot, &one);
+		}
+	}
+	fprintf(stderr, "ktaud: %zu process%s, %zu thread%s profiled", nproc,
+		nproc == 1 ? "" : "es", threads->ntasks, threads->ntasks == 1 ? "" : "s");
+	if (tot && tot->ntasks) {
+		struct ktau_task *t = &tot->tasks[0];
+
+		group_totals(t, reg, calls, excl);
+		fprintf(stderr, "; kernel time %s:", fmt_ns(b, sizeof(b), ktau_task_total_excl(t)));
+		for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++) {
+			if (!calls[g] && !excl[g])
+				continue;
+			fprintf(stderr, "%s %s %s (%llu calls)", first ? "" : ",",
+				ktau_group_name(g) ? ktau_group_name(g) : "other",
+				fmt_ns(b, sizeof(b), excl[g]), (unsigned long long)calls[g]);
+			first = 0;
+		}
+		fputc('\n', stderr);
+		qsort(t->entries, t->nentries, sizeof(*t->entries), cmp_excl);
+		if (top && t->nentries) {
+			fprintf(stderr, "ktaud: top routines (exclusive):");
+			for (i = 0; i < t->nentries && i < top; i++)
+				fprintf(stderr, "%s %s %s (%llu)", i ? "," : "",
+					ktau_func_name(reg, t->entries[i].id),
+					fmt_ns(b, sizeof(b), t->entries[i].excl_ns),
+					(unsigned long long)t->entries[i].count);
+			fputc('\n', stderr);
+		}
+	} else {
+		fputc('\n', stderr);
+	}
+	if (dropped || denied)
+		fprintf(stderr, "ktaud: warning: %llu profiles dropped (collector queue full), "
+			"%llu denied (set-user-ID programs)\n", (unsigned long long)dropped,
+			(unsigned long long)denied);
+	if (dir)
+		fprintf(stderr, "ktaud: TAU profile: %s/ (%d files; pprof, paraprof)\n", dir, nfiles);
+	ktau_snap_free(tot);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "folded", required_argument, NULL, 'F' },
+		{ "save", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct out_opts oo = { .tau_dir = "ktau-profile", .dense = 1 };
+	struct ktau_snap *snap = NULL;
+	struct ktau_registry *reg = NULL;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+	unsigned long top = 5;
+	uint64_t dropped = 0, denied = 0;
+	int c, fd, pfd[2], ret, status = 0, quiet = 0, rc, child_err = 0, nfiles = 0;
+	long delay = 5;
+	double t0, wall;
+	pid_t pid, w;
+	ssize_t n;
+
+	while ((c = getopt_long(argc, argv, "+o:j:n:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': oo.tau_dir = optarg; break;
+		case 'j': oo.json_path = optarg; break;
+		case 'F': oo.folded_path = optarg; break;
+		case 'S': oo.save_path = optarg; break;
+		case 'n':
+			if (parse_uint(optarg, &top))
+				return usage_err("run", "bad --top '%s': a number", optarg);
+			break;
+		case 'q': quiet = 1; break;
+		case 'h': help(stdout); return EX_KT_OK;
+		default: return usage_err("run", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return usage_err("run", "no command to run: ktaud run [options] -- command args...");
+	if (!*oo.tau_dir)
+		return usage_err("run", "-o needs a directory name");
+
+	fd = ktau_collect_open();
+	if (fd < 0)
+		return report(fd, "open /proc/ktau/collect");
+	if (pipe2(pfd, O_CLOEXEC)) {
+		close(fd);
+		return report(-errno, "pipe");
+	}
+	/* Like time(1): the terminal's ^C goes to the command, not to us. */
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	t0 = now_s();
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(fd);
+		return report(ret, "fork");
+	}
+	if (pid == 0) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		close(pfd[0]);
+		ret = ktau_collect_join(fd);
+		if (ret) {
+			child_err = -ret | 0x10000;
+			if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
+				_exit(126);
+			_exit(126);
+		}
+		close(fd);
+		execvp(argv[optind], argv + optind);
+		child_err = errno;
+		if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
+			_exit(127);
+		_exit(child_err == ENOENT ? 127 : 126);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], &child_err, sizeof(child_err));
+	close(pfd[0]);
+	if (n != sizeof(child_err))
+		child_err = 0;
+
+	/* Drain the collector while the command runs: the queue is bounded. */
+	for (;;) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			ret = -errno;
+			report(ret, "waitpid");
+			status = 1 << 8;
+			break;
+		}
+		ret = ktau_collect_read(fd, &snap);
+		if (ret < 0) {
+			report(ret, "read /proc/ktau/collect");
+			break;
+		}
+		if (w == pid)
+			break;
+		sleep_ms(delay);
+		if (delay < 100)
+			delay += 5;
+	}
+	wall = now_s() - t0;
+	/* The exit of the last member is queued before its parent is woken. */
+	ret = ktau_collect_read(fd, &snap);
+	ktau_collect_stats(fd, NULL, &dropped, &denied);
+	close(fd);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+	rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+
+	if (child_err & 0x10000) {
+		err_msg("cannot join the KTAU collector: %s", strerror(child_err & 0xffff));
+		ktau_snap_free(snap);
+		return EX_KT_FAIL;
+	}
+	if (child_err) {
+		err_msg("cannot run '%s': %s", argv[optind], strerror(child_err));
+		ktau_snap_free(snap);
+		return rc;
+	}
+	if (!snap)
+		snap = ktau_snap_new();
+	if (!snap)
+		return report(-ENOMEM, "run");
+	ktau_snap_sort(snap);
+	reg = load_registry();
+	ktau_snap_fill_host(snap);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		snap->time_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	}
+	ret = write_outputs(snap, reg, &oo);
+	if (ret)
+		err_msg("the profile could not be written completely");
+	else if (oo.tau_dir)
+		nfiles = snap->ntasks;
+	if (!quiet)
+		summary(snap, reg, argv[optind], status, wall, top, ret ? NULL : oo.tau_dir,
+			nfiles, dropped, denied);
+	ktau_snap_free(snap);
+	ktau_registry_free(reg);
+	return rc;
+}

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud watch: the daemon. Takes a snapshot every interval and saves what
+ * changed since the previous one (a delta) as a snapshot file in a
+ * directory, keeping at most --keep files. Files are written to a
+ * temporary name and renamed, so a SIGTERM never leaves half a snapshot.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "ktaud.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void help(FILE *f)
+{
+	fprintf(f,
+"Usage: ktaud watch [options] [pid...]\n\n"
+"Every interval, snapshot the given processes (all readable tasks when none\n"
+"is given) and save the change since the previous snapshot as a file\n"
+"DIR/snap-NNNNNN.ktau. The first file holds the full profiles (the\n"
+"baseline), the others deltas. At most --keep files are kept: the oldest\n"
+"are removed. SIGTERM or SIGINT stop it after the current file is complete.\n"
+"'ktaud export' and 'ktaud plot --series' read the directory.\n\n"
+"  -i, --interval S     seconds between snapshots (default 1; fractions ok)\n"
+"  -o, --output DIR     the directory (default: ktau-watch)\n"
+"  -k, --keep N         files kept (default 600; 0: no limit)\n"
+"  -c, --count N        stop after N snapshots (default: run until stopped)\n"
+"  -t, --threads        keep threads apart (default: sum into processes)\n"
+"  -D, --daemon         detach into the background\n"
+"  -p, --pid-file FILE  write the daemon's pid there (default with -D:\n"
+"                       DIR/ktaud-watch.pid); removed at exit\n"
+"  -h, --help           this help\n");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+/* Remove the oldest snap-*.ktau beyond keep. */
+static void prune(const char *dir, unsigned long keep)
+{
+	char **names = NULL, **nn, path[PATH_MAX + 512];
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	DIR *d;
+
+	if (!keep || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "snap-", 5) || l < 10 || strcmp(de->d_name + l - 5, ".ktau"))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nn = realloc(names, cap * sizeof(*names));
+			if (!nn)
+				break;
+			names = nn;
+		}
+		names[n] = strdup(de->d_name);
+		if (names[n])
+			n++;
+	}
+	closedir(d);
+	if (n > keep) {
+		qsort(names, n, sizeof(*names), cmp_str);
+		for (i = 0; i < n - keep; i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			unlink(path);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The next sequence number after the files already in dir. */
+static unsigned long next_seq(const char *dir)
+{
+	unsigned long seq = 0, v;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (sscanf(de->d_name, "snap-%lu.ktau", &v) == 1 && v + 1 > seq)
+			seq = v + 1;
+	closedir(d);
+	return seq;
+}
+
+static void sleep_interval(double s)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - ts.tv_sec) * 1e9);
+	/* A signal ends the sleep; stop is checked by the loop. */
+	nanosleep(&ts, NULL);
+}
+
+int cmd_watch(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "threads", no_argument, NULL, 't' },
+		{ "daemon", no_argument, NULL, 'D' },
+		{ "pid-file", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir_arg = "ktau-watch", *pidfile_arg = NULL;
+	char dir[PATH_MAX], pidfile[PATH_MAX] = "", path[PATH_MAX + 32];
+	unsigned long keep = 600, count = 0, seq, taken = 0;
+	struct ktau_snap *prev = NULL, *cur = NULL, *delta = NULL, *out = NULL;
+	struct ktau_registry *reg = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct ktau *k = NULL;
+	double interval = 1;
+	int c, threads = 0, daemonize = 0, rc = EX_KT_OK, ret, wrote_pidfile = 0;
+	unsigned int flags = KTAU_LIB_ALL;
+	pid_t *pids = NULL;
+	size_t npids, i, j;
+	FILE *pf;
+
+	while ((c = getopt_long(argc, argv, "+i:o:k:c:tDp:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (parse_seconds(optarg, &interval) || interval < 0.01)
+				return usage_err("watch", "bad --interval '%s': seconds, at least 0.01",
+						 optarg);
+			break;
+		case 'o': dir_arg = optarg; break;
+		case 'k':
+			if (parse_uint(optarg, &keep))
+				return usage_err("watch", "bad --keep '%s': a number", optarg);
+			break;
+		case 'c':
+			if (parse_uint(optarg, &count))
+				return usage_err("watch", "bad --count '%s': a number", optarg);
+			break;
+		case 't': threads = 1; break;
+		case 'D': daemonize = 1; break;
+		case 'p': pidfile_arg = optarg; break;
+		case 'h': help(stdout); return EX_KT_OK;
+		default: return usage_err("watch", "bad option");
+		}
+	}
+	npids = argc - optind;
+	if (npids) {
+		pids = calloc(npids, sizeof(*pids));
+		if (!pids)
+			return report(-ENOMEM, "watch");
+		for (i = 0; i < npids; i++)
+			if (parse_pid(argv[optind + i], &pids[i])) {
+				free(pids);
+				return usage_err("watch", "'%s' is not a pid", argv[optind + i]);
+			}
+		flags = KTAU_LIB_PIDS | KTAU_LIB_PROCESS;
+	}
+	if (mkdir(dir_arg, 0755) && errno != EEXIST) {
+		err_msg("cannot create %s: %s", dir_arg, strerror(errno));
+		free(pids);
+		return EX_KT_FAIL;
+	}
+	if (!realpath(dir_arg, dir)) {
+		err_msg("%s: %s", dir_arg, strerror(errno));
+		free(pids);
+		return EX_KT_FAIL;
+	}
+	if (pidfile_arg) {
+		if (pidfile_arg[0] == '/')
+			snprintf(pidfile, sizeof(pidfile), "%s", pidfile_arg);
+		else if (getcwd(path, sizeof(path)))
+			snprintf(pidfile, sizeof(pidfile), "%.2048s/%.1024s", path, pidfile_arg);
+	} else if (daemonize) {
+		snprintf(pidfile, sizeof(pidfile), "%.4000s/ktaud-watch.pid", dir);
+	}
+	rc = open_ktau(&k);
+	if (rc)
+		goto out;
+	/* Check the pids before detaching, so that errors reach the user. */
+	ret = ktau_snapshot(k, flags, pids, npids, &prev);
+	if (ret) {
+		rc = report(ret, "snapshot");
+		goto out;
+	}
+	for (i = 0; i < npids; i++) {
+		for (j = 0; j < prev->ntasks && prev->tasks[j].pid != pids[i]; j++)
+			;
+		if (j == prev->ntasks) {
+			err_msg("process %d does not exist or may not be read", pids[i]);
+			rc = EX_KT_GONE;
+			goto out;
+		}
+	}
+	ktau_snap_free(prev);
+	prev = NULL;
+	if (daemonize && daemon(0, 0)) {
+		rc = report(-errno, "daemon");
+		goto out;
+	}
+	if (pidfile[0]) {
+		pf = fopen(pidfile, "w");
+		if (!pf) {
+			err_msg("cannot write the pid file %s: %s", pidfile, strerror(errno));
+			rc = EX_KT_FAIL;
+			goto out;
+		}
+		fprintf(pf, "%d\n", getpid());
+		fclose(pf);
+		wrote_pidfile = 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	seq = next_seq(dir);
+	while (!stop) {
+		ret = ktau_snapshot(k, flags, pids, npids, &cur);
+		if (ret) {
+			rc = report(ret, "snapshot");
+			break;
+		}
+		/* IDs of new interrupt sources appear at run time. */
+		ktau_registry_free(reg);
+		reg = load_registry();
+		if (prev) {
+			ret = ktau_snap_diff(prev, cur, &delta);
+		} else {
+			ret = ktau_snap_dup(cur, &delta);
+		}
+		if (!ret && !threads)
+			ret = ktau_snap_sum(delta, &out);
+		else if (!ret)
+			ret = ktau_snap_dup(delta, &out);
+		if (ret) {
+			rc = report(ret, "watch");
+			break;
+		}
+		/* A bounded footprint: tasks without a change are left out. */
+		for (i = j = 0; i < out->ntasks; i++) {
+			if (out->tasks[i].nentries || !prev)
+				out->tasks[j++] = out->tasks[i];
+			else
+				free(out->tasks[i].entries);
+		}
+		out->ntasks = j;
+		snprintf(path, sizeof(path), "%s/snap-%06lu.ktau", dir, seq++);
+		ret = ktau_snap_save(path, out, reg);
+		if (ret) {
+			err_msg("cannot write %s: %s", path, strerror(-ret));
+			rc = EX_KT_FAIL;
+			break;
+		}
+		prune(dir, keep);
+		ktau_snap_free(prev);
+		ktau_snap_free(delta);
+		ktau_snap_free(out);
+		prev = cur;
+		cur = delta = out = NULL;
+		if (count && ++taken >= count)
+			break;
+		if (!stop)
+			sleep_interval(interval);
+	}
+out:
+	if (wrote_pidfile)
+		unlink(pidfile);
+	ktau_snap_free(prev);
+	ktau_snap_free(cur);
+	ktau_snap_free(delta);
+	ktau_snap_free(out);
+	ktau_registry_free(reg);
+	ktau_close(k);
+	free(pids);
+	return rc;
+}

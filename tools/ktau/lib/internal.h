@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
+/* libktau internals shared by the files of lib/. */
+#ifndef LIBKTAU_INTERNAL_H
+#define LIBKTAU_INTERNAL_H
+
+#include <stddef.h>
+
+#define KTAU_PATH_VERSION	"/proc/ktau/version"
+#define KTAU_PATH_PROFILES	"/proc/ktau/profiles"
+#define KTAU_PATH_FUNCTIONS	"/proc/ktau/functions"
+#define KTAU_PATH_CONTROL	"/proc/ktau/control"
+#define KTAU_PATH_COLLECT	"/proc/ktau/collect"
+
+struct ktau_task;
+void ktau__task_release(struct ktau_task *t);
+/* Read a whole file (NUL-terminated); -errno. */
+int ktau__slurp(const char *path, char **text, size_t *len);
+
+#endif

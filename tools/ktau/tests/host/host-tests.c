@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of libktau, with fixtures captured from a real guest run
+ * (tests/capture-fixtures.sh). One test per invocation:
+ *
+ *	host-tests --list            the names of the tests
+ *	host-tests NAME FIXTURES     run one: exit 0 pass, 1 fail, 77 skip
+ *
+ * tests/host/run-tests.sh turns them into KTAP.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <linux/ktau.h>
+#include <json-c/json.h>
+
+#include "libktau.h"
+
+static const char *fx;		/* the fixture directory */
+static char tmpdir[256];
+
+#define FAIL(...) do { printf("# %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); \
+		       printf("\n"); return 1; } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
+
+static char *slurp(const char *name, size_t *len)
+{
+	char path[512], *buf;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", fx, name);
+	f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n + 1);
+	if (buf && fread(buf, 1, n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		*len = n;
+	}
+	return buf;
+}
+
+/* key=value of a .expect file. */
+static long expect(const char *file, const char *key)
+{
+	size_t len;
+	char *text = slurp(file, &len), *p, want[64];
+	long v = -1;
+
+	if (!text)
+		return -1;
+	snprintf(want, sizeof(want), "%s=", key);
+	for (p = text; (p = strstr(p, want)); p++)
+		if (p == text || p[-1] == '\n' || p[-1] == ' ') {
+			v = atol(p + strlen(want));
+			break;
+		}
+	free(text);
+	return v;
+}
+
+static struct ktau_registry *fixture_registry(void)
+{
+	struct ktau_registry *reg = NULL;
+	size_t len;
+	char *text = slurp("functions.txt", &len);
+
+	if (text && ktau_registry_parse(text, len, &reg))
+		reg = NULL;
+	free(text);
+	return reg;
+}
+
+static struct ktau_snap *fixture_snap(const char *name)
+{
+	struct ktau_snap *s = NULL;
+	size_t len;
+	char *buf = slurp(name, &len);
+
+	if (buf && ktau_decode(buf, len, &s) < 0)
+		s = NULL;
+	free(buf);
+	return s;
+}
+
+#define ID_GETPPID (KTAU_ID_SYSCALL_BASE + 110)
+
+static uint64_t count_of(const struct ktau_task *t, uint32_t id)
+{
+	const struct ktau_func_stat *e = ktau_task_find(t, id);
+
+	return e ? e->count : 0;
+}
+
+/* ---- tests ---- */
+
+static int t_registry_fixture(void)
+{
+	struct ktau_registry *reg = fixture_registry(), *again = NULL;
+	char *text;
+	size_t len;
+
+	CHECK(reg, "functions.txt does not parse");
+	CHECK(ktau_registry_size(reg) > 300, "only %zu IDs", ktau_registry_size(reg));
+	CHECK(ktau_func_id(reg, "getppid") == ID_GETPPID, "getppid has ID %u",
+	      ktau_func_id(reg, "getppid"));
+	CHECK(!strcmp(ktau_func_name(reg, ID_GETPPID), "getppid"), "name of 142");
+	CHECK(ktau_func_group(reg, ID_GETPPID) == KTAU_GROUP_SYSCALL, "group of getppid");
+	CHECK(ktau_func_group(reg, KTAU_ID_SCHED_VOL) == KTAU_GROUP_SCHED, "group of 3");
+	CHECK(!strcmp(ktau_func_name(reg, 17), "softirq_TIMER"), "softirq 1");
+	CHECK(ktau_registry_format(reg, NULL, &text, &len) == 0, "format");
+	CHECK(ktau_registry_parse(text, len, &again) == 0, "format does not parse again");
+	CHECK(ktau_registry_size(again) == ktau_registry_size(reg), "sizes differ");
+	free(text);
+	ktau_registry_free(again);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static int t_registry_rejects_bad(void)
+{
+	static const char *const bad[] = {
+		"x 1 syscall read\n", "32 syscall\n", "32  read\n", "0 syscall zero\n",
+		"99999999999 syscall big\n", "32 syscall read\n32 syscall read\n",
+		"-1 syscall neg\n", "32 syscall a-name-that-is-far-too-long-for-any-ktau-registry-entry-it-has-more-than-64-chars\n",
+	};
+	struct ktau_registry *reg;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		reg = NULL;
+		CHECK(ktau_registry_parse(bad[i], strlen(bad[i]), &reg) == -EBADMSG && !reg,
+		      "accepted '%s'", bad[i]);
+	}
+	CHECK(ktau_registry_parse("# c\n\n32 syscall read\n", 21, &reg) == 0, "good one");
+	CHECK(!strcmp(ktau_func_name(reg, 32), "read"), "read");
+	CHECK(!strcmp(ktau_func_name(reg, 3), "sched_blocked"), "fixed names without registry");
+	CHECK(!strcmp(ktau_func_name(reg, 4000), "ktau_id_4000"), "unknown ID name");
+	CHECK(ktau_func_group(reg, 4000) == -1, "unknown ID group");
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static int t_decode_process(void)
+{
+	struct ktau_snap *s = fixture_snap("process.bin");
+	long pid = expect("process.expect", "pid"), n = expect("process.expect", "getppid_per_thread");
+	size_t i, j;
+
+	CHECK(s, "process.bin does not decode");
+	CHECK(s->ntasks == (size_t)expect("process.expect", "threads"), "%zu tasks", s->ntasks);
+	for (i = 0; i < s->ntasks; i++) {
+		const struct ktau_task *t = &s->tasks[i];
+
+		CHECK(t->pid == pid, "task %zu has pid %d, not %ld", i, t->pid, pid);
+		CHECK(!strcmp(t->comm, "ktau-test-loop"), "comm '%s'", t->comm);
+		CHECK(count_of(t, ID_GETPPID) == (uint64_t)n, "tid %d: %llu getppid, not %ld",
+		      t->tid, (unsigned long long)count_of(t, ID_GETPPID), n);
+		for (j = 0; j < t->nentries; j++) {
+			CHECK(t->entries[j].incl_ns >= t->entries[j].excl_ns, "incl < excl");
+			CHECK(!j || t->entries[j].id > t->entries[j - 1].id, "not sorted");
+		}
+	}
+	CHECK(ktau_snap_find(s, pid) && !ktau_snap_aggregate(s), "find");
+	ktau_snap_free(s);
+	s = fixture_snap("all1.bin");
+	CHECK(s && ktau_snap_aggregate(s), "all1.bin: no aggregate");
+	CHECK(s->ntasks > 10, "all1.bin: %zu tasks", s->ntasks);
+	ktau_snap_free(s);
+	return 0;
+}
+
+/* Every prefix that is not a record boundary is an error, never a crash. */
+static int t_decode_truncated(void)
+{
+	static const char *const files[] = { "process.bin", "all1.bin", "thread.bin" };
+	struct ktau_snap *s;
+	size_t len, cut, f, boundaries;
+	char *buf;
+	int ret;
+
+	for (f = 0; f < 3; f++) {
+		buf = slurp(files[f], &len);
+		CHECK(buf, "%s", files[f]);
+		boundaries = 0;
+		for (cut = 0; cut < len; cut++) {
+			char *copy = malloc(cut + 1);	/* exactly cut bytes: ASan sees overreads */
+
+			memcpy(copy, buf, cut);
+			s = NULL;
+			ret = ktau_decode(copy, cut, &s);
+			if (ret >= 0) {
+				boundaries++;
+				ktau_snap_free(s);
+			} else {
+				CHECK(ret == -EBADMSG && !s, "%s cut at %zu: %d", files[f], cut, ret);
+			}
+			free(copy);
+		}
+		s = fixture_snap(files[f]);
+		CHECK(s && boundaries == s->ntasks, "%s: %zu prefixes decode, %zu records",
+		      files[f], boundaries, s ? s->ntasks : 0);
+		ktau_snap_free(s);
+		free(buf);
+	}
+	return 0;
+}
+
+static int t_decode_garbled(void)
+{
+	static const uint32_t bad_words[] = { 0, 1, 7, 0x80000000u, 0xffffffffu, 0x48 };
+	struct ktau_snap *s;
+	size_t len, off, w, ok = 0, bad = 0;
+	char *buf = slurp("process.bin", &len);
+	int ret;
+
+	CHECK(buf, "process.bin");
+	for (off = 0; off + 4 <= len; off += 4) {
+		for (w = 0; w < sizeof(bad_words) / sizeof(bad_words[0]); w++) {
+			char *copy = malloc(len);
+
+			memcpy(copy, buf, len);
+			memcpy(copy + off, &bad_words[w], 4);
+			s = NULL;
+			ret = ktau_decode(copy, len, &s);
+			CHECK(ret >= 0 || ret == -EBADMSG, "offset %zu: %d", off, ret);
+			if (ret >= 0)
+				ok++;
+			else
+				bad++;
+			ktau_snap_free(s);
+			free(copy);
+		}
+	}
+	printf("# %zu garbled buffers decoded (values changed), %zu rejected\n", ok, bad);
+	CHECK(bad > 0, "nothing was rejected");
+	/* Specific rules. */
+	{
+		char *c = malloc(len);
+		struct ktau_task_rec r;
+
+		memcpy(c, buf, len);
+		memcpy(&r, c, sizeof(r));
+		r.reserved = 1;
+		memcpy(c, &r, sizeof(r));
+		s = NULL;
+		CHECK(ktau_decode(c, len, &s) == -EBADMSG, "reserved != 0 accepted");
+		memcpy(c, buf, len);
+		memset(c + offsetof(struct ktau_task_rec, comm), 'x', 16);
+		CHECK(ktau_decode(c, len, &s) == -EBADMSG, "unterminated comm accepted");
+		memcpy(c, buf, len);
+		r.reserved = 0;
+		r.size += 4;
+		memcpy(c, &r, sizeof(r));
+		CHECK(ktau_decode(c, len, &s) == -EBADMSG, "size not a multiple of 8 accepted");
+		free(c);
+	}
+	free(buf);
+	return 0;
+}
+
+static int t_encode_roundtrip(void)
+{
+	static const char *const files[] = { "process.bin", "all1.bin", "all2.bin", "thread.bin" };
+	struct ktau_snap *s;
+	size_t len, elen, f;
+	char *buf;
+	void *enc;
+
+	for (f = 0; f < 4; f++) {
+		buf = slurp(files[f], &len);
+		s = fixture_snap(files[f]);
+		CHECK(buf && s, "%s", files[f]);
+		CHECK(ktau_encode(s, &enc, &elen) == 0, "encode");
+		CHECK(elen == len && !memcmp(enc, buf, len), "%s: not the same bytes", files[f]);
+		free(enc);
+		free(buf);
+		ktau_snap_free(s);
+	}
+	return 0;
+}
+
+static int t_sum_threads(void)
+{
+	struct ktau_snap *s = fixture_snap("process.bin"), *p = NULL;
+	long n = expect("process.expect", "getppid_per_thread");
+	uint64_t excl = 0;
+	size_t i;
+
+	CHECK(s, "fixture");
+	for (i = 0; i < s->ntasks; i++)
+		excl += ktau_task_total_excl(&s->tasks[i]);
+	CHECK(ktau_snap_sum(s, &p) == 0, "sum");
+	CHECK(p->ntasks == 1, "%zu processes", p->ntasks);
+	CHECK(p->tasks[0].flags & KTAU_TASK_PROCESS, "flag");
+	CHECK(p->tasks[0].nthreads == s->ntasks, "nthreads %u", p->tasks[0].nthreads);
+	CHECK(p->tasks[0].tid == p->tasks[0].pid, "tid of a process");
+	CHECK(count_of(&p->tasks[0], ID_GETPPID) == (uint64_t)n * s->ntasks, "getppid %llu",
+	      (unsigned long long)count_of(&p->tasks[0], ID_GETPPID));
+	CHECK(ktau_task_total_excl(&p->tasks[0]) == excl, "total excl");
+	ktau_snap_free(p);
+	/* all tasks: processes are fewer, the aggregate stays. */
+	ktau_snap_free(s);
+	s = fixture_snap("all1.bin");
+	CHECK(ktau_snap_sum(s, &p) == 0, "sum all");
+	CHECK(p->ntasks < s->ntasks && ktau_snap_aggregate(p), "sum of all1");
+	ktau_snap_free(p);
+	ktau_snap_free(s);
+	return 0;
+}
+
+static int t_diff(void)
+{
+	struct ktau_snap *a = fixture_snap("all1.bin"), *b = fixture_snap("all2.bin"), *d = NULL;
+	const struct ktau_task *agg;
+	size_t i, j;
+
+	CHECK(a && b, "fixtures");
+	CHECK(ktau_snap_diff(a, a, &d) == 0, "diff a a");
+	for (i = 0; i < d->ntasks; i++)
+		CHECK(d->tasks[i].nentries == 0, "a - a is not empty for tid %d", d->tasks[i].tid);
+	ktau_snap_free(d);
+	CHECK(ktau_snap_diff(a, b, &d) == 0 && d->is_delta && d->base_ns == a->time_ns, "diff");
+	CHECK(d->ntasks == b->ntasks, "tasks of b");
+	for (i = 0; i < d->ntasks; i++) {
+		const struct ktau_task *bt = &b->tasks[i];
+
+		for (j = 0; j < d->tasks[i].nentries; j++) {
+			const struct ktau_func_stat *e = &d->tasks[i].entries[j];
+			const struct ktau_func_stat *be = ktau_task_find(bt, e->id);
+
+			CHECK(be && e->count <= be->count && e->excl_ns <= be->excl_ns &&
+			      e->incl_ns >= e->excl_ns, "delta larger than total");
+		}
+	}
+	/* Between the snapshots a loop of 300 getppid() ran and exited. */
+	agg = ktau_snap_aggregate(d);
+	CHECK(agg && count_of(agg, ID_GETPPID) >= 300, "aggregate delta of getppid: %llu",
+	      agg ? (unsigned long long)count_of(agg, ID_GETPPID) : 0ULL);
+	ktau_snap_free(d);
+	ktau_snap_free(a);
+	ktau_snap_free(b);
+	return 0;
+}
+
+static int t_diff_reset_and_accumulate(void)
+{
+	struct ktau_func_stat ea[] = { { 32, 10, 1000, 500 }, { 33, 5, 100, 100 } };
+	struct ktau_func_stat eb[] = { { 32, 3, 300, 200 }, { 33, 7, 150, 120 }, { 40, 1, 9, 9 } };
+	struct ktau_task ta = { .tid = 5, .pid = 5, .nthreads = 1, .start_ns = 77, .comm = "x",
+				.nentries = 2, .entries = ea };
+	struct ktau_task tb = ta, tc = ta;
+	struct ktau_snap a = { .ntasks = 1, .tasks = &ta }, b = { .ntasks = 1, .tasks = &tb };
+	struct ktau_snap *d = NULL, *acc = ktau_snap_new();
+	const struct ktau_func_stat *e;
+
+	tb.nentries = 3;
+	tb.entries = eb;
+	CHECK(ktau_snap_diff(&a, &b, &d) == 0, "diff");
+	e = ktau_task_find(&d->tasks[0], 32);
+	CHECK(e && e->count == 3 && e->incl_ns == 300, "a reset is taken whole");
+	e = ktau_task_find(&d->tasks[0], 33);
+	CHECK(e && e->count == 2 && e->incl_ns == 50 && e->excl_ns == 20, "a delta");
+	CHECK(ktau_task_find(&d->tasks[0], 40), "a new entry");
+	ktau_snap_free(d);
+	/* Another task with the same tid (pid reuse) is new. */
+	tc.start_ns = 78;
+	tc.nentries = 3;
+	tc.entries = eb;
+	b.tasks = &tc;
+	CHECK(ktau_snap_diff(&a, &b, &d) == 0, "diff");
+	e = ktau_task_find(&d->tasks[0], 33);
+	CHECK(e && e->count == 7, "a reused tid is a new task");
+	ktau_snap_free(d);
+	CHECK(ktau_snap_accumulate(acc, &a) == 0 && ktau_snap_accumulate(acc, &a) == 0, "acc");
+	CHECK(acc->ntasks == 1 && count_of(&acc->tasks[0], 32) == 20, "accumulate adds");
+	CHECK(ktau_snap_accumulate(acc, &b) == 0 && acc->ntasks == 2, "accumulate appends");
+	ktau_snap_free(acc);
+	return 0;
+}
+
+static int t_snapfile(void)
+{
+	struct ktau_snap *s = NULL, *raw = fixture_snap("process.bin"), *again = NULL;
+	struct ktau_registry *reg = NULL, *reg2 = NULL;
+	char path[512], *buf;
+	size_t len, cut;
+	void *e1, *e2;
+	size_t l1, l2;
+
+	snprintf(path, sizeof(path), "%s/process.ktau", fx);
+	CHECK(ktau_snap_load(path, &s, &reg) == 0, "load process.ktau");
+	CHECK(!strcmp(s->hostname, "ktau-guest"), "hostname '%s'", s->hostname);
+	CHECK(s->release[0] && !s->is_delta, "release");
+	CHECK(ktau_func_id(reg, "getppid") == ID_GETPPID, "embedded registry");
+	CHECK(ktau_registry_size(reg) < 100, "registry holds only the IDs used");
+	/* dump --save writes processes; the raw file has the threads. */
+	CHECK(s->ntasks == 1 && (s->tasks[0].flags & KTAU_TASK_PROCESS), "a process");
+	CHECK(count_of(&s->tasks[0], ID_GETPPID) == 3 * count_of(&raw->tasks[0], ID_GETPPID),
+	      "getppid");
+	snprintf(path, sizeof(path), "%s/t.ktau", tmpdir);
+	CHECK(ktau_snap_save(path, s, reg) == 0, "save");
+	CHECK(ktau_snap_load(path, &again, &reg2) == 0, "load again");
+	CHECK(ktau_encode(s, &e1, &l1) == 0 && ktau_encode(again, &e2, &l2) == 0, "encode");
+	CHECK(l1 == l2 && !memcmp(e1, e2, l1) && again->time_ns == s->time_ns, "round trip");
+	free(e1);
+	free(e2);
+	/* Truncated files are errors. */
+	snprintf(path, sizeof(path), "process.ktau");
+	buf = slurp(path, &len);
+	for (cut = 0; cut < len; cut++) {
+		struct ktau_snap *t = NULL;
+		char *copy = malloc(cut + 1);
+
+		memcpy(copy, buf, cut);
+		CHECK(ktau_snap_parse_file(copy, cut, &t, NULL) < 0 && !t, "cut at %zu accepted", cut);
+		free(copy);
+	}
+	free(buf);
+	ktau_snap_free(s);
+	ktau_snap_free(again);
+	ktau_snap_free(raw);
+	ktau_registry_free(reg);
+	ktau_registry_free(reg2);
+	return 0;
+}
+
+/* A strict reader of one TAU profile file (tau-profile-format.md). */
+static int check_tau_file(const char *path, long want_getppid, long want_pid)
+{
+	char line[8192], name[256], group[256];
+	unsigned long long calls, subrs;
+	double excl, incl;
+	int n, i, pc, found = 0, pid_ok = want_pid < 0;
+	FILE *f = fopen(path, "r");
+
+	CHECK(f, "open %s", path);
+	CHECK(fgets(line, sizeof(line), f) && sscanf(line, "%d templated_functions_MULTI_TIME", &n) == 1 &&
+	      strstr(line, " templated_functions_MULTI_TIME\n"), "%s: line 1 '%s'", path, line);
+	CHECK(fgets(line, sizeof(line), f), "line 2");
+	CHECK(!strncmp(line, "# Name Calls Subrs Excl Incl ProfileCalls # <metadata>"
+		       "<attribute><name>Metric Name</name><value>TIME</value></attribute>", 119),
+	      "%s: line 2", path);
+	CHECK(strstr(line, "</metadata>\n") && strchr(line, '\n') == line + strlen(line) - 1,
+	      "metadata end");
+	CHECK(!strstr(line, "\"") && !strstr(line, "'"), "unescaped quote in metadata");
+	CHECK(strstr(line, "<name>pid</name>") || strstr(line, "aggregate"), "pid metadata");
+	CHECK(strstr(line, "<name>tid</name>") || strstr(line, "aggregate"), "tid metadata");
+	CHECK(strstr(line, "<name>comm</name>") && strstr(line, "<name>Hostname</name>") &&
+	      strstr(line, "<name>OS Release</name>"), "comm, hostname, release metadata");
+	if (want_pid >= 0) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "<name>pid</name><value>%ld</value>", want_pid);
+		pid_ok = !!strstr(line, want);
+	}
+	CHECK(pid_ok, "%s: pid %ld not in the metadata", path, want_pid);
+	for (i = 0; i < n; i++) {
+		char *q;
+
+		CHECK(fgets(line, sizeof(line), f) && line[0] == '"', "%s: function line %d", path, i);
+		q = strchr(line + 1, '"');
+		CHECK(q && q - line - 1 < (long)sizeof(name), "name");
+		memcpy(name, line + 1, q - line - 1);
+		name[q - line - 1] = '\0';
+		CHECK(sscanf(q + 1, " %llu %llu %lf %lf %d GROUP=\"%255[^\"]\"", &calls, &subrs,
+			     &excl, &incl, &pc, group) == 6, "%s: line '%s'", path, line);
+		CHECK(pc == 0 && excl >= 0 && incl >= excl && subrs == 0, "values: %s", line);
+		CHECK(!strncmp(group, "TAU_KERNEL_MERGE|KTAU_", 22) ||
+		      !strcmp(group, "KERNEL_GROUPS|TAU_KERNEL_MERGE"), "group '%s'", group);
+		if (!strcmp(name, "getppid"))
+			found = calls == (unsigned long long)want_getppid;
+	}
+	CHECK(fgets(line, sizeof(line), f) && !strcmp(line, "0 aggregates\n"), "aggregates");
+	CHECK(!fgets(line, sizeof(line), f), "%s: trailing text", path);
+	fclose(f);
+	CHECK(want_getppid < 0 || found, "%s: getppid %ld not found", path, want_getppid);
+	return 0;
+}
+
+static int t_tau_threads(void)
+{
+	struct ktau_snap *s = fixture_snap("process.bin");
+	struct ktau_registry *reg = fixture_registry();
+	struct ktau_tau_opts o = { .dense_processes = 1 };
+	char dir[512], path[600];
+	int i, n;
+
+	CHECK(s && reg, "fixtures");
+	snprintf(s->hostname, sizeof(s->hostname), "host<&>\"'");
+	snprintf(dir, sizeof(dir), "%s/tau", tmpdir);
+	n = ktau_write_tau(dir, s, reg, &o);
+	CHECK(n == (int)s->ntasks, "%d files", n);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/profile.0.0.%d", dir, i);
+		if (check_tau_file(path, expect("process.expect", "getppid_per_thread"),
+				   expect("process.expect", "pid")))
+			return 1;
+	}
+	snprintf(path, sizeof(path), "%s/profile.0.0.%d", dir, n);
+	CHECK(access(path, F_OK), "an extra file");
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* ktaud run's data: processes as dense nodes, threads as dense threads. */
+static int t_tau_run_dense(void)
+{
+	struct ktau_snap *s = NULL;
+	struct ktau_registry *reg = NULL;
+	struct ktau_tau_opts o = { .dense_processes = 1 };
+	static const char *const want[] = { "0.0.0", "0.0.1", "1.0.0", "2.0.0" };
+	char dir[512], path[600];
+	size_t i;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/run.ktau", fx);
+	CHECK(ktau_snap_load(path, &s, &reg) == 0, "run.ktau");
+	for (i = 0; i < s->ntasks; i++)
+		CHECK(s->tasks[i].flags & KTAU_TASK_EXITED, "collected tasks are exited");
+	snprintf(dir, sizeof(dir), "%s/taurun", tmpdir);
+	n = ktau_write_tau(dir, s, reg, &o);
+	CHECK(n == 4, "%d files", n);
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/profile.%s", dir, want[i]);
+		if (check_tau_file(path, expect("run.expect", "getppid_per_thread"), -1))
+			return 1;
+	}
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static int t_tau_escaping(void)
+{
+	struct ktau_func_stat e[] = { { 4000, 1, 10, 5 }, { 4001, 2, 10, 5 }, { 4002, 1, 1, 1 } };
+	struct ktau_task t = { .tid = 9, .pid = 9, .nthreads = 1, .nentries = 3, .entries = e };
+	struct ktau_snap s = { .ntasks = 1, .tasks = &t };
+	const char *text = "4000 irq irq5:a\"b<c>\n4001 irq irq5:a\"b<c>\n4002 dynamic SYSCALL\n";
+	struct ktau_registry *reg = NULL;
+	char dir[512], path[600];
+
+	memcpy(t.comm, "a\"<&>'\n", 8);
+	CHECK(ktau_registry_parse(text, strlen(text), &reg) == 0, "registry");
+	snprintf(dir, sizeof(dir), "%s/tauesc", tmpdir);
+	CHECK(ktau_write_tau(dir, &s, reg, NULL) == 1, "write");
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	if (check_tau_file(path, -1, 9))
+		return 1;
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static int t_json(void)
+{
+	struct ktau_snap *s = fixture_snap("process.bin");
+	struct ktau_registry *reg = fixture_registry();
+	json_object *root, *tasks, *t, *ents, *e, *v;
+	char *text = NULL;
+	size_t len = 0, i, j, found = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(s && f, "fixtures");
+	CHECK(ktau_write_json(f, s, reg, 0) == 0, "write");
+	fclose(f);
+	root = json_tokener_parse(text);
+	CHECK(root, "not JSON");
+	CHECK(json_object_object_get_ex(root, "tasks", &tasks), "tasks");
+	CHECK(json_object_array_length(tasks) == s->ntasks, "ntasks");
+	for (i = 0; i < s->ntasks; i++) {
+		t = json_object_array_get_idx(tasks, i);
+		CHECK(json_object_object_get_ex(t, "entries", &ents), "entries");
+		for (j = 0; j < json_object_array_length(ents); j++) {
+			e = json_object_array_get_idx(ents, j);
+			json_object_object_get_ex(e, "name", &v);
+			if (strcmp(json_object_get_string(v), "getppid"))
+				continue;
+			json_object_object_get_ex(e, "count", &v);
+			CHECK(json_object_get_uint64(v) ==
+			      (uint64_t)expect("process.expect", "getppid_per_thread"), "count");
+			found++;
+		}
+	}
+	CHECK(found == s->ntasks, "getppid in %zu tasks", found);
+	json_object_put(root);
+	free(text);
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static int t_folded(void)
+{
+	struct ktau_snap *s = fixture_snap("process.bin");
+	struct ktau_registry *reg = fixture_registry();
+	char *text = NULL, *line, *save, *sp;
+	size_t len = 0, i;
+	uint64_t sum = 0, want = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(s && f, "fixtures");
+	CHECK(ktau_write_folded(f, s, reg, 0) == 0, "write");
+	fclose(f);
+	for (i = 0; i < s->ntasks; i++)
+		want += ktau_task_total_excl(&s->tasks[i]);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		sp = strrchr(line, ' ');
+		CHECK(sp && strchr(line, ';') && strchr(strchr(line, ';') + 1, ';'), "'%s'", line);
+		CHECK(!strncmp(line, "ktau-test-loop-", 15), "'%s'", line);
+		sum += strtoull(sp + 1, NULL, 10);
+	}
+	CHECK(sum == want, "folded sum %llu, total %llu", (unsigned long long)sum,
+	      (unsigned long long)want);
+	free(text);
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static int t_watch_series(void)
+{
+	struct ktau_snap *s, *acc = ktau_snap_new();
+	char path[512];
+	int i, ndelta = 0;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/watch/snap-%06d.ktau", fx, i);
+		CHECK(ktau_snap_load(path, &s, NULL) == 0, "%s", path);
+		CHECK(s->is_delta == (i > 0), "%s: delta flag", path);
+		CHECK(!s->is_delta || s->base_ns < s->time_ns, "base");
+		ndelta += s->is_delta;
+		CHECK(ktau_snap_accumulate(acc, s) == 0, "accumulate");
+		ktau_snap_free(s);
+	}
+	CHECK(ndelta == 3 && acc->ntasks == 1, "%zu tasks", acc->ntasks);
+	CHECK(count_of(&acc->tasks[0], ID_GETPPID) == 200, "getppid %llu",
+	      (unsigned long long)count_of(&acc->tasks[0], ID_GETPPID));
+	ktau_snap_free(acc);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} tests[] = {
+	{ "registry_fixture", t_registry_fixture },
+	{ "registry_rejects_bad", t_registry_rejects_bad },
+	{ "decode_process", t_decode_process },
+	{ "decode_truncated", t_decode_truncated },
+	{ "decode_garbled", t_decode_garbled },
+	{ "encode_roundtrip", t_encode_roundtrip },
+	{ "sum_threads", t_sum_threads },
+	{ "diff", t_diff },
+	{ "diff_reset_and_accumulate", t_diff_reset_and_accumulate },
+	{ "snapfile", t_snapfile },
+	{ "tau_threads", t_tau_threads },
+	{ "tau_run_dense", t_tau_run_dense },
+	{ "tau_escaping", t_tau_escaping },
+	{ "json", t_json },
+	{ "folded", t_folded },
+	{ "watch_series", t_watch_series },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+	int ret;
+
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			puts(tests[i].name);
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s --list | %s NAME FIXTURE-DIR\n", argv[0], argv[0]);
+		return 2;
+	}
+	fx = argv[2];
+	if (access(fx, R_OK)) {
+		printf("# no fixtures at %s\n", fx);
+		return 77;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ktau-host-tests.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (strcmp(argv[1], tests[i].name))
+			continue;
+		ret = tests[i].fn();
+		{
+			char cmd[300];
+
+			snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+			if (system(cmd))
+				ret = ret ? ret : 1;
+		}
+		return ret;
+	}
+	printf("# no test '%s'\n", argv[1]);
+	return 2;
+}
