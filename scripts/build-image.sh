@@ -5,7 +5,7 @@
 # tools. Rebuilt every time; output $KTAU_OUT/guest/initramfs.cpio.gz.
 . "$(dirname "$0")/lib.sh"
 
-"$KTAU_TOP/scripts/deps.sh" guest
+"$KTAU_TOP/scripts/deps.sh" guest tools
 [ -n "${KTAU_NO_PREPARE:-}" ] || "$KTAU_TOP/scripts/prepare-tree.sh"
 kname=${1:-ktau}
 B=$KTAU_BUILD/$kname

@@ -7,7 +7,7 @@
 declare -A GROUP=(
 	[kernel]="linux-source-6.12 build-essential gcc make flex bison bc libelf-dev libssl-dev cpio kmod xz-utils rsync ccache sparse perl python3 git"
 	[guest]="qemu-system-x86 busybox-static cpio gzip"
-	[tools]="gcc make pkg-config libjson-c-dev gnuplot-nox clang"
+	[tools]="gcc make pkg-config libjson-c-dev libxml2-dev gnuplot-nox clang libclang-rt-14-dev"
 )
 
 want=()

@@ -1,10 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
-# The demo workload: shows what KTAU sees in the guest.
-echo "== kernel: $(uname -r), KTAU ABI $(cat /proc/ktau/version)"
-echo "== /proc/ktau/control:"
-cat /proc/ktau/control
-echo "== a workload: find, gzip, sleep"
-sh -c 'find / -xdev >/dev/null 2>&1; dd if=/dev/zero bs=64k count=64 2>/dev/null | gzip -1 >/dev/null; sleep 0.2; cat /proc/$$/ktau' >/tmp/prof.txt
-cat /tmp/prof.txt
-echo "== system-wide (/proc/ktau/aggregate), top lines:"
-head -25 /proc/ktau/aggregate
+# The demo, run by ktaurun=demo: a small workload under "ktaud run", its
+# kernel profile, and the files it wrote, sent to the host as a base64 tar
+# archive between two marker lines (scripts/demo.sh unpacks it).
+echo "== kernel $(uname -r), KTAU ABI $(cat /proc/ktau/version)"
+mkdir -p /tmp/demo
+cd /tmp/demo || exit 1
+echo "== ktaud run -- sh -c 'find, gzip, sleep, ls in a pipe'"
+ktaud run -o tau --save run.ktau --json run.json -- sh -c '
+	find / -xdev >/dev/null 2>&1
+	dd if=/dev/zero bs=64k count=64 2>/dev/null | gzip -1 >/dev/null
+	sleep 0.2
+	ls -lR /proc/self/ >/dev/null 2>&1 | cat' || exit 1
+echo "== ktaud dump --aggregate (system-wide, top routines)"
+ktaud dump --aggregate --top 12 2>&1
+echo "KTAU-DEMO-ARCHIVE-BEGIN"
+tar cf - tau run.ktau run.json | gzip | base64
+echo "KTAU-DEMO-ARCHIVE-END"
