@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb shell clean distclean help
+	kernel-deb shell bench-syscall clean distclean help
 
 all: kernel tools
 
@@ -19,6 +19,7 @@ help:
 	@echo "make series       export the patch series to out/series/"
 	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
 	@echo "make shell        boot the guest with a shell on this terminal"
+	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
 
 prepare:
 	$(S)/prepare-tree.sh
@@ -49,6 +50,9 @@ kernel-deb:
 
 shell: image
 	$(S)/boot.sh --mode shell
+
+bench-syscall:
+	$(S)/bench-syscall.sh
 
 clean:
 	rm -rf out

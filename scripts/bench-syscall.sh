@@ -4,7 +4,8 @@
 # CONFIG_KTAU=n and the KTAU kernel under QEMU -icount shift=0,sleep=off
 # (one guest instruction is one virtual ns) and runs ktau-bench-syscall
 # with every group off, each group alone and every group on.
-# Output: a table on stdout and in $KTAU_OUT/bench/syscall.txt.
+# Also: the cost of "ktaud dump --all" with 100, 1000 and 5000 threads.
+# Output: tables on stdout and in $KTAU_OUT/bench/{syscall,dump-all}.txt.
 . "$(dirname "$0")/lib.sh"
 
 "$KTAU_TOP/scripts/build-kernel.sh" ktau
@@ -25,3 +26,12 @@ base=$(awk '$2 == "noktau" {print $4}' "$B/syscall.raw")
 	printf '%-14s %12s %10s\n' "kernel/groups" "insns/call" "delta"
 	awk -v base="$base" '{printf "%-14s %12.1f %+10.1f\n", $2, $4, $4 - base}' "$B/syscall.raw"
 } | tee "$B/syscall.txt"
+
+# ktaud dump --all against the number of threads (run in the KTAU guest).
+grep '^BENCHT dump-all ' "$B/run-ktau/results.log" >"$B/dump-all.raw" || true
+if [ -s "$B/dump-all.raw" ]; then
+	{
+		printf '%-8s %14s %12s %10s\n' threads "insns" "insns/task" syscalls
+		awk '{printf "%-8d %14d %12.0f %10d\n", $3, $4, $4 / $3, $5}' "$B/dump-all.raw"
+	} | tee "$B/dump-all.txt"
+fi

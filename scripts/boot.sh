@@ -32,9 +32,9 @@ out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
 mkdir -p "$out"
 rm -f "$out/console.log" "$out/results.log"
 
+cmdline="console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append"
 qemu=(qemu-system-x86_64 -machine pc -cpu max -m 1024 -smp "$smp"
-	-kernel "$kernel" -initrd "$img" -no-reboot -display none -nodefaults
-	-append "console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append")
+	-kernel "$kernel" -initrd "$img" -no-reboot -display none -nodefaults)
 # -icount makes one guest instruction one virtual nanosecond (benchmarks).
 # Without it, TCG guests read the host's TSC, which the guest kernel often
 # fails to calibrate against the PIT under load (and it has no HPET or PM
@@ -48,12 +48,13 @@ elif grep -qw constant_tsc /proc/cpuinfo; then
 	# watchdog compares it with jiffies, which lag under TCG, and drops
 	# it for a jiffies clock that runs slow.
 	[ -n "$khz" ] && [ "$khz" -gt 0 ] &&
-		qemu[-1]="${qemu[-1]} tsc_early_khz=$khz tsc=reliable"
+		cmdline="$cmdline tsc_early_khz=$khz tsc=reliable"
 fi
 # QEMU's local APIC timer counts at 1 GHz; calibrating it under TCG load
 # sometimes fails and leaves the guest on the PIT. Give the period per tick.
 hz=$(sed -n 's/^CONFIG_HZ=//p' "$(dirname "$kernel")/../../../.config" 2>/dev/null || true)
-[ -n "$hz" ] && qemu[-1]="${qemu[-1]} lapic_timer_period=$((1000000000 / hz))"
+[ -n "$hz" ] && cmdline="$cmdline lapic_timer_period=$((1000000000 / hz))"
+qemu+=(-append "$cmdline")
 
 if [ "$mode" = shell ]; then
 	exec "${qemu[@]}" -serial mon:stdio -serial "file:$out/results.log"

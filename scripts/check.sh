@@ -223,6 +223,29 @@ if [ $kernel_ok = 1 ] && "$KTAU_TOP/scripts/build-image.sh" ktau >"$R/image.log"
 	brc=$?
 	cat "$R/boot.log"
 	count_ktap "$KTAU_OUT/guest-run/check/results.log" "guest: "
+	# TAU directories the guest tests wrote come back as archives; every
+	# one must pass the strict checker.
+	tc=$KTAU_OUT/host/ktau-taucheck
+	awk '/^# ktau-archive-begin /{n++; f=sprintf("%s/archive-%d.b64", d, n); next}
+	     /^# ktau-archive-end/{f=""; next} f{print > f}' d="$R" \
+		"$KTAU_OUT/guest-run/check/results.log"
+	for a in "$R"/archive-*.b64; do
+		[ -f "$a" ] || continue
+		x=${a%.b64}
+		mkdir -p "$x"
+		if ! base64 -d "$a" | tar xzf - -C "$x"; then
+			result FAIL "taucheck: guest archive ${a##*/} unpacks"
+			continue
+		fi
+		while read -r d; do
+			if [ -x "$tc" ] && "$tc" "$d" >"$d.taucheck" 2>&1; then
+				result PASS "taucheck: guest ${d#"$x"/}"
+			else
+				head -3 "$d.taucheck" 2>/dev/null
+				result FAIL "taucheck: guest ${d#"$x"/}" "see $d.taucheck"
+			fi
+		done < <(find "$x" -name 'profile.*' | sed 's,/[^/]*$,,' | sort -u)
+	done
 	case $brc in
 	0) result PASS "guest: finished, console clean" ;;
 	1) result FAIL "guest: finished, console clean" "see $KTAU_OUT/guest-run/check/console.log" ;;

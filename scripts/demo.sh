@@ -21,7 +21,7 @@ sed -n '/^KTAU-DEMO-ARCHIVE-BEGIN/,/^KTAU-DEMO-ARCHIVE-END/p' "$D/guest/results.
 
 make -s -C "$KTAU_TOP/tools/ktau" O="$KTAU_OUT/host" >/dev/null ||
 	die "building ktaud for the host failed (make -C tools/ktau)"
-"$KTAU_OUT/host/ktaud" plot top --from "$D/run.ktau" -o "$D/top.png" \
-	--title "KTAU demo: top kernel routines" ||
+"$KTAU_OUT/host/ktaud" plot top -o "$D/top.png" \
+	--title "KTAU demo: top kernel routines" --from "$D/run.ktau" ||
 	die "ktaud plot failed"
 msg "demo files in $D: tau/ (TAU profiles), run.ktau, run.json, top.png"

@@ -24,6 +24,7 @@ struct pid;
 
 #include <linux/jump_label.h>
 #include <linux/percpu.h>
+#include <asm/local64.h>
 #include <linux/sched.h>
 #include <asm/unistd.h>
 #ifdef CONFIG_X86_TSC
@@ -47,13 +48,16 @@ struct ktau_frame {
 #define KTAU_TAG_ID(tag)	((u32)(tag))
 #define KTAU_TAG_RECURSIVE	BIT_ULL(40)
 
-/* One routine's totals; readers see count <= and excl <= incl updates. */
+/*
+ * One routine's totals. local64_t: the owner adds with single
+ * instructions and no lock prefix, other CPUs read whole values.
+ */
 struct ktau_slot {
 	u32 id;			/* KTAU_ID_NONE: free */
 	u32 reserved;
-	u64 count;
-	u64 incl;		/* clock units until read out */
-	u64 excl;
+	local64_t count;
+	local64_t incl;		/* clock units until read out */
+	local64_t excl;
 };
 
 struct ktau_collector;
@@ -73,6 +77,11 @@ struct ktau_task {
 	struct ktau_collector *collector;
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
+	/*
+	 * System calls, the most frequent routines, find their slot without
+	 * hashing: sysslot[id] is the slot's index + 1, 0 until first use.
+	 */
+	u8 sysslot[KTAU_ID_SYSCALL_BASE + NR_syscalls];
 	struct ktau_slot slots[];
 };
 
@@ -94,7 +103,7 @@ static __always_inline u64 ktau_clock(void)
 }
 
 void ktau_init(void);
-void ktau_tsk_init(struct task_struct *tsk);
+int ktau_tsk_init(struct task_struct *tsk);
 void ktau_tsk_free(struct task_struct *tsk);
 void ktau_exit(struct task_struct *tsk);
 
@@ -157,11 +166,11 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	 * store in the reverse order so that they see excl <= incl.
 	 */
 	if (!(tag & KTAU_TAG_RECURSIVE))
-		WRITE_ONCE(s->incl, s->incl + incl);
+		local64_add(incl, &s->incl);
 	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
-	WRITE_ONCE(s->excl, s->excl + incl - f->child);
+	local64_add(incl - f->child, &s->excl);
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
-	WRITE_ONCE(s->count, s->count + 1);
+	local64_inc(&s->count);
 	kt->depth = d;
 	if (d)
 		kt->stack[d - 1].child += incl;
@@ -171,13 +180,15 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
  * System calls: entered from user mode, so the stack is empty and the
  * frame goes to the bottom. Called with interrupts off.
  */
+/*
+ * Every task has a profile when a group is on (ktau_tsk_init() fails the
+ * fork otherwise), so the system call hooks need no NULL check.
+ */
 static __always_inline void __ktau_syscall_enter(u32 id)
 {
 	struct ktau_task *kt = current->ktau;
 	struct ktau_frame *f;
 
-	if (unlikely(!kt))
-		return;
 	f = &kt->stack[0];
 	f->tag = KTAU_TAG(KTAU_GROUP_SYSCALL, id);
 	f->child = 0;
@@ -200,15 +211,16 @@ static __always_inline void ktau_syscall_enter_compat(void)
 		__ktau_syscall_enter(KTAU_ID_SYSCALL_COMPAT);
 }
 
-/* Before the work on return to user space; interrupts off. */
+void __ktau_syscall_exit(void);
+
+/*
+ * Before the work on return to user space; interrupts off. Out of line,
+ * so that the exit path keeps its registers when the group is off.
+ */
 static __always_inline void ktau_syscall_exit(void)
 {
-	if (ktau_group_on(KTAU_GROUP_SYSCALL)) {
-		struct ktau_task *kt = current->ktau;
-
-		if (likely(kt))
-			__ktau_pop(kt, KTAU_GROUP_SYSCALL);
-	}
+	if (ktau_group_on(KTAU_GROUP_SYSCALL))
+		__ktau_syscall_exit();
 }
 
 /* Hard interrupts: irq_enter_rcu() / __irq_exit_rcu(), interrupts off. */
@@ -282,6 +294,8 @@ static __always_inline void ktau_fault_exit(void)
 		__ktau_stop(KTAU_GROUP_FAULT);
 }
 
+void __ktau_signal_exit(void);
+
 /* Signal delivery; @pending: a signal is pending, not just task work. */
 static __always_inline void ktau_signal_enter(bool pending)
 {
@@ -289,10 +303,11 @@ static __always_inline void ktau_signal_enter(bool pending)
 		__ktau_start(KTAU_GROUP_SIGNAL, KTAU_ID_SIGNAL);
 }
 
-static __always_inline void ktau_signal_exit(bool pending)
+/* Closes the frame ktau_signal_enter() opened, if it did. */
+static __always_inline void ktau_signal_exit(void)
 {
-	if (ktau_group_on(KTAU_GROUP_SIGNAL) && pending)
-		__ktau_stop(KTAU_GROUP_SIGNAL);
+	if (ktau_group_on(KTAU_GROUP_SIGNAL))
+		__ktau_signal_exit();
 }
 
 /*
@@ -314,7 +329,11 @@ static __always_inline void ktau_point_stop(void)
 #else /* !CONFIG_KTAU */
 
 static inline void ktau_init(void) { }
-static inline void ktau_tsk_init(struct task_struct *tsk) { }
+static inline int ktau_tsk_init(struct task_struct *tsk)
+{
+	return 0;
+}
+
 static inline void ktau_tsk_free(struct task_struct *tsk) { }
 static inline void ktau_exit(struct task_struct *tsk) { }
 static inline void ktau_syscall_enter(long nr) { }
@@ -331,7 +350,7 @@ static inline void ktau_fault_enter(bool user) { }
 static inline void ktau_fault_exit(void) { }
 static inline void ktau_syscall_enter_compat(void) { }
 static inline void ktau_signal_enter(bool pending) { }
-static inline void ktau_signal_exit(bool pending) { }
+static inline void ktau_signal_exit(void) { }
 static inline void ktau_point_start(unsigned int id) { }
 static inline void ktau_point_stop(void) { }
 static inline int ktau_register_point(const char *name, unsigned int group)

@@ -43,7 +43,9 @@ DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
 unsigned long ktau_groups_on = KTAU_ALL_GROUPS;
 unsigned int ktau_nr_slots = 64;
 static struct kmem_cache *ktau_cachep;
+/* Forks refused because a profile could not be allocated. */
 static atomic_long_t ktau_unprofiled = ATOMIC_LONG_INIT(0);
+bool ktau_ready;		/* every task from now on has a profile */
 static DEFINE_MUTEX(ktau_groups_lock);
 
 /* Totals of exited tasks, in clock units; KTAU_MAX_IDS entries. */
@@ -79,13 +81,16 @@ static int __init ktau_setup(char *str)
 }
 __setup("ktau=", ktau_setup);
 
-/* ktau.slots=N: slots per task table, a power of two in 16..1024. */
+/*
+ * ktau.slots=N: slots per task table, a power of two in 16..128 (128, so
+ * that a slot's index + 1 fits in ktau_task.sysslot[]).
+ */
 static int __init ktau_slots_setup(char *str)
 {
 	unsigned int n;
 
-	if (kstrtouint(str, 0, &n) || n < 16 || n > 1024 || !is_power_of_2(n)) {
-		pr_warn("ktau: ktau.slots=%s is not a power of two in 16..1024, using %u\n",
+	if (kstrtouint(str, 0, &n) || n < 16 || n > 128 || !is_power_of_2(n)) {
+		pr_warn("ktau: ktau.slots=%s is not a power of two in 16..128, using %u\n",
 			str, ktau_nr_slots);
 		return 1;
 	}
@@ -144,6 +149,7 @@ static struct ktau_slot *ktau_other_slot(struct ktau_task *kt)
 
 static void ktau_clear(struct ktau_task *kt)
 {
+	memset(kt->sysslot, 0, sizeof(kt->sysslot));
 	memset(kt->slots, 0, (kt->mask + 1) * sizeof(kt->slots[0]));
 	ktau_other_slot(kt)->id = KTAU_ID_OTHER;
 	kt->stack_overflows = 0;
@@ -173,6 +179,8 @@ int ktau_set_groups(unsigned long mask)
 
 	if (mask & ~KTAU_ALL_GROUPS)
 		return -EINVAL;
+	if (mask && !ktau_ready)
+		return -ENODEV;
 	mutex_lock(&ktau_groups_lock);
 	for (g = 0; g < KTAU_NR_GROUPS; g++) {
 		if (mask & BIT(g))
@@ -193,33 +201,37 @@ void __init ktau_init(void)
 	ktau_cachep = kmem_cache_create("ktau_task", size, 0,
 					SLAB_PANIC | SLAB_ACCOUNT, NULL);
 	ktau_exited = kvcalloc(KTAU_MAX_IDS, sizeof(*ktau_exited), GFP_KERNEL);
-	if (!ktau_exited || ktau_registry_init()) {
+	/* The boot task; everything forked from now on gets a table. */
+	current->ktau = ktau_alloc(GFP_KERNEL);
+	ktau_ready = ktau_exited && current->ktau && !ktau_registry_init();
+	if (!ktau_ready) {
 		pr_err("ktau: out of memory, KTAU stays off\n");
 		ktau_groups_on = 0;
 	}
 	for (g = 0; g < KTAU_NR_GROUPS; g++)
 		if (!(ktau_groups_on & BIT(g)))
 			static_branch_disable(&ktau_keys[g]);
-	if (!ktau_exited)
-		return;
-	/* The boot task; everything forked from now on gets a table. */
-	current->ktau = ktau_alloc(GFP_KERNEL);
 	pr_info("ktau: %u slots per task (%zu bytes), groups 0x%lx\n",
 		ktau_nr_slots, size, ktau_groups_on);
 }
 
-void ktau_tsk_init(struct task_struct *tsk)
+/*
+ * Every task gets a profile, or is not created: the hooks rely on it. Only
+ * when KTAU could not start (ktau_ready false) do tasks go without, and
+ * then no group is ever switched on.
+ */
+int ktau_tsk_init(struct task_struct *tsk)
 {
 	struct ktau_task *parent = current->ktau;
 	struct ktau_task *kt;
 
 	tsk->ktau = NULL;
-	if (!ktau_cachep || !ktau_exited)
-		return;
+	if (!ktau_ready)
+		return 0;
 	kt = ktau_alloc(GFP_KERNEL);
 	if (!kt) {
 		atomic_long_inc(&ktau_unprofiled);
-		return;
+		return -ENOMEM;
 	}
 	/* Its first return to user space closes a system call it never made. */
 	__set_bit(KTAU_NEW, &kt->flags);
@@ -229,6 +241,7 @@ void ktau_tsk_init(struct task_struct *tsk)
 		ktau_collector_get(kt->collector);
 	}
 	tsk->ktau = kt;
+	return 0;
 }
 
 void ktau_tsk_free(struct task_struct *tsk)
@@ -365,9 +378,9 @@ void ktau_exit(struct task_struct *tsk)
 
 		if (s->id == KTAU_ID_NONE || s->id >= KTAU_MAX_IDS)
 			continue;
-		ktau_exited[s->id].count += s->count;
-		ktau_exited[s->id].incl += s->incl;
-		ktau_exited[s->id].excl += s->excl;
+		ktau_exited[s->id].count += local64_read(&s->count);
+		ktau_exited[s->id].incl += local64_read(&s->incl);
+		ktau_exited[s->id].excl += local64_read(&s->excl);
 	}
 	ktau_exited_overflows[0] += kt->stack_overflows;
 	ktau_exited_overflows[1] += kt->table_overflows;
@@ -488,6 +501,77 @@ struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
 	return ktau_other_slot(kt);
 }
 EXPORT_SYMBOL_GPL(__ktau_slot_slow);
+
+/* A system call's first use: its slot by hashing, then remembered. */
+static noinline struct ktau_slot *ktau_sysslot_slow(struct ktau_task *kt, u32 id)
+{
+	struct ktau_slot *s = &kt->slots[id & kt->mask];
+
+	if (s->id != id)
+		s = __ktau_slot_slow(kt, id);
+	if (s->id == id)	/* not the overflow slot */
+		kt->sysslot[id] = s - kt->slots + 1;
+	return s;
+}
+
+/* Out of line, so that the fast path below needs no saved registers. */
+static noinline void ktau_syscall_exit_slow(struct ktau_task *kt)
+{
+	__ktau_pop(kt, KTAU_GROUP_SYSCALL);
+}
+
+/*
+ * The syscall group's exit. The common case, the system call's frame alone
+ * on the stack, is taken without the general pop's index arithmetic.
+ */
+void __ktau_syscall_exit(void)
+{
+	struct ktau_task *kt = current->ktau;
+	struct ktau_frame *f;
+	struct ktau_slot *s;
+	unsigned int i;
+	u64 tag, incl;
+	u32 id;
+
+	BUILD_BUG_ON(KTAU_GROUP_SYSCALL != 0);
+	f = &kt->stack[0];
+	tag = f->tag;
+	/* Group 0 and not recursive: the upper half of the tag is zero. */
+	if (unlikely(kt->depth != 1 || (tag >> 32))) {
+		ktau_syscall_exit_slow(kt);
+		return;
+	}
+	incl = ktau_clock() - f->start;
+	id = KTAU_TAG_ID(tag);
+	i = kt->sysslot[id];
+	if (likely(i))
+		s = &kt->slots[i - 1];
+	else
+		s = ktau_sysslot_slow(kt, id);
+	local64_add(incl, &s->incl);
+	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
+	local64_add(incl - f->child, &s->excl);
+	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
+	local64_inc(&s->count);
+	kt->depth = 0;
+}
+
+/* After signal delivery: close its frame, if ktau_signal_enter() opened one. */
+void __ktau_signal_exit(void)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+	unsigned int d;
+
+	if (unlikely(!kt))
+		return;
+	local_irq_save(flags);
+	d = kt->depth;
+	if (d && d <= KTAU_STACK_DEPTH &&
+	    KTAU_TAG_GROUP(kt->stack[d - 1].tag) == KTAU_GROUP_SIGNAL)
+		__ktau_pop(kt, KTAU_GROUP_SIGNAL);
+	local_irq_restore(flags);
+}
 
 void __ktau_start(unsigned int group, unsigned int id)
 {

@@ -35,6 +35,7 @@ int ktau_group_by_name(const char *name, size_t len);
 long ktau_unprofiled_tasks(void);
 
 extern unsigned int ktau_nr_slots;
+extern bool ktau_ready;
 extern unsigned long ktau_groups_on;
 
 /* Totals per function ID, in clock units: the aggregate, and merges. */
@@ -72,11 +73,11 @@ struct ktau_totals {
  */
 static inline void ktau_slot_read(struct ktau_slot *s, struct ktau_sum *v)
 {
-	v->count = READ_ONCE(s->count);
+	v->count = local64_read(&s->count);
 	smp_rmb();	/* count before excl, pairs with __ktau_pop() */
-	v->excl = READ_ONCE(s->excl);
+	v->excl = local64_read(&s->excl);
 	smp_rmb();	/* excl before incl, pairs with __ktau_pop() */
-	v->incl = READ_ONCE(s->incl);
+	v->incl = local64_read(&s->incl);
 }
 
 void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt);

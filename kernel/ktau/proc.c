@@ -204,7 +204,7 @@ static int ktau_control_show(struct seq_file *m, void *v)
 			   on & BIT(g) ? "on" : "off");
 	seq_printf(m, "slots %u\n", ktau_nr_slots);
 	seq_printf(m, "depth %u\n", KTAU_STACK_DEPTH);
-	seq_printf(m, "unprofiled %ld\n", ktau_unprofiled_tasks());
+	seq_printf(m, "fork_nomem %ld\n", ktau_unprofiled_tasks());
 	return 0;
 }
 
@@ -552,7 +552,7 @@ static int __init ktau_proc_init(void)
 {
 	struct proc_dir_entry *dir;
 
-	if (!ktau_funcs)
+	if (!ktau_ready)
 		return 0;
 	dir = proc_mkdir("ktau", NULL);
 	if (!dir)

@@ -18,3 +18,13 @@ if [ -w /proc/ktau/control ]; then
 else
 	run noktau
 fi
+
+# "ktaud dump --all" with 100, 1000 and 5000 other threads: its time and
+# its system calls (which must not grow with the number of tasks).
+if [ -w /proc/ktau/control ] && [ -z "${KTAU_BENCH_SKIP_THREADS:-}" ]; then
+	echo "all on" >/proc/ktau/control
+	for n in 100 1000 5000; do
+		set -- $(KTAU_BENCH_VERBOSE=1 /ktau/bin/ktau-bench-threads $n /ktau/bin/ktaud dump --all -q)
+		echo "BENCHT dump-all $2 $4 $6"
+	done
+fi

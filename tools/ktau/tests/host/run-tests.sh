@@ -93,7 +93,20 @@ c_fuzz_smoke() {
 echo "TAP version 13"
 units=$("$HOST_TEST" --list) || exit 1
 nunits=$(echo "$units" | wc -l)
-cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_fuzz_smoke"
+# Every TAU directory these tests write goes through the strict checker.
+c_taucheck() {
+	"$KTAUD" export --tau "$W/tc-run" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" export --tau "$W/tc-process" "$FIXTURES/process.ktau" >>"$LOG" 2>&1 || return 1
+	"$KTAUD" export --tau "$W/tc-watch" "$FIXTURES/watch" >>"$LOG" 2>&1 || return 1
+	dirs=$(find "$W" -name 'profile.*.*.*' | sed 's,/[^/]*$,,' | sort -u)
+	[ "$(echo "$dirs" | wc -w)" -ge 3 ] || { echo "# too few TAU directories: $dirs"; return 1; }
+	for d in $dirs; do
+		"$TAUCHECK" "$d" >"$W/tc.out" 2>&1 ||
+			{ sed 's/^/# /' "$W/tc.out"; return 1; }
+	done
+}
+
+cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_fuzz_smoke c_taucheck"
 echo "1..$((nunits + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
