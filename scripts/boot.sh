@@ -50,10 +50,6 @@ elif grep -qw constant_tsc /proc/cpuinfo; then
 	[ -n "$khz" ] && [ "$khz" -gt 0 ] &&
 		cmdline="$cmdline tsc_early_khz=$khz tsc=reliable"
 fi
-# QEMU's local APIC timer counts at 1 GHz; calibrating it under TCG load
-# sometimes fails and leaves the guest on the PIT. Give the period per tick.
-hz=$(sed -n 's/^CONFIG_HZ=//p' "$(dirname "$kernel")/../../../.config" 2>/dev/null || true)
-[ -n "$hz" ] && cmdline="$cmdline lapic_timer_period=$((1000000000 / hz))"
 qemu+=(-append "$cmdline")
 
 if [ "$mode" = shell ]; then

@@ -4,6 +4,7 @@
 # Debian's own amd64 config (package linux-config-6.12) plus ktau.config,
 # built with "make bindeb-pkg" out of tree in $KTAU_BUILD/deb. Takes hours
 # on 2 cores; not part of make check. The .deb files land in $KTAU_OUT/deb.
+# KTAU_DEB_CONFIG_ONLY=1 stops after the configuration (a quick check).
 . "$(dirname "$0")/lib.sh"
 
 "$KTAU_TOP/scripts/deps.sh" kernel
@@ -31,6 +32,10 @@ scripts/config --file "$B/.config" --set-str SYSTEM_TRUSTED_KEYS "" \
 scripts/kconfig/merge_config.sh -m -O "$B" "$B/.config" kernel/configs/ktau.config >/dev/null
 make O="$B" olddefconfig >/dev/null
 grep -q '^CONFIG_KTAU=y' "$B/.config" || die "CONFIG_KTAU did not stay on in Debian's config"
+if [ -n "${KTAU_DEB_CONFIG_ONLY:-}" ]; then
+	msg "configured $B/.config (Debian amd64 + ktau.config); stopping before the build"
+	exit 0
+fi
 log=$KTAU_OUT/logs/kernel-deb.log
 msg "building Debian packages (long); log: $log"
 make O="$B" -j"$KTAU_JOBS" CC="ccache gcc" bindeb-pkg >"$log" 2>&1 ||

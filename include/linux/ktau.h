@@ -47,6 +47,12 @@ struct ktau_frame {
 #define KTAU_TAG_GROUP(tag)	((unsigned int)((tag) >> 32) & 0xff)
 #define KTAU_TAG_ID(tag)	((u32)(tag))
 #define KTAU_TAG_RECURSIVE	BIT_ULL(40)
+/*
+ * A system call's frame (group 0) holds the call's number itself, so that
+ * entry does no arithmetic; numbers out of range are not listed, and
+ * 32-bit calls, which have no number at entry, are tagged this way.
+ */
+#define KTAU_TAG_SYSCALL_COMPAT	BIT_ULL(41)
 
 /*
  * One routine's totals. local64_t: the owner adds with single
@@ -79,9 +85,9 @@ struct ktau_task {
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*
 	 * System calls, the most frequent routines, find their slot without
-	 * hashing: sysslot[id] is the slot's index + 1, 0 until first use.
+	 * hashing: sysslot[nr] is the slot's index + 1, 0 until first use.
 	 */
-	u8 sysslot[KTAU_ID_SYSCALL_BASE + NR_syscalls];
+	u8 sysslot[NR_syscalls];
 	struct ktau_slot slots[];
 };
 
@@ -135,6 +141,17 @@ int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
 		  struct pid *pid, struct task_struct *task);
 
+/* The function ID of a frame of @group with @tag. */
+static __always_inline u32 ktau_frame_id(u64 tag, unsigned int group)
+{
+	if (group != KTAU_GROUP_SYSCALL)
+		return KTAU_TAG_ID(tag);
+	if (likely(tag < NR_syscalls))
+		return KTAU_ID_SYSCALL_BASE + tag;
+	return tag == KTAU_TAG_SYSCALL_COMPAT ? KTAU_ID_SYSCALL_COMPAT :
+						 KTAU_ID_SYSCALL_BAD;
+}
+
 /*
  * Close the frame on top of the stack, which must belong to @group, and
  * charge it to its slot. Interrupts must be off.
@@ -145,6 +162,7 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	struct ktau_frame *f;
 	struct ktau_slot *s;
 	u64 incl, tag;
+	u32 id;
 
 	if (unlikely(d >= KTAU_STACK_DEPTH)) {
 		__ktau_pop_slow(kt, group);
@@ -158,9 +176,10 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	}
 
 	incl = ktau_clock() - f->start;
-	s = &kt->slots[KTAU_TAG_ID(tag) & kt->mask];
-	if (unlikely(s->id != KTAU_TAG_ID(tag)))
-		s = __ktau_slot_slow(kt, KTAU_TAG_ID(tag));
+	id = ktau_frame_id(tag, group);
+	s = &kt->slots[id & kt->mask];
+	if (unlikely(s->id != id))
+		s = __ktau_slot_slow(kt, id);
 	/*
 	 * Readers load count, excl, incl in that order (ktau_slot_read());
 	 * store in the reverse order so that they see excl <= incl.
@@ -184,31 +203,30 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
  * Every task has a profile when a group is on (ktau_tsk_init() fails the
  * fork otherwise), so the system call hooks need no NULL check.
  */
-static __always_inline void __ktau_syscall_enter(u32 id)
+static __always_inline void __ktau_syscall_enter(u64 tag)
 {
 	struct ktau_task *kt = current->ktau;
 	struct ktau_frame *f;
 
 	f = &kt->stack[0];
-	f->tag = KTAU_TAG(KTAU_GROUP_SYSCALL, id);
+	f->tag = tag;
 	f->child = 0;
 	f->start = ktau_clock();
 	kt->depth = 1;
 }
 
+/* The frame's tag is the number, as 32 bits: see KTAU_TAG_SYSCALL_COMPAT. */
 static __always_inline void ktau_syscall_enter(long nr)
 {
 	if (ktau_group_on(KTAU_GROUP_SYSCALL))
-		__ktau_syscall_enter(likely((unsigned long)nr < NR_syscalls) ?
-				     KTAU_ID_SYSCALL_BASE + nr :
-				     KTAU_ID_SYSCALL_BAD);
+		__ktau_syscall_enter((u32)nr);
 }
 
 /* Entry paths that do not pass the number (x86's 32-bit system calls). */
 static __always_inline void ktau_syscall_enter_compat(void)
 {
 	if (ktau_group_on(KTAU_GROUP_SYSCALL))
-		__ktau_syscall_enter(KTAU_ID_SYSCALL_COMPAT);
+		__ktau_syscall_enter(KTAU_TAG_SYSCALL_COMPAT);
 }
 
 void __ktau_syscall_exit(void);

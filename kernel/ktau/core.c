@@ -439,8 +439,9 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 		kt->stack_overflows++;
 		return;
 	}
+	/* Same group and ID; system call frames never match (group 0). */
 	for (i = 0; i < d; i++) {
-		if (KTAU_TAG_ID(kt->stack[i].tag) == id) {
+		if ((kt->stack[i].tag & ~KTAU_TAG_RECURSIVE) == tag) {
 			tag |= KTAU_TAG_RECURSIVE;
 			break;
 		}
@@ -502,15 +503,17 @@ struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
 }
 EXPORT_SYMBOL_GPL(__ktau_slot_slow);
 
-/* A system call's first use: its slot by hashing, then remembered. */
-static noinline struct ktau_slot *ktau_sysslot_slow(struct ktau_task *kt, u32 id)
+/* System call @nr's first use: its slot by hashing, then remembered. */
+static noinline struct ktau_slot *ktau_sysslot_slow(struct ktau_task *kt,
+						     unsigned int nr)
 {
+	u32 id = KTAU_ID_SYSCALL_BASE + nr;
 	struct ktau_slot *s = &kt->slots[id & kt->mask];
 
 	if (s->id != id)
 		s = __ktau_slot_slow(kt, id);
 	if (s->id == id)	/* not the overflow slot */
-		kt->sysslot[id] = s - kt->slots + 1;
+		kt->sysslot[nr] = s - kt->slots + 1;
 	return s;
 }
 
@@ -531,23 +534,21 @@ void __ktau_syscall_exit(void)
 	struct ktau_slot *s;
 	unsigned int i;
 	u64 tag, incl;
-	u32 id;
 
 	BUILD_BUG_ON(KTAU_GROUP_SYSCALL != 0);
 	f = &kt->stack[0];
 	tag = f->tag;
-	/* Group 0 and not recursive: the upper half of the tag is zero. */
-	if (unlikely(kt->depth != 1 || (tag >> 32))) {
+	/* A valid number: a system call's frame of a listed call. */
+	if (unlikely(kt->depth != 1 || tag >= NR_syscalls)) {
 		ktau_syscall_exit_slow(kt);
 		return;
 	}
 	incl = ktau_clock() - f->start;
-	id = KTAU_TAG_ID(tag);
-	i = kt->sysslot[id];
+	i = kt->sysslot[tag];
 	if (likely(i))
 		s = &kt->slots[i - 1];
 	else
-		s = ktau_sysslot_slow(kt, id);
+		s = ktau_sysslot_slow(kt, tag);
 	local64_add(incl, &s->incl);
 	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
 	local64_add(incl - f->child, &s->excl);

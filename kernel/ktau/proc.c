@@ -374,9 +374,12 @@ static struct task_struct **ktau_snap_gather(struct ktau_snap_ctx *ctx,
 		return ERR_PTR(-ENOMEM);
 	rcu_read_lock();
 	if (!pids) {
+		/* Threads created since nr_threads was read: count, not lose. */
 		for_each_process_thread(p, t) {
-			if (n == cap)
-				break;
+			if (n == cap) {
+				ctx->req.nmissing++;
+				continue;
+			}
 			get_task_struct(t);
 			v[n++] = t;
 		}
@@ -393,8 +396,10 @@ static struct task_struct **ktau_snap_gather(struct ktau_snap_ctx *ctx,
 			continue;
 		}
 		for_each_thread(p, t) {
-			if (n == cap)
-				break;
+			if (n == cap) {
+				ctx->req.nmissing++;
+				continue;
+			}
 			get_task_struct(t);
 			v[n++] = t;
 		}

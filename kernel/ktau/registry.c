@@ -49,13 +49,13 @@ int ktau_group_by_name(const char *name, size_t len)
 	return -EINVAL;
 }
 
-/* Set a fixed ID's entry, at boot. */
-static void __init ktau_set(unsigned int id, const char *name,
-			    unsigned int group)
+/* Set a fixed ID's entry in @funcs, at boot. */
+static void __init ktau_set(struct ktau_func *funcs, unsigned int id,
+			    const char *name, unsigned int group)
 {
-	strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
-	ktau_funcs[id].group = group;
-	ktau_funcs[id].live = 1;
+	strscpy(funcs[id].name, name, KTAU_NAME_LEN);
+	funcs[id].group = group;
+	funcs[id].live = 1;
 }
 
 /*
@@ -67,7 +67,9 @@ int ktau_register(const char *name, unsigned int group)
 	unsigned long flags;
 	int id;
 
-	if (!ktau_funcs || group >= KTAU_NR_GROUPS || !name || !*name)
+	/* Pairs with the release in ktau_registry_init(). */
+	if (!smp_load_acquire(&ktau_funcs) || group >= KTAU_NR_GROUPS ||
+	    !name || !*name)
 		return -EINVAL;
 	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
 	id = ktau_next_id;
@@ -127,39 +129,46 @@ static void __init ktau_syscall_name(unsigned int nr, char *buf, size_t len)
 	snprintf(buf, len, "syscall_%u", nr);
 }
 
+/*
+ * The boot entries are written to an array that only becomes ktau_funcs
+ * once complete, so that an interrupt source registering meanwhile (from
+ * hard interrupt context) waits for the registry instead of racing it.
+ */
 int __init ktau_registry_init(void)
 {
 	char name[KTAU_NAME_LEN];
+	struct ktau_func *funcs;
 	unsigned int i;
 
 	BUILD_BUG_ON(KTAU_ID_SYSCALL_BASE + NR_syscalls >= KTAU_MAX_IDS);
 	BUILD_BUG_ON(KTAU_ID_SOFTIRQ_BASE + NR_SOFTIRQS > KTAU_ID_SYSCALL_BASE);
 
-	ktau_funcs = kcalloc(KTAU_MAX_IDS, sizeof(*ktau_funcs), GFP_KERNEL);
-	if (!ktau_funcs)
+	funcs = kcalloc(KTAU_MAX_IDS, sizeof(*funcs), GFP_KERNEL);
+	if (!funcs)
 		return -ENOMEM;
 
-	ktau_set(KTAU_ID_OTHER, "[other]", KTAU_GROUP_DYNAMIC);
-	ktau_set(KTAU_ID_IRQ, "irq", KTAU_GROUP_IRQ);
-	ktau_set(KTAU_ID_SCHED_VOL, "sched_blocked", KTAU_GROUP_SCHED);
-	ktau_set(KTAU_ID_SCHED_INVOL, "sched_preempted", KTAU_GROUP_SCHED);
-	ktau_set(KTAU_ID_FAULT_USER, "page_fault_user", KTAU_GROUP_FAULT);
-	ktau_set(KTAU_ID_FAULT_KERNEL, "page_fault_kernel", KTAU_GROUP_FAULT);
-	ktau_set(KTAU_ID_SIGNAL, "signal_delivery", KTAU_GROUP_SIGNAL);
-	ktau_set(KTAU_ID_SYSCALL_BAD, "syscall_invalid", KTAU_GROUP_SYSCALL);
-	ktau_set(KTAU_ID_SYSCALL_COMPAT, "syscall_compat", KTAU_GROUP_SYSCALL);
+	ktau_set(funcs, KTAU_ID_OTHER, "[other]", KTAU_GROUP_DYNAMIC);
+	ktau_set(funcs, KTAU_ID_IRQ, "irq", KTAU_GROUP_IRQ);
+	ktau_set(funcs, KTAU_ID_SCHED_VOL, "sched_blocked", KTAU_GROUP_SCHED);
+	ktau_set(funcs, KTAU_ID_SCHED_INVOL, "sched_preempted", KTAU_GROUP_SCHED);
+	ktau_set(funcs, KTAU_ID_FAULT_USER, "page_fault_user", KTAU_GROUP_FAULT);
+	ktau_set(funcs, KTAU_ID_FAULT_KERNEL, "page_fault_kernel", KTAU_GROUP_FAULT);
+	ktau_set(funcs, KTAU_ID_SIGNAL, "signal_delivery", KTAU_GROUP_SIGNAL);
+	ktau_set(funcs, KTAU_ID_SYSCALL_BAD, "syscall_invalid", KTAU_GROUP_SYSCALL);
+	ktau_set(funcs, KTAU_ID_SYSCALL_COMPAT, "syscall_compat", KTAU_GROUP_SYSCALL);
 	for (i = 0; i < NR_SOFTIRQS; i++) {
 		snprintf(name, sizeof(name), "softirq_%s", softirq_to_name[i]);
-		ktau_set(KTAU_ID_SOFTIRQ_BASE + i, name, KTAU_GROUP_SOFTIRQ);
+		ktau_set(funcs, KTAU_ID_SOFTIRQ_BASE + i, name, KTAU_GROUP_SOFTIRQ);
 	}
 	for (i = 0; i < NR_syscalls; i++) {
 		ktau_syscall_name(i, name, sizeof(name));
 		/* Unimplemented numbers keep their ID but are not listed. */
 		if (!strcmp(name, "ni_syscall"))
 			continue;
-		ktau_set(KTAU_ID_SYSCALL_BASE + i, name, KTAU_GROUP_SYSCALL);
+		ktau_set(funcs, KTAU_ID_SYSCALL_BASE + i, name, KTAU_GROUP_SYSCALL);
 	}
-	/* Publish the boot entries; see ktau_nr_ids(). */
-	smp_store_release(&ktau_next_id, KTAU_ID_SYSCALL_BASE + NR_syscalls);
+	ktau_next_id = KTAU_ID_SYSCALL_BASE + NR_syscalls;
+	/* Publish the entries and the next ID; see ktau_nr_ids(). */
+	smp_store_release(&ktau_funcs, funcs);
 	return 0;
 }

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 
 #include "ktau_util.h"
 
@@ -305,6 +307,76 @@ static void no_kernel_addresses(struct __test_metadata *_metadata)
 	EXPECT_FALSE(ktau_bin_has_kaddr(s.buf, s.req.used));
 	ktau_snap_free(&s);
 	close(fd);
+}
+
+/*
+ * A user process whose only capability is CAP_PERFMON: the aggregate and
+ * the control ioctls are open to it; the root-owned control file and
+ * other users' profiles stay closed (Documentation/trace/ktau.rst).
+ */
+static void perfmon_only(struct __test_metadata *_metadata)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	const struct ktau_task_rec *r;
+	struct ktau_snap snap = { 0 };
+	__u64 mask, all = (1ull << KTAU_NR_GROUPS) - 1;
+	char *text;
+	int fd;
+
+	data[CAP_PERFMON / 32].permitted = 1u << (CAP_PERFMON % 32);
+	data[CAP_PERFMON / 32].effective = 1u << (CAP_PERFMON % 32);
+	ASSERT_EQ(0, syscall(SYS_capset, &hdr, data)) TH_LOG("capset: %s", strerror(errno));
+	text = ktau_slurp("/proc/self/status", NULL);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "CapEff:\t0000004000000000\n")) TH_LOG("not CAP_PERFMON only");
+	free(text);
+
+	text = ktau_slurp("/proc/ktau/aggregate", NULL);
+	EXPECT_NE(NULL, text) TH_LOG("aggregate: %s", strerror(errno));
+	free(text);
+	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ktau_snap(fd, &snap, KTAU_SNAP_AGGREGATE, NULL, 0))
+		TH_LOG("KTAU_SNAP_AGGREGATE: %s", strerror(errno));
+	r = ktau_snap_next(&snap, NULL);
+	ASSERT_NE(NULL, r);
+	EXPECT_TRUE(r->flags & KTAU_REC_AGGREGATE);
+	mask = all & ~(1ull << KTAU_GROUP_SIGNAL);
+	EXPECT_EQ(0, ioctl(fd, KTAU_IOC_SET_GROUPS, &mask)) TH_LOG("%s", strerror(errno));
+	mask = 0;
+	EXPECT_EQ(0, ioctl(fd, KTAU_IOC_GET_GROUPS, &mask));
+	EXPECT_EQ(all & ~(1ull << KTAU_GROUP_SIGNAL), mask);
+	EXPECT_EQ(0, ioctl(fd, KTAU_IOC_SET_GROUPS, &all));
+	close(fd);
+	ktau_snap_free(&snap);
+
+	expect_open_denied(_metadata, KTAU_CONTROL_PATH, O_WRONLY);
+	expect_read_denied(_metadata, "/proc/1/ktau");
+}
+
+TEST_F_TIMEOUT(perm, perfmon_only_reads_aggregate_and_controls, 10)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stderr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* Keep the permitted set across the switch to the user. */
+		ASSERT_EQ(0, prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
+		ASSERT_EQ(0, setgroups(0, NULL));
+		ASSERT_EQ(0, setresgid(USER_ID, USER_ID, USER_ID));
+		ASSERT_EQ(0, setresuid(USER_ID, USER_ID, USER_ID));
+		ASSERT_EQ(0, prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
+		perfmon_only(_metadata);
+		_exit(_metadata->exit_code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child died of signal %d", WTERMSIG(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	EXPECT_TRUE(ktau_all_groups_on());
 }
 
 TEST_F_TIMEOUT(perm, user_sees_no_kernel_address, 10)
