@@ -5,6 +5,7 @@
 #   NAME   ktau     guest base + KTAU
 #          noktau   guest base, CONFIG_KTAU=n
 #          static   like ktau, used only for W=1/sparse runs over kernel/ktau
+#          debug    like ktau, plus KASAN, lockdep, UBSAN, kmemleak, ...
 # The build directory is $KTAU_BUILD/NAME; bzImage is in arch/x86/boot/.
 . "$(dirname "$0")/lib.sh"
 
@@ -13,7 +14,8 @@ shift
 case $name in
 ktau|static) frags="ktau-guest.config ktau.config" ;;
 noktau) frags="ktau-guest.config" ;;
-*) die "unknown kernel '$name' (ktau noktau static)" ;;
+debug) frags="ktau-guest.config ktau.config ktau-debug.config" ;;
+*) die "unknown kernel '$name' (ktau noktau static debug)" ;;
 esac
 [ $# -gt 0 ] || set -- bzImage modules
 

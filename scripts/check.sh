@@ -255,6 +255,24 @@ else
 	[ $kernel_ok = 1 ] && { tail -n 20 "$R/image.log"; }
 	result FAIL "guest: image built and booted" "kernel or image build failed; see $R/image.log"
 fi
+# The same tests on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, list
+# and object debugging, SLUB debugging): any report fails the run.
+step "debug kernel"
+if "$KTAU_TOP/scripts/build-kernel.sh" debug; then
+	result PASS "build: debug kernel (KASAN, lockdep, UBSAN, kmemleak)"
+	"$KTAU_TOP/scripts/boot.sh" --kernel debug --mode check --timeout "${KTAU_GUEST_TIMEOUT:-1800}" \
+		--append ktaudebug=1 --out "$KTAU_OUT/guest-run/debug" 2>>"$R/boot.log"
+	brc=$?
+	count_ktap "$KTAU_OUT/guest-run/debug/results.log" "debug: "
+	case $brc in
+	0) result PASS "debug: finished, console clean" ;;
+	1) result FAIL "debug: finished, console clean" "see $KTAU_OUT/guest-run/debug/console.log" ;;
+	*) result FAIL "debug: finished, console clean" "did not finish; see $KTAU_OUT/guest-run/debug/console.log" ;;
+	esac
+else
+	result FAIL "build: debug kernel (KASAN, lockdep, UBSAN, kmemleak)" "see $KTAU_OUT/logs/kernel-debug.log"
+fi
+
 if [ -f "$KTAU_BUILD/noktau/arch/x86/boot/bzImage" ] && [ -f "$KTAU_OUT/guest/initramfs.cpio.gz" ]; then
 	if "$KTAU_TOP/scripts/boot.sh" --kernel noktau --mode boot --timeout 300 \
 		--out "$KTAU_OUT/guest-run/noktau" 2>>"$R/boot.log" &&

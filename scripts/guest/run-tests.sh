@@ -23,6 +23,28 @@ if [ -d /ktau/tests ]; then
 		[ $r -eq 0 ] || rc=1
 	done
 fi
+# Debug kernels: a kmemleak scan after everything, which must find nothing
+# (two scans: an object must look unreferenced twice to be reported).
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo "# ktau-selftest-begin kmemleak"
+	echo "TAP version 13"
+	echo "1..1"
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 1
+	echo scan >/sys/kernel/debug/kmemleak
+	leaks=$(cat /sys/kernel/debug/kmemleak)
+	if [ -z "$leaks" ]; then
+		echo "ok 1 kmemleak_finds_nothing"
+		r=0
+	else
+		echo "$leaks" | sed 's/^/# /'
+		echo "not ok 1 kmemleak_finds_nothing"
+		r=1
+	fi
+	echo "# ktau-selftest-end kmemleak rc=$r"
+	[ $r -eq 0 ] || rc=1
+fi
 # Console messages the host scans: make sure every printk is out.
 dmesg >/dev/null
 exit $rc

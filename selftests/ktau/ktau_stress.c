@@ -19,6 +19,13 @@
 
 #define N_WORKERS	4
 #define STRESS_NS	(4 * KTAU_NSEC_PER_SEC)
+/*
+ * At least this much work, however slow the kernel (debug kernels are
+ * several times slower), within HARD_NS.
+ */
+#define MIN_ROUNDS	3
+#define MIN_CHILDREN	20
+#define HARD_NS		(45 * KTAU_NSEC_PER_SEC)
 #define MAX_CHILDREN	2000
 #define CHILD_CALLS	5
 
@@ -44,6 +51,7 @@ struct reader {
 	int fd;
 	pid_t pid;
 	__u64 deadline;
+	__u64 hard_deadline;
 	unsigned long rounds;
 	unsigned long views;
 	unsigned long errors;
@@ -158,7 +166,8 @@ static void *reader_fn(void *arg)
 	DIR *d;
 	int ret;
 
-	while (ktau_now_ns() < rd->deadline) {
+	while (ktau_now_ns() < rd->deadline ||
+	       (rd->rounds < MIN_ROUNDS && ktau_now_ns() < rd->hard_deadline)) {
 		rd->rounds++;
 		ret = ktau_funcs_load(&fs);
 		rd->views++;
@@ -243,10 +252,12 @@ TEST_F_TIMEOUT(stress, readers_workers_and_forks, 60)
 	rd.fd = self->fd;
 	rd.pid = getpid();
 	rd.deadline = ktau_now_ns() + STRESS_NS;
+	rd.hard_deadline = rd.deadline - STRESS_NS + HARD_NS;
 	ASSERT_EQ(0, pthread_create(&rd.th, NULL, reader_fn, &rd));
 
 	/* Short-lived children until the reader is done. */
-	while (ktau_now_ns() < rd.deadline && nchildren < MAX_CHILDREN) {
+	while ((ktau_now_ns() < rd.deadline || nchildren < MIN_CHILDREN) &&
+	       nchildren < MAX_CHILDREN && ktau_now_ns() < rd.hard_deadline) {
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
@@ -292,8 +303,8 @@ TEST_F_TIMEOUT(stress, readers_workers_and_forks, 60)
 	TH_LOG("%lu rounds, %lu views read, %lu children, %zu (thread, ID) pairs tracked",
 	       rd.rounds, rd.views, nchildren, rd.nseen);
 	EXPECT_EQ(0, rd.errors) TH_LOG("first of %lu errors: %s", rd.errors, rd.first_error);
-	EXPECT_LE(3, rd.rounds);
-	EXPECT_LE(20, nchildren);
+	EXPECT_LE(MIN_ROUNDS, rd.rounds);
+	EXPECT_LE(MIN_CHILDREN, nchildren);
 	free(rd.seen);
 	ktau_snap_free(&rd.s);
 }
