@@ -233,7 +233,8 @@ if [ $kernel_ok = 1 ] && "$KTAU_TOP/scripts/build-image.sh" ktau >"$R/image.log"
 		[ -f "$a" ] || continue
 		x=${a%.b64}
 		mkdir -p "$x"
-		if ! base64 -d "$a" | tar xzf - -C "$x"; then
+		# The serial line turns "\n" into "\r\n".
+		if ! tr -d '\r' <"$a" | base64 -d | tar xzf - -C "$x"; then
 			result FAIL "taucheck: guest archive ${a##*/} unpacks"
 			continue
 		fi

@@ -504,8 +504,8 @@ struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
 EXPORT_SYMBOL_GPL(__ktau_slot_slow);
 
 /* System call @nr's first use: its slot by hashing, then remembered. */
-static noinline struct ktau_slot *ktau_sysslot_slow(struct ktau_task *kt,
-						     unsigned int nr)
+static noinline struct ktau_slot *
+ktau_sysslot_slow(struct ktau_task *kt, unsigned int nr)
 {
 	u32 id = KTAU_ID_SYSCALL_BASE + nr;
 	struct ktau_slot *s = &kt->slots[id & kt->mask];
