@@ -557,8 +557,12 @@ void __ktau_syscall_exit(void)
 	kt->depth = 0;
 }
 
-/* After signal delivery: close its frame, if ktau_signal_enter() opened one. */
-void __ktau_signal_exit(void)
+/*
+ * Close the frame on top if it is @group's. For exits whose entry may not
+ * have happened: a task's first run (it never entered the scheduler), a
+ * return to user space that delivered no signal.
+ */
+static void ktau_stop_if_top(unsigned int group)
 {
 	struct ktau_task *kt = current->ktau;
 	unsigned long flags;
@@ -568,10 +572,16 @@ void __ktau_signal_exit(void)
 		return;
 	local_irq_save(flags);
 	d = kt->depth;
-	if (d && d <= KTAU_STACK_DEPTH &&
-	    KTAU_TAG_GROUP(kt->stack[d - 1].tag) == KTAU_GROUP_SIGNAL)
-		__ktau_pop(kt, KTAU_GROUP_SIGNAL);
+	if (d && (d > KTAU_STACK_DEPTH ||
+		  KTAU_TAG_GROUP(kt->stack[d - 1].tag) == group))
+		__ktau_pop(kt, group);
 	local_irq_restore(flags);
+}
+
+/* After signal delivery: close its frame, if ktau_signal_enter() opened one. */
+void __ktau_signal_exit(void)
+{
+	ktau_stop_if_top(KTAU_GROUP_SIGNAL);
 }
 
 void __ktau_start(unsigned int group, unsigned int id)
@@ -691,17 +701,5 @@ void __ktau_sched_out(bool blocked)
 /* The end of __schedule(): the task runs again. */
 void __ktau_sched_in(void)
 {
-	struct ktau_task *kt = current->ktau;
-	unsigned long flags;
-	unsigned int d;
-
-	if (unlikely(!kt))
-		return;
-	local_irq_save(flags);
-	d = kt->depth;
-	/* A task new to the CPU, or one that left with the group off. */
-	if (d && (d > KTAU_STACK_DEPTH ||
-		  KTAU_TAG_GROUP(kt->stack[d - 1].tag) == KTAU_GROUP_SCHED))
-		__ktau_pop(kt, KTAU_GROUP_SCHED);
-	local_irq_restore(flags);
+	ktau_stop_if_top(KTAU_GROUP_SCHED);
 }

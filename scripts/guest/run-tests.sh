@@ -1,19 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs every selftest binary in /ktau/selftests and every tool test in
 # /ktau/tests; the host parses the KTAP.
-cd /ktau/selftests || exit 1
 rc=0
-for t in *; do
-	[ -x "$t" ] || continue
-	echo "# ktau-selftest-begin $t"
-	./"$t"
-	r=$?
-	echo "# ktau-selftest-end $t rc=$r"
-	[ $r -eq 0 ] || rc=1
-done
-# Tests of the tools (tools/ktau/tests/guest), also KTAP.
-if [ -d /ktau/tests ]; then
-	cd /ktau/tests || exit 1
+# Every executable in a directory, each between markers with its status.
+run_dir() {
+	cd "$1" || { rc=1; return; }
 	for t in *; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
 		echo "# ktau-selftest-begin $t"
@@ -22,7 +13,10 @@ if [ -d /ktau/tests ]; then
 		echo "# ktau-selftest-end $t rc=$r"
 		[ $r -eq 0 ] || rc=1
 	done
-fi
+}
+run_dir /ktau/selftests
+# Tests of the tools (tools/ktau/tests/guest), also KTAP.
+[ -d /ktau/tests ] && run_dir /ktau/tests
 # Debug kernels: a kmemleak scan after everything, which must find nothing
 # (two scans: an object must look unreferenced twice to be reported).
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
