@@ -35,10 +35,16 @@ FIXTURE_TEARDOWN(perm)
 {
 }
 
-static void become_user(struct __test_metadata *_metadata)
+/*
+ * @keep_permitted: keep the permitted capabilities across the switch, for
+ * a caller that then raises some of them (the effective set is empty).
+ */
+static void become_user(struct __test_metadata *_metadata, bool keep_permitted)
 {
 	char *status, *cap;
 
+	if (keep_permitted)
+		ASSERT_EQ(0, prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
 	ASSERT_EQ(0, setgroups(0, NULL));
 	ASSERT_EQ(0, setresgid(USER_ID, USER_ID, USER_ID));
 	ASSERT_EQ(0, setresuid(USER_ID, USER_ID, USER_ID));
@@ -54,8 +60,8 @@ static void become_user(struct __test_metadata *_metadata)
 }
 
 /* Run fn as the user in a child; its failures are the test's. */
-static void run_as_user(struct __test_metadata *_metadata,
-			void (*fn)(struct __test_metadata *_metadata))
+static void run_as(struct __test_metadata *_metadata, bool keep_permitted,
+		   void (*fn)(struct __test_metadata *_metadata))
 {
 	int status;
 	pid_t pid;
@@ -64,13 +70,19 @@ static void run_as_user(struct __test_metadata *_metadata,
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		become_user(_metadata);
+		become_user(_metadata, keep_permitted);
 		fn(_metadata);
 		_exit(_metadata->exit_code);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child died of signal %d", WTERMSIG(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
+}
+
+static void run_as_user(struct __test_metadata *_metadata,
+			void (*fn)(struct __test_metadata *_metadata))
+{
+	run_as(_metadata, false, fn);
 }
 
 /* Opening path fails with EACCES or EPERM. */
@@ -357,25 +369,7 @@ static void perfmon_only(struct __test_metadata *_metadata)
 
 TEST_F_TIMEOUT(perm, perfmon_only_reads_aggregate_and_controls, 10)
 {
-	int status;
-	pid_t pid;
-
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		/* Keep the permitted set across the switch to the user. */
-		ASSERT_EQ(0, prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
-		ASSERT_EQ(0, setgroups(0, NULL));
-		ASSERT_EQ(0, setresgid(USER_ID, USER_ID, USER_ID));
-		ASSERT_EQ(0, setresuid(USER_ID, USER_ID, USER_ID));
-		ASSERT_EQ(0, prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
-		perfmon_only(_metadata);
-		_exit(_metadata->exit_code);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child died of signal %d", WTERMSIG(status));
-	ASSERT_EQ(0, WEXITSTATUS(status));
+	run_as(_metadata, true, perfmon_only);
 	EXPECT_TRUE(ktau_all_groups_on());
 }
 
