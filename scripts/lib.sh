@@ -22,6 +22,8 @@ KTAU_SRC=$KTAU_CACHE/src
 KTAU_BUILD=$KTAU_CACHE/build
 KTAU_JOBS=${KTAU_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$KTAU_CACHE/ccache}
+# Every script writes its logs here; a fresh clone has no out/ yet.
+mkdir -p "$KTAU_OUT/logs"
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 # Kernel builds must not depend on the build time or host, so that ccache hits.
 export KBUILD_BUILD_TIMESTAMP=${KBUILD_BUILD_TIMESTAMP:-2024-11-17}
