@@ -23,6 +23,7 @@ struct pid;
 #ifdef CONFIG_KTAU
 
 #include <linux/jump_label.h>
+#include <linux/jump_label_ratelimit.h>
 #include <linux/percpu.h>
 #include <asm/local64.h>
 #include <linux/sched.h>
@@ -67,6 +68,7 @@ struct ktau_slot {
 };
 
 struct ktau_collector;
+struct ktau_sampler;
 
 /*
  * A task's profile. Written only by the task itself, on its CPU, with
@@ -81,6 +83,9 @@ struct ktau_task {
 	u64 unmatched;
 	unsigned long flags;
 	struct ktau_collector *collector;
+	struct ktau_shared *shared;	/* the task's shared page, mapped */
+	struct page *shared_page;	/* pinned while registered */
+	struct ktau_sampler __rcu *sample;	/* overflow sampling, or NULL */
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*
@@ -94,6 +99,9 @@ struct ktau_task {
 extern struct static_key_true ktau_keys[KTAU_NR_GROUPS];
 
 #define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
+
+/* On while any task has a shared page registered. */
+extern struct static_key_false_deferred ktau_shared_key;
 
 /*
  * The clock: the TSC on x86, converted to nanoseconds only when a profile
@@ -122,6 +130,9 @@ void __ktau_irq_exit(void);
 void __ktau_irq_desc(struct irq_desc *desc);
 void __ktau_sched_out(bool blocked);
 void __ktau_sched_in(void);
+void __ktau_shared_add(struct ktau_task *kt, struct ktau_slot *s,
+		       unsigned int group, u64 incl, u64 excl, bool recursive);
+void ktau_exec(void);
 
 /* Dynamic function IDs, for modules and run-time probes. */
 int ktau_register_point(const char *name, unsigned int group);
@@ -150,6 +161,16 @@ static __always_inline u32 ktau_frame_id(u64 tag, unsigned int group)
 		return KTAU_ID_SYSCALL_BASE + tag;
 	return tag == KTAU_TAG_SYSCALL_COMPAT ? KTAU_ID_SYSCALL_COMPAT :
 						 KTAU_ID_SYSCALL_BAD;
+}
+
+/* Add a routine that ended to the task's shared page, if it has one. */
+static __always_inline void ktau_shared_pop(struct ktau_task *kt,
+					    struct ktau_slot *s,
+					    unsigned int group, u64 incl,
+					    u64 excl, bool recursive)
+{
+	if (static_branch_unlikely(&ktau_shared_key.key) && kt->shared)
+		__ktau_shared_add(kt, s, group, incl, excl, recursive);
 }
 
 /*
@@ -193,6 +214,8 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	kt->depth = d;
 	if (d)
 		kt->stack[d - 1].child += incl;
+	ktau_shared_pop(kt, s, group, incl, incl - f->child,
+			tag & KTAU_TAG_RECURSIVE);
 }
 
 /*
@@ -354,6 +377,7 @@ static inline int ktau_tsk_init(struct task_struct *tsk)
 
 static inline void ktau_tsk_free(struct task_struct *tsk) { }
 static inline void ktau_exit(struct task_struct *tsk) { }
+static inline void ktau_exec(void) { }
 static inline void ktau_syscall_enter(long nr) { }
 static inline void ktau_syscall_exit(void) { }
 static inline void ktau_irq_enter(void) { }

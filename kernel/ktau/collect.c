@@ -71,7 +71,7 @@ static bool ktau_collect_allowed(struct ktau_collector *c)
 void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 {
 	struct ktau_collector *c = kt->collector;
-	unsigned int max = kt->mask + 1, n;
+	unsigned int max = kt->mask + 1 + KTAU_SAMPLE_EXTRA, n;
 	struct ktau_queued *q;
 	struct ktau_conv cv;
 	size_t size;

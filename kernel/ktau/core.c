@@ -285,23 +285,27 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 {
 	unsigned int i, n = 0;
 
+	rcu_read_lock();
 	for (i = 0; i <= kt->mask && n < max; i++) {
 		struct ktau_slot *s = &kt->slots[i];
-		u32 id = READ_ONCE(s->id);
+		u32 id = READ_ONCE(s->id), samples;
 		struct ktau_sum v;
 
 		if (id == KTAU_ID_NONE)
 			continue;
 		ktau_slot_read(s, &v);
-		if (!v.count)
+		samples = ktau_sample_count(kt, id);
+		if (!v.count && !samples)
 			continue;
 		out[n].id = id;
-		out[n].reserved = 0;
+		out[n].samples = samples;
 		out[n].count = v.count;
 		out[n].incl_ns = ktau_to_ns(cv, v.incl);
 		out[n].excl_ns = ktau_to_ns(cv, v.excl);
 		n++;
 	}
+	n = ktau_sample_entries(kt, out, n, max);
+	rcu_read_unlock();
 	return n;
 }
 
@@ -317,7 +321,7 @@ unsigned int ktau_totals_entries(const struct ktau_totals *tot,
 		if (!s->count)
 			continue;
 		out[n].id = id;
-		out[n].reserved = 0;
+		out[n].samples = 0;
 		out[n].count = s->count;
 		out[n].incl_ns = ktau_to_ns(cv, s->incl);
 		out[n].excl_ns = ktau_to_ns(cv, s->excl);
@@ -367,10 +371,14 @@ void ktau_exit(struct task_struct *tsk)
 	unsigned long flags;
 	unsigned int i;
 
-	if (!kt || !ktau_exited)
+	if (!kt)
 		return;
+	ktau_shared_release(kt);
 	if (kt->collector)
 		ktau_collect_exit(tsk, kt);
+	ktau_sample_release(tsk);
+	if (!ktau_exited)
+		return;
 
 	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
 	for (i = 0; i <= kt->mask; i++) {
@@ -555,6 +563,7 @@ void __ktau_syscall_exit(void)
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
 	kt->depth = 0;
+	ktau_shared_pop(kt, s, KTAU_GROUP_SYSCALL, incl, incl - f->child, false);
 }
 
 /*

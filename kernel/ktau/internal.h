@@ -95,6 +95,49 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_collector_get(struct ktau_collector *c);
 void ktau_collector_put(struct ktau_collector *c);
 
+/* Shared pages. */
+long ktau_shared_register(const struct ktau_shared_reg __user *ureg);
+long ktau_shared_unregister(void);
+void ktau_shared_release(struct ktau_task *kt);
+
+/* Sampling. Room for entries with samples and no slot (user_mode...). */
+#define KTAU_SAMPLE_EXTRA	8
+
+#ifdef CONFIG_PERF_EVENTS
+long ktau_sample_start(const struct ktau_sample_attr __user *uattr);
+long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
+		      bool stop);
+void ktau_sample_release(struct task_struct *t);
+u32 ktau_sample_count(struct ktau_task *kt, u32 id);
+unsigned int ktau_sample_entries(struct ktau_task *kt, struct ktau_entry *out,
+				 unsigned int n, unsigned int max);
+#else
+static inline long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline long ktau_sample_read(struct file *file,
+				    struct ktau_sample_read __user *ureq,
+				    bool stop)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void ktau_sample_release(struct task_struct *t) { }
+static inline u32 ktau_sample_count(struct ktau_task *kt, u32 id)
+{
+	return 0;
+}
+
+static inline unsigned int ktau_sample_entries(struct ktau_task *kt,
+					       struct ktau_entry *out,
+					       unsigned int n, unsigned int max)
+{
+	return n;
+}
+#endif
+
 /* /proc/ktau */
 bool ktau_capable(void);
 extern const struct proc_ops ktau_collect_ops;

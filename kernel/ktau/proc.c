@@ -99,11 +99,12 @@ int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
 		   task_tgid_nr_ns(task, ns), comm);
 	if (!kt)
 		return 0;
-	e = kvmalloc_array(kt->mask + 1, sizeof(*e), GFP_KERNEL);
+	e = kvmalloc_array(kt->mask + 1 + KTAU_SAMPLE_EXTRA, sizeof(*e),
+			   GFP_KERNEL);
 	if (!e)
 		return -ENOMEM;
 	ktau_conv_get(&cv);
-	n = ktau_copy_entries(kt, e, kt->mask + 1, &cv);
+	n = ktau_copy_entries(kt, e, kt->mask + 1 + KTAU_SAMPLE_EXTRA, &cv);
 	ktau_show_overflows(m, READ_ONCE(kt->stack_overflows),
 			    READ_ONCE(kt->table_overflows),
 			    READ_ONCE(kt->unmatched));
@@ -535,6 +536,16 @@ static long ktau_profiles_ioctl(struct file *file, unsigned int cmd,
 	case KTAU_IOC_SET_GROUPS:
 	case KTAU_IOC_RESET:
 		return ktau_control_ioctl(cmd, arg);
+	case KTAU_IOC_SHARED_REGISTER:
+		return ktau_shared_register((const void __user *)arg);
+	case KTAU_IOC_SHARED_UNREGISTER:
+		return ktau_shared_unregister();
+	case KTAU_IOC_SAMPLE_START:
+		return ktau_sample_start((const void __user *)arg);
+	case KTAU_IOC_SAMPLE_READ:
+		return ktau_sample_read(file, (void __user *)arg, false);
+	case KTAU_IOC_SAMPLE_STOP:
+		return ktau_sample_read(file, (void __user *)arg, true);
 	}
 	return -ENOTTY;
 }

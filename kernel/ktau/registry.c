@@ -156,6 +156,8 @@ int __init ktau_registry_init(void)
 	ktau_set(funcs, KTAU_ID_SIGNAL, "signal_delivery", KTAU_GROUP_SIGNAL);
 	ktau_set(funcs, KTAU_ID_SYSCALL_BAD, "syscall_invalid", KTAU_GROUP_SYSCALL);
 	ktau_set(funcs, KTAU_ID_SYSCALL_COMPAT, "syscall_compat", KTAU_GROUP_SYSCALL);
+	ktau_set(funcs, KTAU_ID_USER, "user_mode", KTAU_GROUP_DYNAMIC);
+	ktau_set(funcs, KTAU_ID_KERNEL, "kernel_other", KTAU_GROUP_DYNAMIC);
 	for (i = 0; i < NR_SOFTIRQS; i++) {
 		snprintf(name, sizeof(name), "softirq_%s", softirq_to_name[i]);
 		ktau_set(funcs, KTAU_ID_SOFTIRQ_BASE + i, name, KTAU_GROUP_SOFTIRQ);

@@ -2,11 +2,14 @@
 # Runs every selftest binary in /ktau/selftests and every tool test in
 # /ktau/tests; the host parses the KTAP.
 rc=0
+# ktautests=a,b on the kernel command line runs only those (development).
+only=$(sed -n 's/.*ktautests=\([^ ]*\).*/\1/p' /proc/cmdline)
 # Every executable in a directory, each between markers with its status.
 run_dir() {
 	cd "$1" || { rc=1; return; }
 	for t in *; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
+		case ",$only," in ",,"|*",$t,"*) ;; *) continue ;; esac
 		echo "# ktau-selftest-begin $t"
 		./"$t"
 		r=$?

@@ -530,9 +530,10 @@ static inline int ktau_recs_check(const char *buf, size_t len, __u32 *nrecs)
 		}
 		e = ktau_rec_entries(r);
 		for (i = 0; i < r->nentries; i++) {
-			if (!e[i].id || e[i].reserved || e[i].incl_ns < e[i].excl_ns) {
-				ktau_log("tid %d id %u: reserved %u count %llu incl %llu excl %llu",
-					 r->tid, e[i].id, e[i].reserved, e[i].count,
+			if (!e[i].id || (!e[i].count && !e[i].samples) ||
+			    e[i].incl_ns < e[i].excl_ns) {
+				ktau_log("tid %d id %u: samples %u count %llu incl %llu excl %llu",
+					 r->tid, e[i].id, e[i].samples, e[i].count,
 					 e[i].incl_ns, e[i].excl_ns);
 				return -EBADMSG;
 			}

@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	0
+#define KTAU_ABI_VERSION_MINOR	1
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -47,13 +47,16 @@
 #define KTAU_ID_SIGNAL		7	/* "signal_delivery" */
 #define KTAU_ID_SYSCALL_BAD	8	/* "syscall_invalid": number out of range */
 #define KTAU_ID_SYSCALL_COMPAT	9	/* "syscall_compat": a 32-bit system call */
+#define KTAU_ID_USER		10	/* "user_mode": samples in user mode */
+#define KTAU_ID_KERNEL		11	/* "kernel_other": samples in the kernel */
+					/* outside any KTAU routine */
 #define KTAU_ID_SOFTIRQ_BASE	16	/* + softirq vector (TIMER = 1, ...) */
 #define KTAU_ID_SYSCALL_BASE	32	/* + system call number */
 
 /* One routine in a profile. */
 struct ktau_entry {
 	__u32 id;		/* function ID */
-	__u32 reserved;		/* zero */
+	__u32 samples;		/* samples taken in it (ABI 1.1; saturates) */
 	__u64 count;		/* completed calls */
 	__u64 incl_ns;		/* inclusive time */
 	__u64 excl_ns;		/* exclusive time: without nested routines */
@@ -152,5 +155,143 @@ struct ktau_collect_stats {
 #define KTAU_IOC_GET_GROUPS	_IOR(KTAU_IOC_MAGIC, 4, __u64)
 #define KTAU_IOC_SET_GROUPS	_IOW(KTAU_IOC_MAGIC, 5, __u64)
 #define KTAU_IOC_RESET		_IO(KTAU_IOC_MAGIC, 6)
+
+/*
+ * The shared page (ABI 1.1): a thread registers one page of its own memory
+ * with KTAU_IOC_SHARED_REGISTER on /proc/ktau/profiles, and from then on
+ * the kernel adds every kernel routine that ends in that thread to the
+ * page, so that the thread reads its kernel counters with plain loads:
+ *
+ *	do {
+ *		seq = READ_ONCE(page->seq);	(retry while odd)
+ *		rmb(); copy what is needed; rmb();
+ *	} while (seq & 1 || READ_ONCE(page->seq) != seq);
+ *
+ * seq changes (by two) with every update, so an unchanged seq also means
+ * that no kernel routine ended since the last read. The counters start
+ * at zero at registration and are not cleared by KTAU_IOC_RESET. Times
+ * are in clock units: ns = units * clock_mult >> clock_shift (a 128-bit
+ * product).
+ *
+ * groups[g] sums the routines of group g: count and excl exactly; incl
+ * without recursion, but routines of different groups nest (an interrupt
+ * in a system call is in both incls), so the kernel time of the thread
+ * is the sum of excl over the groups. entries[] has a routine's own
+ * totals; a routine with no free entry is counted in unlisted.
+ *
+ * The registration ends with KTAU_IOC_SHARED_UNREGISTER, exec and exit;
+ * it is not inherited: a new thread or process starts unregistered.
+ */
+#define KTAU_SHARED_GROUPS	8	/* >= KTAU_NR_GROUPS */
+#define KTAU_SHARED_ENTRIES	120
+
+struct ktau_shared_counts {
+	__u64 count;		/* completed routines */
+	__u64 incl;		/* inclusive time, clock units */
+	__u64 excl;		/* exclusive time, clock units */
+};
+
+struct ktau_shared_entry {
+	__u32 id;		/* function ID; KTAU_ID_NONE: unused */
+	__u32 group;		/* KTAU_GROUP_* */
+	__u64 count;
+	__u64 incl;
+	__u64 excl;
+};
+
+struct ktau_shared {
+	__u32 seq;		/* odd while the kernel updates the page */
+	__u32 size;		/* sizeof(struct ktau_shared) */
+	__u32 abi;		/* KTAU_ABI_VERSION_MAJOR << 16 | MINOR */
+	__u32 nentries;		/* KTAU_SHARED_ENTRIES */
+	__u32 clock_mult;	/* ns = units * clock_mult >> clock_shift */
+	__u32 clock_shift;
+	__s32 tid;		/* the thread, in its pid namespace */
+	__u32 reserved0;
+	__u64 updates;		/* routines ended since registration */
+	__u64 unlisted;		/* of which not in entries[] */
+	__u64 reserved[2];
+	struct ktau_shared_counts groups[KTAU_SHARED_GROUPS];
+	struct ktau_shared_entry entries[KTAU_SHARED_ENTRIES];
+};
+
+/* Argument of KTAU_IOC_SHARED_REGISTER. */
+struct ktau_shared_reg {
+	__u64 addr;		/* page-aligned, writable, of the caller */
+	__u32 size;		/* sizeof(struct ktau_shared) */
+	__u32 flags;		/* zero */
+};
+
+#define KTAU_IOC_SHARED_REGISTER	_IOW(KTAU_IOC_MAGIC, 7, struct ktau_shared_reg)
+#define KTAU_IOC_SHARED_UNREGISTER	_IO(KTAU_IOC_MAGIC, 8)
+
+/*
+ * Sampling (ABI 1.1). KTAU_IOC_SAMPLE_START on /proc/ktau/profiles creates
+ * a counter for one thread inside the kernel. At each overflow the kernel
+ * appends a struct ktau_sample to the thread's buffer, adds one to the
+ * samples of the KTAU routine in progress (KTAU_ID_USER in user mode),
+ * and every watermark samples sends the thread the signal signo, if any:
+ * watermark = capacity tells the thread once per bufferful, watermark 1
+ * at every overflow. KTAU_IOC_SAMPLE_READ drains the buffer. A full buffer
+ * counts new samples as lost, or with KTAU_SAMPLE_OVERWRITE replaces the
+ * oldest (and counts those as lost). Sampling ends with
+ * KTAU_IOC_SAMPLE_STOP, exec and exit of the thread.
+ */
+#define KTAU_SAMPLE_CPU_CLOCK		0	/* software, always there */
+#define KTAU_SAMPLE_TASK_CLOCK		1	/* software, always there */
+#define KTAU_SAMPLE_CYCLES		2	/* hardware, if the PMU has it */
+#define KTAU_SAMPLE_INSTRUCTIONS	3	/* hardware, if the PMU has it */
+#define KTAU_NR_SAMPLE_EVENTS		4
+
+#define KTAU_SAMPLE_FREQ	0x1	/* period is a frequency in Hz */
+#define KTAU_SAMPLE_NO_USER	0x2	/* do not sample in user mode */
+#define KTAU_SAMPLE_NO_KERNEL	0x4	/* do not sample in the kernel */
+#define KTAU_SAMPLE_OVERWRITE	0x8	/* full buffer: overwrite the oldest */
+#define KTAU_SAMPLE_FLAGS	0xf
+
+#define KTAU_SAMPLE_MAX_CAPACITY	(1U << 16)	/* samples per buffer */
+#define KTAU_SAMPLE_MAX_FREQ		100000		/* Hz */
+#define KTAU_SAMPLE_MIN_CLOCK_NS	10000		/* clock events' period */
+
+struct ktau_sample_attr {
+	__u32 size;		/* sizeof(struct ktau_sample_attr) */
+	__u32 flags;		/* KTAU_SAMPLE_* flags */
+	__s32 tid;		/* thread to sample; 0: the caller */
+	__u32 event;		/* KTAU_SAMPLE_CPU_CLOCK, ... */
+	__u64 period;		/* events per sample (ns for the clocks), */
+				/* or samples per second with _FREQ */
+	__u32 capacity;		/* samples in the buffer: a power of two */
+	__u32 watermark;	/* signal every this many; 0: never */
+	__s32 signo;		/* signal to send; 0: none */
+	__u32 reserved;		/* zero */
+};
+
+/* struct ktau_sample.flags */
+#define KTAU_SAMPLE_USER	0x1	/* taken in user mode */
+
+struct ktau_sample {
+	__u64 ip;		/* 0 for kernel addresses the reader may */
+				/* not see (kptr_restrict) */
+	__u64 time_ns;		/* CLOCK_MONOTONIC */
+	__u32 id;		/* KTAU routine in progress, or KTAU_ID_USER */
+	__u32 flags;		/* KTAU_SAMPLE_USER */
+};
+
+/* Argument of KTAU_IOC_SAMPLE_READ and KTAU_IOC_SAMPLE_STOP. */
+struct ktau_sample_read {
+	__u32 size;		/* in: sizeof(struct ktau_sample_read) */
+	__s32 tid;		/* in: the sampled thread; 0: the caller */
+	__u64 buf;		/* in: user pointer to struct ktau_sample[] */
+	__u32 max;		/* in: room in buf, in samples; 0: stats only */
+	__u32 nread;		/* out: samples written to buf */
+	__u64 taken;		/* out: overflows since the start */
+	__u64 lost;		/* out: samples dropped or overwritten */
+	__u64 signals;		/* out: signals sent */
+	__u64 buffered;		/* out: samples left in the buffer */
+};
+
+#define KTAU_IOC_SAMPLE_START	_IOW(KTAU_IOC_MAGIC, 9, struct ktau_sample_attr)
+#define KTAU_IOC_SAMPLE_READ	_IOWR(KTAU_IOC_MAGIC, 10, struct ktau_sample_read)
+#define KTAU_IOC_SAMPLE_STOP	_IOWR(KTAU_IOC_MAGIC, 11, struct ktau_sample_read)
 
 #endif /* _UAPI_LINUX_KTAU_H */

@@ -375,7 +375,7 @@ int ktau_decode(const void *buf, size_t len, struct ktau_snap **out)
 			t->nentries = rec.nentries;
 			for (i = 0; i < rec.nentries; i++) {
 				memcpy(&ent, ep + i * sizeof(ent), sizeof(ent));
-				if (!ent.id || ent.reserved || ent.incl_ns < ent.excl_ns)
+				if (!ent.id || ent.incl_ns < ent.excl_ns)
 					goto bad;
 				t->entries[i].id = ent.id;
 				t->entries[i].count = ent.count;

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU sampling: counter overflows buffered in the kernel.
+ *
+ * A thread, or a tool allowed to profile it, starts a counter for the
+ * thread inside the kernel (perf_event_create_kernel_counter()). At each
+ * overflow the handler below, in the thread's own context (an interrupt
+ * or an NMI that interrupted it), appends {ip, time, KTAU routine in
+ * progress} to the thread's buffer and counts the sample for that
+ * routine, so that profiles gain a samples figure per kernel routine. The
+ * thread is told by a signal every watermark samples, not at every
+ * overflow, unless it asks for that with a watermark of 1 (an interpreter
+ * that records its own state at each sample).
+ *
+ * The buffer is a single-producer ring: the handler writes at head, and
+ * readers, serialised by a mutex, copy out from tail. A full ring counts
+ * new samples as lost, or in overwrite mode lets the handler run over the
+ * oldest, which the reader then detects and counts as lost. The handler
+ * takes no lock and allocates nothing; signals go out through irq_work.
+ *
+ * Memory per sampled thread: the ring (24 bytes per sample, at most
+ * KTAU_SAMPLE_MAX_CAPACITY samples) and 8 KiB of per-routine counts.
+ */
+
+#include <linux/capability.h>
+#include <linux/irq_work.h>
+#include <linux/kallsyms.h>
+#include <linux/mm.h>
+#include <linux/perf_event.h>
+#include <linux/ptrace.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/security.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include "internal.h"
+
+/* Longest period: about 18 minutes of a clock, 10^12 hardware events. */
+#define KTAU_SAMPLE_MAX_PERIOD	BIT_ULL(40)
+
+struct ktau_sampler {
+	refcount_t ref;
+	struct rcu_head rcu;
+	struct perf_event *event;
+	struct task_struct *task;	/* holds a reference */
+	struct irq_work signal_work;
+	struct mutex read_lock;		/* readers; tail, overwritten */
+	int signo;
+	bool overwrite;
+	u32 mask;			/* capacity - 1 */
+	u32 watermark;
+	/* Written by the overflow handler only. */
+	u32 since_signal;
+	u64 head;
+	u64 taken;
+	u64 lost;
+	u64 signals;
+	/* Written by readers only. */
+	u64 tail;
+	u64 overwritten;
+	struct ktau_sample *ring;
+	u32 fn_samples[KTAU_MAX_IDS];
+};
+
+/*
+ * The KTAU routine the sampled thread is in. A clock event's overflow
+ * runs in the hrtimer interrupt, whose own frame is then on top: look
+ * under it. A hardware event's NMI pushes no frame.
+ */
+static u32 ktau_sample_id(struct ktau_task *kt, struct pt_regs *regs)
+{
+	unsigned int d;
+	u64 tag;
+
+	if (user_mode(regs))
+		return KTAU_ID_USER;
+	if (!kt)
+		return KTAU_ID_KERNEL;
+	d = READ_ONCE(kt->depth);
+	if (d && !in_nmi() && in_hardirq() && d <= KTAU_STACK_DEPTH &&
+	    KTAU_TAG_GROUP(READ_ONCE(kt->stack[d - 1].tag)) == KTAU_GROUP_IRQ)
+		d--;
+	if (!d)
+		return KTAU_ID_KERNEL;
+	if (d > KTAU_STACK_DEPTH)
+		return KTAU_ID_OTHER;
+	tag = READ_ONCE(kt->stack[d - 1].tag);
+	return ktau_frame_id(tag, KTAU_TAG_GROUP(tag));
+}
+
+static void ktau_sample_overflow(struct perf_event *event,
+				 struct perf_sample_data *data,
+				 struct pt_regs *regs)
+{
+	struct ktau_sampler *sp = event->overflow_handler_context;
+	u32 id = ktau_sample_id(current->ktau, regs);
+	struct ktau_sample *s;
+	u64 h = sp->head;
+
+	sp->taken++;
+	if (id < KTAU_MAX_IDS && sp->fn_samples[id] != U32_MAX)
+		sp->fn_samples[id]++;
+	/* Acquire: a reader's copy of a slot is done before it is reused. */
+	if (h - smp_load_acquire(&sp->tail) > sp->mask && !sp->overwrite) {
+		sp->lost++;
+	} else {
+		s = &sp->ring[h & sp->mask];
+		s->ip = instruction_pointer(regs);
+		s->time_ns = ktime_get_mono_fast_ns();
+		s->id = id;
+		s->flags = user_mode(regs) ? KTAU_SAMPLE_USER : 0;
+		/* The sample before head moves on, pairs with the reader. */
+		smp_store_release(&sp->head, h + 1);
+	}
+	if (sp->watermark && ++sp->since_signal >= sp->watermark) {
+		sp->since_signal = 0;
+		sp->signals++;
+		irq_work_queue(&sp->signal_work);
+	}
+}
+
+static void ktau_sample_signal(struct irq_work *work)
+{
+	struct ktau_sampler *sp = container_of(work, struct ktau_sampler,
+					       signal_work);
+
+	send_sig(sp->signo, sp->task, 1);
+}
+
+static void ktau_sampler_free_rcu(struct rcu_head *rcu)
+{
+	struct ktau_sampler *sp = container_of(rcu, struct ktau_sampler, rcu);
+
+	kvfree(sp->ring);
+	kvfree(sp);
+}
+
+static void ktau_sampler_put(struct ktau_sampler *sp)
+{
+	if (!refcount_dec_and_test(&sp->ref))
+		return;
+	put_task_struct(sp->task);
+	/* Snapshots read fn_samples under RCU. */
+	call_rcu(&sp->rcu, ktau_sampler_free_rcu);
+}
+
+/* Stop the counter; the buffer stays for readers holding a reference. */
+static void ktau_sampler_stop(struct ktau_sampler *sp)
+{
+	perf_event_release_kernel(sp->event);
+	irq_work_sync(&sp->signal_work);
+	ktau_sampler_put(sp);
+}
+
+/* Detach @t's sampler, if it has one; the caller stops it. */
+static struct ktau_sampler *ktau_sampler_detach(struct task_struct *t)
+{
+	struct ktau_task *kt = t->ktau;
+	struct ktau_sampler *sp;
+
+	if (!kt)
+		return NULL;
+	task_lock(t);
+	sp = rcu_dereference_protected(kt->sample, lockdep_is_held(&t->alloc_lock));
+	RCU_INIT_POINTER(kt->sample, NULL);
+	task_unlock(t);
+	return sp;
+}
+
+/* Exit and exec: sampling of the thread ends. */
+void ktau_sample_release(struct task_struct *t)
+{
+	struct ktau_sampler *sp = ktau_sampler_detach(t);
+
+	if (sp)
+		ktau_sampler_stop(sp);
+}
+
+/* @t's sampler with a reference, or NULL. */
+static struct ktau_sampler *ktau_sampler_get(struct task_struct *t)
+{
+	struct ktau_task *kt = t->ktau;
+	struct ktau_sampler *sp;
+
+	if (!kt)
+		return NULL;
+	rcu_read_lock();
+	sp = rcu_dereference(kt->sample);
+	if (sp && !refcount_inc_not_zero(&sp->ref))
+		sp = NULL;
+	rcu_read_unlock();
+	return sp;
+}
+
+/* Samples of @id in @kt's thread, for profiles; caller in an RCU section. */
+u32 ktau_sample_count(struct ktau_task *kt, u32 id)
+{
+	struct ktau_sampler *sp = rcu_dereference(kt->sample);
+
+	return sp && id < KTAU_MAX_IDS ? READ_ONCE(sp->fn_samples[id]) : 0;
+}
+
+/*
+ * Add entries for routines that have samples but no calls yet (a first
+ * system call still in progress, user mode): @out has room for @max,
+ * @n are used. Caller in an RCU section.
+ */
+unsigned int ktau_sample_entries(struct ktau_task *kt, struct ktau_entry *out,
+				 unsigned int n, unsigned int max)
+{
+	struct ktau_sampler *sp = rcu_dereference(kt->sample);
+	unsigned int id, i;
+
+	if (!sp)
+		return n;
+	for (id = 1; id < KTAU_MAX_IDS && n < max; id++) {
+		u32 c = READ_ONCE(sp->fn_samples[id]);
+
+		if (!c)
+			continue;
+		for (i = 0; i < n && out[i].id != id; i++)
+			;
+		if (i < n)
+			continue;
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].id = id;
+		out[n].samples = c;
+		n++;
+	}
+	return n;
+}
+
+/* perf_event_open()'s rules for a counter on @t with @attr. */
+static int ktau_sample_allowed(struct task_struct *t, struct perf_event_attr *attr)
+{
+	int ret;
+
+	if (perf_paranoid_any() && !capable(CAP_SYS_ADMIN))
+		return -EACCES;
+	ret = security_perf_event_open(PERF_SECURITY_OPEN);
+	if (ret)
+		return ret;
+	if (!attr->exclude_kernel) {
+		ret = perf_allow_kernel();
+		if (ret)
+			return ret;
+	}
+	if (t != current && !perfmon_capable() &&
+	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
+		return -EACCES;
+	return 0;
+}
+
+static int ktau_sample_attr(const struct ktau_sample_attr *a,
+			    struct perf_event_attr *attr)
+{
+	static const struct {
+		u32 type;
+		u64 config;
+	} events[KTAU_NR_SAMPLE_EVENTS] = {
+		[KTAU_SAMPLE_CPU_CLOCK] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+		[KTAU_SAMPLE_TASK_CLOCK] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+		[KTAU_SAMPLE_CYCLES] = { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+		[KTAU_SAMPLE_INSTRUCTIONS] = { PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+	};
+	bool clock = a->event == KTAU_SAMPLE_CPU_CLOCK ||
+		     a->event == KTAU_SAMPLE_TASK_CLOCK;
+
+	if ((a->flags & ~KTAU_SAMPLE_FLAGS) || a->reserved ||
+	    a->event >= KTAU_NR_SAMPLE_EVENTS)
+		return -EINVAL;
+	if ((a->flags & KTAU_SAMPLE_NO_USER) && (a->flags & KTAU_SAMPLE_NO_KERNEL))
+		return -EINVAL;
+	if (!a->period || a->period > KTAU_SAMPLE_MAX_PERIOD)
+		return -EINVAL;
+	if (a->flags & KTAU_SAMPLE_FREQ) {
+		if (a->period > KTAU_SAMPLE_MAX_FREQ)
+			return -EINVAL;
+	} else if (clock && a->period < KTAU_SAMPLE_MIN_CLOCK_NS) {
+		return -EINVAL;
+	}
+	if (!a->capacity || a->capacity > KTAU_SAMPLE_MAX_CAPACITY ||
+	    !is_power_of_2(a->capacity) || a->watermark > a->capacity)
+		return -EINVAL;
+	/* A signal needs a watermark and the reverse. */
+	if (!a->signo != !a->watermark)
+		return -EINVAL;
+	if (a->signo && (!valid_signal(a->signo) || a->signo == SIGKILL ||
+			 a->signo == SIGSTOP))
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = events[a->event].type;
+	attr->config = events[a->event].config;
+	attr->freq = !!(a->flags & KTAU_SAMPLE_FREQ);
+	if (attr->freq)
+		attr->sample_freq = a->period;
+	else
+		attr->sample_period = a->period;
+	attr->exclude_user = !!(a->flags & KTAU_SAMPLE_NO_USER);
+	attr->exclude_kernel = !!(a->flags & KTAU_SAMPLE_NO_KERNEL);
+	attr->exclude_hv = 1;
+	return 0;
+}
+
+/* KTAU_IOC_SAMPLE_START */
+long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
+{
+	struct perf_event_attr attr;
+	struct ktau_sample_attr a;
+	struct ktau_sampler *sp;
+	struct perf_event *event;
+	struct task_struct *t;
+	struct ktau_task *kt;
+	int ret;
+
+	if (copy_from_user(&a, uattr, sizeof(a)))
+		return -EFAULT;
+	if (a.size != sizeof(a))
+		return -EINVAL;
+	ret = ktau_sample_attr(&a, &attr);
+	if (ret)
+		return ret;
+
+	t = a.tid ? find_get_task_by_vpid(a.tid) : get_task_struct(current);
+	if (!t)
+		return -ESRCH;
+	kt = t->ktau;
+	ret = -EINVAL;
+	if (!kt || (t->flags & PF_KTHREAD))
+		goto out_task;
+	ret = -EBUSY;
+	if (rcu_access_pointer(kt->sample))
+		goto out_task;
+
+	/* Hold off exec, which changes the credentials the check uses. */
+	ret = down_read_interruptible(&t->signal->exec_update_lock);
+	if (ret)
+		goto out_task;
+	ret = ktau_sample_allowed(t, &attr);
+	if (ret)
+		goto out_unlock;
+
+	ret = -ENOMEM;
+	sp = kvzalloc(sizeof(*sp), GFP_KERNEL_ACCOUNT);
+	if (!sp)
+		goto out_unlock;
+	sp->ring = kvcalloc(a.capacity, sizeof(*sp->ring), GFP_KERNEL_ACCOUNT);
+	if (!sp->ring)
+		goto out_free;
+	refcount_set(&sp->ref, 1);
+	init_irq_work(&sp->signal_work, ktau_sample_signal);
+	mutex_init(&sp->read_lock);
+	sp->task = get_task_struct(t);
+	sp->signo = a.signo;
+	sp->watermark = a.watermark;
+	sp->overwrite = !!(a.flags & KTAU_SAMPLE_OVERWRITE);
+	sp->mask = a.capacity - 1;
+
+	event = perf_event_create_kernel_counter(&attr, -1, t,
+						 ktau_sample_overflow, sp);
+	if (IS_ERR(event)) {
+		ret = PTR_ERR(event);
+		put_task_struct(t);
+		goto out_free;
+	}
+	sp->event = event;
+
+	ret = 0;
+	task_lock(t);
+	if (t->flags & PF_EXITING)
+		ret = -ESRCH;
+	else if (rcu_access_pointer(kt->sample))
+		ret = -EBUSY;
+	else
+		rcu_assign_pointer(kt->sample, sp);
+	task_unlock(t);
+	up_read(&t->signal->exec_update_lock);
+	if (ret)
+		ktau_sampler_stop(sp);
+	put_task_struct(t);
+	return ret;
+
+out_free:
+	kvfree(sp->ring);
+	kvfree(sp);
+out_unlock:
+	up_read(&t->signal->exec_update_lock);
+out_task:
+	put_task_struct(t);
+	return ret;
+}
+
+/*
+ * Copy up to @max samples out of @sp into @ubuf; the number copied, or
+ * -errno. Kernel addresses become 0 for readers who may not see them.
+ */
+static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user *ubuf,
+			      u32 max, bool show_kaddr)
+{
+	struct ktau_sample *buf;
+	u64 h, t, h2, bad;
+	u32 n, i;
+
+	t = sp->tail;
+	/* Acquire: the samples below head are written, pairs with the handler. */
+	h = smp_load_acquire(&sp->head);
+	if (h - t > sp->mask + 1) {
+		/* Overwrite mode ran over the oldest. */
+		sp->overwritten += h - t - (sp->mask + 1);
+		t = h - (sp->mask + 1);
+	}
+	n = min_t(u64, h - t, max);
+	if (!n) {
+		sp->tail = t;
+		return 0;
+	}
+	buf = kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		buf[i] = sp->ring[(t + i) & sp->mask];
+	/* In overwrite mode the handler may have run over what we copied. */
+	smp_rmb();	/* the copies before head, pairs with the handler */
+	h2 = READ_ONCE(sp->head);
+	bad = 0;
+	if (h2 - t > sp->mask + 1)
+		bad = min_t(u64, h2 - t - (sp->mask + 1), n);
+	for (i = bad; i < n; i++) {
+		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
+		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
+			buf[i].ip = 0;
+	}
+	if (copy_to_user(ubuf, buf + bad, (n - bad) * sizeof(*buf))) {
+		kvfree(buf);
+		return -EFAULT;
+	}
+	kvfree(buf);
+	sp->overwritten += bad;
+	/* Slots free only after they were copied, pairs with the handler. */
+	smp_store_release(&sp->tail, t + n);
+	return n - bad;
+}
+
+/* KTAU_IOC_SAMPLE_READ and KTAU_IOC_SAMPLE_STOP */
+long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
+		      bool stop)
+{
+	struct ktau_sample_read r;
+	struct ktau_sampler *sp;
+	struct task_struct *t;
+	long n = 0;
+	int ret;
+
+	if (copy_from_user(&r, ureq, sizeof(r)))
+		return -EFAULT;
+	if (r.size != sizeof(r))
+		return -EINVAL;
+	if (r.max > KTAU_SAMPLE_MAX_CAPACITY || (r.max && !r.buf))
+		return -EINVAL;
+	t = r.tid ? find_get_task_by_vpid(r.tid) : get_task_struct(current);
+	if (!t)
+		return -ESRCH;
+	ret = -EACCES;
+	if (t != current && !perfmon_capable() &&
+	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
+		goto out_task;
+	ret = -ENOENT;
+	if (stop) {
+		sp = ktau_sampler_detach(t);
+		if (!sp)
+			goto out_task;
+		/* The counter stops; the last samples are read below. */
+		perf_event_release_kernel(sp->event);
+		irq_work_sync(&sp->signal_work);
+	} else {
+		sp = ktau_sampler_get(t);
+		if (!sp)
+			goto out_task;
+	}
+
+	mutex_lock(&sp->read_lock);
+	if (r.max)
+		n = ktau_sample_drain(sp, u64_to_user_ptr(r.buf), r.max,
+				      kallsyms_show_value(file->f_cred));
+	r.nread = n > 0 ? n : 0;
+	r.taken = READ_ONCE(sp->taken);
+	r.lost = READ_ONCE(sp->lost) + sp->overwritten;
+	r.signals = READ_ONCE(sp->signals);
+	/* Acquire, as in ktau_sample_drain(). */
+	r.buffered = min_t(u64, smp_load_acquire(&sp->head) - sp->tail,
+			   sp->mask + 1);
+	mutex_unlock(&sp->read_lock);
+	ktau_sampler_put(sp);
+
+	ret = n < 0 ? n : 0;
+	if (!ret && copy_to_user(ureq, &r, sizeof(r)))
+		ret = -EFAULT;
+out_task:
+	put_task_struct(t);
+	return ret;
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU shared pages: a thread's kernel counters in a page of its memory.
+ *
+ * A thread registers a page of its own address space; the page is pinned
+ * and, until the registration ends, every kernel routine that ends in the
+ * thread is added to it. The thread then reads its kernel time with plain
+ * loads, as often as it likes, without a system call: that is what lets a
+ * user-level profiler charge kernel time to the user routine that caused
+ * it at every timer start and stop.
+ *
+ * Only the thread writes its page: in its own context or in an interrupt
+ * that arrived while it ran, on its CPU. The thread also registers and
+ * releases the page itself (ioctl, exec, exit), so a release that clears
+ * the pointer cannot race with a writer. A sequence count, odd during an
+ * update, lets other readers (another thread of the process, a debugger)
+ * take a consistent copy.
+ */
+
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/uaccess.h>
+#include "internal.h"
+
+DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_shared_key, HZ);
+
+static_assert(sizeof(struct ktau_shared) <= PAGE_SIZE);
+static_assert(KTAU_SHARED_GROUPS >= KTAU_NR_GROUPS);
+
+/*
+ * A routine of @group, charged to slot @s, ended: add it to the page. The
+ * page's entries mirror the slot table by index; a table reset may give
+ * an index another ID, and then the entry starts again from zero.
+ */
+void __ktau_shared_add(struct ktau_task *kt, struct ktau_slot *s,
+		       unsigned int group, u64 incl, u64 excl, bool recursive)
+{
+	struct ktau_shared *sh = kt->shared;
+	struct ktau_shared_counts *g = &sh->groups[group];
+	unsigned int i = s - kt->slots;
+	struct ktau_shared_entry *e;
+	u32 id = s->id;
+
+	WRITE_ONCE(sh->seq, sh->seq + 1);
+	smp_wmb();	/* seq odd before the counters, pairs with the reader */
+	g->count++;
+	if (!recursive)
+		g->incl += incl;
+	g->excl += excl;
+	sh->updates++;
+	if (likely(i < KTAU_SHARED_ENTRIES)) {
+		e = &sh->entries[i];
+		if (unlikely(e->id != id)) {
+			e->id = id;
+			e->group = group;
+			e->count = 0;
+			e->incl = 0;
+			e->excl = 0;
+		}
+		e->count++;
+		if (!recursive)
+			e->incl += incl;
+		e->excl += excl;
+	} else {
+		sh->unlisted++;
+	}
+	smp_wmb();	/* the counters before seq even, pairs with the reader */
+	WRITE_ONCE(sh->seq, sh->seq + 1);
+}
+
+/* KTAU_IOC_SHARED_REGISTER: the calling thread registers a page. */
+long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
+{
+	struct ktau_task *kt = current->ktau;
+	struct ktau_shared_reg reg;
+	struct ktau_shared *sh;
+	struct ktau_conv cv;
+	struct page *page;
+	int ret;
+
+	if (copy_from_user(&reg, ureg, sizeof(reg)))
+		return -EFAULT;
+	if (reg.flags || reg.size != sizeof(*sh) ||
+	    !PAGE_ALIGNED(reg.addr) || !reg.addr)
+		return -EINVAL;
+	if (!kt || !current->mm || (current->flags & PF_KTHREAD))
+		return -EINVAL;
+	if (kt->shared_page)
+		return -EBUSY;
+
+	/* Writable memory of the caller, kept in place while pinned. */
+	ret = pin_user_pages_fast(reg.addr, 1, FOLL_WRITE | FOLL_LONGTERM,
+				  &page);
+	if (ret != 1)
+		return ret < 0 ? ret : -EFAULT;
+
+	sh = page_address(page);
+	memset(sh, 0, sizeof(*sh));
+	ktau_conv_get(&cv);
+	sh->size = sizeof(*sh);
+	sh->abi = KTAU_ABI_VERSION_MAJOR << 16 | KTAU_ABI_VERSION_MINOR;
+	sh->nentries = KTAU_SHARED_ENTRIES;
+	sh->clock_mult = cv.mult;
+	sh->clock_shift = cv.shift;
+	sh->tid = task_pid_vnr(current);
+
+	static_branch_deferred_inc(&ktau_shared_key);
+	kt->shared_page = page;
+	/* The page's header before the pointer the hooks test. */
+	barrier();
+	WRITE_ONCE(kt->shared, sh);
+	return 0;
+}
+
+/*
+ * End the registration of @kt, which must be current's: from exec, exit
+ * and KTAU_IOC_SHARED_UNREGISTER. Writers are current itself and its
+ * interrupts, so once the pointer is clear nothing writes the page.
+ */
+void ktau_shared_release(struct ktau_task *kt)
+{
+	struct page *page = kt->shared_page;
+
+	if (!page)
+		return;
+	WRITE_ONCE(kt->shared, NULL);
+	barrier();	/* the pointer is clear before the page goes */
+	kt->shared_page = NULL;
+	unpin_user_page(page);
+	static_branch_slow_dec_deferred(&ktau_shared_key);
+}
+
+long ktau_shared_unregister(void)
+{
+	struct ktau_task *kt = current->ktau;
+
+	if (!kt || !kt->shared_page)
+		return -ENOENT;
+	ktau_shared_release(kt);
+	return 0;
+}
+
+/*
+ * begin_new_exec(): the old address space's registrations end, and so
+ * does sampling of the thread.
+ */
+void ktau_exec(void)
+{
+	struct ktau_task *kt = current->ktau;
+
+	if (!kt)
+		return;
+	ktau_shared_release(kt);
+	ktau_sample_release(current);
+}

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU sampling with the software cpu-clock event: rates, attribution to
+ * user mode and to the system call in progress, signals per watermark,
+ * lost and overwritten samples, refused arguments, permissions, release
+ * at exit and exec, and kernel addresses only for readers who may see
+ * them.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include "ktau_util.h"
+
+#define PERIOD_NS	(4 * KTAU_NSEC_PER_MSEC)	/* one tick at HZ=250 */
+#define SPIN_NS		(400 * KTAU_NSEC_PER_MSEC)
+#define EXEC_ENV	"KTAU_SAMPLE_EXEC"
+#define PARANOID	"/proc/sys/kernel/perf_event_paranoid"
+#define KPTR		"/proc/sys/kernel/kptr_restrict"
+
+static int sample_start(int fd, pid_t tid, __u32 event, __u64 period, __u32 cap,
+			__u32 watermark, int signo, __u32 flags)
+{
+	struct ktau_sample_attr a = {
+		.size = sizeof(a), .flags = flags, .tid = tid, .event = event,
+		.period = period, .capacity = cap, .watermark = watermark,
+		.signo = signo,
+	};
+
+	return ioctl(fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0;
+}
+
+static int sample_read(int fd, pid_t tid, struct ktau_sample *buf, __u32 max,
+		       struct ktau_sample_read *r, bool stop)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->tid = tid;
+	r->buf = (uintptr_t)buf;
+	r->max = max;
+	return ioctl(fd, stop ? KTAU_IOC_SAMPLE_STOP : KTAU_IOC_SAMPLE_READ, r) ? -errno : 0;
+}
+
+static __u64 thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (__u64)ts.tv_sec * KTAU_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* Spin in user mode for @ns of this thread's CPU time. */
+static void spin_user(__u64 ns)
+{
+	__u64 end = thread_cpu_ns() + ns, x = 0;
+	unsigned int i;
+
+	while (thread_cpu_ns() < end)
+		for (i = 0; i < 100000; i++) {
+			x += i;
+			__asm__ __volatile__("" : "+r" (x));
+		}
+}
+
+/* Loop on read() of /dev/zero, time spent clearing memory in the kernel. */
+static void spin_read(int zfd, __u64 ns)
+{
+	static char buf[1 << 16];
+	__u64 end = thread_cpu_ns() + ns;
+
+	while (thread_cpu_ns() < end)
+		if (read(zfd, buf, sizeof(buf)) < 0)
+			break;
+}
+
+static int write_sysctl(const char *path, int v)
+{
+	char s[16];
+	int fd, n, ret = 0;
+
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(s, sizeof(s), "%d\n", v);
+	if (write(fd, s, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int read_sysctl(const char *path)
+{
+	char *s = ktau_slurp(path, NULL);
+	int v;
+
+	if (!s)
+		return -1;
+	v = atoi(s);
+	free(s);
+	return v;
+}
+
+static volatile sig_atomic_t nsignals;
+
+static void on_signal(int sig)
+{
+	nsignals++;
+}
+
+/* Exec'd by the exec test: sampling set up before exec is gone. */
+__attribute__((constructor)) static void exec_child(void)
+{
+	struct ktau_sample_read r;
+	int fd;
+
+	if (!getenv(EXEC_ENV))
+		return;
+	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	if (fd < 0)
+		_exit(10);
+	_exit(sample_read(fd, 0, NULL, 0, &r, false) == -ENOENT ? 0 : 11);
+}
+
+FIXTURE(sample) {
+	int fd;
+	struct ktau_sample *buf;
+	int paranoid, kptr;
+};
+
+FIXTURE_SETUP(sample)
+{
+	ktau_must_have_ktau(_metadata);
+	self->fd = ktau_must_open_profiles(_metadata);
+	self->buf = calloc(KTAU_SAMPLE_MAX_CAPACITY, sizeof(*self->buf));
+	ASSERT_NE(NULL, self->buf);
+	self->paranoid = read_sysctl(PARANOID);
+	self->kptr = read_sysctl(KPTR);
+	ASSERT_LE(-1, self->paranoid) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
+	nsignals = 0;
+}
+
+FIXTURE_TEARDOWN(sample)
+{
+	struct ktau_sample_read r;
+
+	sample_read(self->fd, 0, NULL, 0, &r, true);
+	if (self->paranoid >= -1)
+		write_sysctl(PARANOID, self->paranoid);
+	if (self->kptr >= 0)
+		write_sysctl(KPTR, self->kptr);
+	signal(SIGUSR1, SIG_DFL);
+	free(self->buf);
+	close(self->fd);
+}
+
+/*
+ * A thread spinning in user mode: one sample per period of its CPU time,
+ * all of them in user mode, each charged to user_mode in its profile.
+ */
+TEST_F(sample, rate_and_user_mode)
+{
+	const struct ktau_task_rec *rec;
+	struct ktau_snap snap = { 0 };
+	struct ktau_sample_read r;
+	__u64 cpu0, cpu, expect;
+	__u32 i, user = 0;
+
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				  1024, 0, 0, 0));
+	cpu0 = thread_cpu_ns();
+	spin_user(SPIN_NS);
+	cpu = thread_cpu_ns() - cpu0;
+	rec = ktau_must_snap_self(_metadata, self->fd, &snap);
+	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 1024, &r, true));
+	expect = cpu / PERIOD_NS;
+	TH_LOG("%llu ns of CPU: %llu samples, %u read, expected about %llu",
+	       (unsigned long long)cpu, (unsigned long long)r.taken, r.nread,
+	       (unsigned long long)expect);
+	EXPECT_LE(expect / 2, r.taken);
+	EXPECT_GE(expect * 3 / 2 + 2, r.taken);
+	EXPECT_EQ(r.taken, r.nread + r.buffered);
+	EXPECT_EQ(0, r.lost);
+	EXPECT_EQ(0, r.signals);
+	for (i = 0; i < r.nread; i++) {
+		user += !!(self->buf[i].flags & KTAU_SAMPLE_USER);
+		if (i)
+			EXPECT_LE(self->buf[i - 1].time_ns, self->buf[i].time_ns);
+	}
+	EXPECT_LE(r.nread * 9 / 10, user) TH_LOG("%u of %u in user mode", user, r.nread);
+	EXPECT_LE(user * 9 / 10, ktau_rec_find(rec, KTAU_ID_USER) ?
+		  ktau_rec_find(rec, KTAU_ID_USER)->samples : 0);
+	ktau_snap_free(&snap);
+}
+
+/* A thread looping on read(): its kernel samples are charged to read. */
+TEST_F(sample, syscall_attribution)
+{
+	const struct ktau_task_rec *rec;
+	struct ktau_snap snap = { 0 };
+	struct ktau_sample_read r;
+	__u32 i, kernel = 0, in_read = 0;
+	int zfd = open("/dev/zero", O_RDONLY);
+
+	ASSERT_LE(0, zfd);
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				  1024, 0, 0, 0));
+	spin_read(zfd, SPIN_NS);
+	rec = ktau_must_snap_self(_metadata, self->fd, &snap);
+	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 1024, &r, true));
+	for (i = 0; i < r.nread; i++) {
+		if (self->buf[i].flags & KTAU_SAMPLE_USER)
+			continue;
+		kernel++;
+		in_read += self->buf[i].id == KTAU_ID_READ;
+	}
+	TH_LOG("%u samples, %u in the kernel, %u in read", r.nread, kernel, in_read);
+	EXPECT_LE(10, kernel);
+	EXPECT_LE(kernel * 8 / 10, in_read);
+	ASSERT_NE(NULL, ktau_rec_find(rec, KTAU_ID_READ));
+	EXPECT_LE(in_read, ktau_rec_find(rec, KTAU_ID_READ)->samples);
+	ktau_snap_free(&snap);
+	close(zfd);
+}
+
+/* Buffered mode: one signal per watermark samples. */
+TEST_F(sample, signal_per_watermark)
+{
+	struct ktau_sample_read r;
+
+	ASSERT_NE(SIG_ERR, signal(SIGUSR1, on_signal));
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				  64, 8, SIGUSR1, 0));
+	spin_user(SPIN_NS);
+	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	TH_LOG("%llu samples, %llu signals sent, %d received",
+	       (unsigned long long)r.taken, (unsigned long long)r.signals, (int)nsignals);
+	EXPECT_LE(16, r.taken);
+	EXPECT_EQ(r.taken / 8, r.signals);
+	EXPECT_GE(r.signals, nsignals);
+	EXPECT_LE(r.signals, nsignals + 1);
+}
+
+/* Signal mode: watermark 1, a signal at every overflow. */
+TEST_F(sample, signal_per_sample)
+{
+	struct ktau_sample_read r;
+
+	ASSERT_NE(SIG_ERR, signal(SIGUSR1, on_signal));
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				  64, 1, SIGUSR1, 0));
+	spin_user(SPIN_NS / 2);
+	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	TH_LOG("%llu samples, %d signals received", (unsigned long long)r.taken,
+	       (int)nsignals);
+	EXPECT_LE(8, r.taken);
+	EXPECT_EQ(r.taken, r.signals);
+	/* Standard signals merge while one is pending: allow a few. */
+	EXPECT_LE(r.taken * 9 / 10, nsignals);
+	EXPECT_GE(r.taken, nsignals);
+}
+
+/* A reader that never reads: a full buffer counts the rest as lost. */
+TEST_F(sample, full_buffer_counts_lost)
+{
+	struct ktau_sample_read r;
+
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				  16, 0, 0, 0));
+	spin_user(SPIN_NS);
+	ASSERT_EQ(0, sample_read(self->fd, 0, NULL, 0, &r, false));
+	EXPECT_LE(32, r.taken);
+	EXPECT_EQ(16, r.buffered);
+	EXPECT_EQ(r.taken - 16, r.lost);
+	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	EXPECT_EQ(16, r.nread);
+	EXPECT_EQ(0, r.buffered);
+	EXPECT_EQ(r.taken - 16, r.lost);
+}
+
+/* Overwrite mode keeps the newest samples and counts the overwritten. */
+TEST_F(sample, overwrite_keeps_newest)
+{
+	struct ktau_sample_read r;
+	__u64 now;
+
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				  16, 0, 0, KTAU_SAMPLE_OVERWRITE));
+	spin_user(SPIN_NS);
+	now = ktau_now_ns();
+	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	EXPECT_LE(32, r.taken);
+	EXPECT_EQ(16, r.nread);
+	EXPECT_EQ(r.taken - 16, r.lost);
+	/* The newest: the last within a few periods of now. */
+	EXPECT_GE(self->buf[15].time_ns + 50 * PERIOD_NS, now);
+	EXPECT_LT(self->buf[0].time_ns, self->buf[15].time_ns);
+}
+
+/* Bad arguments are refused and start nothing. */
+TEST_F(sample, bad_arguments)
+{
+	struct ktau_sample_attr a = { 0 };
+	struct ktau_sample_read r;
+	int ret;
+
+#define BAD(...) EXPECT_EQ(-EINVAL, sample_start(self->fd, __VA_ARGS__))
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 0, 16, 0, 0, 0);			/* zero period */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 1ULL << 62, 16, 0, 0, 0);		/* huge period */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 1000, 16, 0, 0, 0);		/* clock < 10 us */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 1000000, 16, 0, 0, KTAU_SAMPLE_FREQ);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 0, 0, 0, 0);		/* no buffer */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 24, 0, 0, 0);		/* not 2^n */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 1U << 30, 0, 0, 0);	/* huge */
+	BAD(0, 99, PERIOD_NS, 16, 0, 0, 0);				/* event */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 32, SIGUSR1, 0);	/* wm > cap */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, 0, 0);		/* no signal */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, SIGUSR1, 0);	/* no wm */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, SIGKILL, 0);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, 65, 0);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, -1, 0);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, 0, 0x100);	/* flags */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, 0,
+	    KTAU_SAMPLE_NO_USER | KTAU_SAMPLE_NO_KERNEL);
+#undef BAD
+	a.size = sizeof(a) - 8;
+	a.period = PERIOD_NS;
+	a.capacity = 16;
+	EXPECT_EQ(-EINVAL, ioctl(self->fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0);
+	a.size = sizeof(a);
+	a.reserved = 1;
+	EXPECT_EQ(-EINVAL, ioctl(self->fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0);
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_START, NULL) ? -errno : 0);
+	EXPECT_EQ(-ESRCH, sample_start(self->fd, 0x3fffffff, KTAU_SAMPLE_CPU_CLOCK,
+				       PERIOD_NS, 16, 0, 0, 0));
+	/* No PMU in this guest: a hardware event does not exist here. */
+	ret = sample_start(self->fd, 0, KTAU_SAMPLE_CYCLES, 1000000, 16, 0, 0, 0);
+	if (!ret)
+		sample_read(self->fd, 0, NULL, 0, &r, true);
+	else
+		EXPECT_EQ(-ENOENT, ret);
+	EXPECT_EQ(-ENOENT, sample_read(self->fd, 0, NULL, 0, &r, false));
+	EXPECT_EQ(-ENOENT, sample_read(self->fd, 0, NULL, 0, &r, true));
+
+	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_TASK_CLOCK, PERIOD_NS,
+				  16, 0, 0, 0));
+	EXPECT_EQ(-EBUSY, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       16, 0, 0, 0));
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r) + 8;
+	EXPECT_EQ(-EINVAL, ioctl(self->fd, KTAU_IOC_SAMPLE_READ, &r) ? -errno : 0);
+	r.size = sizeof(r);
+	r.max = 16;
+	EXPECT_EQ(-EINVAL, ioctl(self->fd, KTAU_IOC_SAMPLE_READ, &r) ? -errno : 0);
+	r.buf = 0xffffffff81000000ull;
+	spin_user(20 * KTAU_NSEC_PER_MSEC);
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_READ, &r) ? -errno : 0);
+	EXPECT_EQ(0, sample_read(self->fd, 0, NULL, 0, &r, true));
+}
+
+static void *sample_and_exit(void *p)
+{
+	int *fd = p;
+
+	fd[1] = sample_start(fd[0], 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, 0, 0);
+	fd[2] = gettid();
+	spin_user(20 * KTAU_NSEC_PER_MSEC);
+	return NULL;
+}
+
+/* Sampling ends with the thread and with exec. */
+TEST_F(sample, exit_and_exec_release)
+{
+	static char * const argv[] = { "ktau_sample", NULL };
+	struct ktau_sample_read r;
+	int args[3] = { self->fd }, status;
+	pthread_t t;
+	pid_t pid;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, sample_and_exit, args));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(0, args[1]);
+	EXPECT_EQ(-ESRCH, sample_read(self->fd, args[2], NULL, 0, &r, false));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				 0, 0, 0))
+			_exit(20);
+		setenv(EXEC_ENV, "1", 1);
+		execv("/proc/self/exe", argv);
+		_exit(21);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+static int drop_to(uid_t uid)
+{
+	return setresgid(uid, uid, uid) || setresuid(uid, uid, uid) ? -errno : 0;
+}
+
+/*
+ * perf's rules: another user's task needs CAP_PERFMON or ptrace access;
+ * kernel samples need perf_event_paranoid <= 1 or CAP_PERFMON; at 3 and
+ * above, nothing without CAP_SYS_ADMIN.
+ */
+TEST_F(sample, permissions)
+{
+	struct ktau_sample_read r;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to switch users");
+	ASSERT_EQ(0, write_sysctl(PARANOID, 2));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int code = 0;
+
+		if (drop_to(65534))
+			_exit(30);
+		if (sample_start(self->fd, getppid(), KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				 16, 0, 0, KTAU_SAMPLE_NO_KERNEL) != -EACCES)
+			code |= 1;
+		if (sample_read(self->fd, getppid(), NULL, 0, &r, false) != -EACCES)
+			code |= 2;
+		if (sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				 0, 0, 0) != -EACCES)
+			code |= 4;	/* kernel samples at paranoid 2 */
+		if (sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				 0, 0, KTAU_SAMPLE_NO_KERNEL) != 0)
+			code |= 8;	/* own user samples are fine */
+		if (sample_read(self->fd, 0, NULL, 0, &r, true))
+			code |= 16;
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	ASSERT_EQ(0, write_sysctl(PARANOID, 3));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (drop_to(65534))
+			_exit(30);
+		_exit(sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				   0, 0, KTAU_SAMPLE_NO_KERNEL) == -EACCES ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* Kernel addresses only where kptr_restrict lets the reader see them. */
+TEST_F(sample, kernel_addresses)
+{
+	struct ktau_sample_read r;
+	int zfd = open("/dev/zero", O_RDONLY), restrict_level;
+	__u32 i, kernel, shown;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to set kptr_restrict");
+	ASSERT_LE(0, zfd);
+	for (restrict_level = 1; restrict_level <= 2; restrict_level++) {
+		ASSERT_EQ(0, write_sysctl(KPTR, restrict_level));
+		ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK,
+					  PERIOD_NS, 256, 0, 0, 0));
+		spin_read(zfd, SPIN_NS / 2);
+		ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 256, &r, true));
+		kernel = shown = 0;
+		for (i = 0; i < r.nread; i++) {
+			if (self->buf[i].flags & KTAU_SAMPLE_USER) {
+				EXPECT_NE(0, self->buf[i].ip);
+				EXPECT_GT(0x800000000000ull, self->buf[i].ip);
+				continue;
+			}
+			kernel++;
+			shown += self->buf[i].ip != 0;
+		}
+		TH_LOG("kptr_restrict=%d: %u kernel samples, %u with an address",
+		       restrict_level, kernel, shown);
+		EXPECT_LE(5, kernel);
+		/* Root has CAP_SYSLOG: sees them at 1, never at 2. */
+		EXPECT_EQ(restrict_level == 1 ? kernel : 0, shown);
+	}
+	close(zfd);
+}
+
+TEST_HARNESS_MAIN
