@@ -10,6 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 
 "$KTAU_TOP/scripts/deps.sh" kernel
+# One preparation at a time: builds of several kernels may run at once.
+mkdir -p "$KTAU_CACHE"
+exec 9>"$KTAU_CACHE/.prepare.lock"
+flock 9
 [ -f "$KTAU_TARBALL" ] || die "$KTAU_TARBALL not found; install it with: apt-get install $KTAU_SRCPKG"
 check_disk 6144
 check_series

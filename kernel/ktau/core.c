@@ -449,10 +449,22 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	}
 	/* Same group and ID; system call frames never match (group 0). */
 	for (i = 0; i < d; i++) {
-		if ((kt->stack[i].tag & ~KTAU_TAG_RECURSIVE) == tag) {
+		if ((kt->stack[i].tag & ~KTAU_TAG_RECURSIVE) != tag)
+			continue;
+		if (group == KTAU_GROUP_DYNAMIC) {
 			tag |= KTAU_TAG_RECURSIVE;
 			break;
 		}
+		/*
+		 * The fixed routines do not recurse: that frame was left
+		 * open when its group was switched off. Drop it, or its
+		 * never-ending inclusive time would hide this one's.
+		 */
+		memmove(&kt->stack[i], &kt->stack[i + 1],
+			(d - i - 1) * sizeof(kt->stack[0]));
+		kt->unmatched++;
+		d--;
+		break;
 	}
 	f = &kt->stack[d];
 	f->tag = tag;
