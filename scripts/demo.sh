@@ -3,7 +3,8 @@
 # make demo: boot the KTAU guest, run a workload under "ktaud run" in it and
 # print what KTAU saw. Everything lands in $KTAU_OUT/demo/: the guest's
 # output (demo.txt), its TAU profile directory (tau/, for ParaProf or
-# pprof), the snapshot (run.ktau), JSON (run.json) and a bar chart of the
+# pprof), the merged kernel/user profile of ktau-merge-demo (merged/), the
+# snapshot (run.ktau), JSON (run.json) and a bar chart of the
 # top kernel routines (top.png, drawn here with gnuplot).
 . "$(dirname "$0")/lib.sh"
 
@@ -24,4 +25,6 @@ make -s -C "$KTAU_TOP/tools/ktau" O="$KTAU_OUT/host" >/dev/null ||
 "$KTAU_OUT/host/ktaud" plot top -o "$D/top.png" \
 	--title "KTAU demo: top kernel routines" --from "$D/run.ktau" ||
 	die "ktaud plot failed"
-msg "demo files in $D: tau/ (TAU profiles), run.ktau, run.json, top.png"
+[ -f "$D/merged/profile.0.0.0" ] || die "the demo wrote no merged profile ($D/merged/)"
+msg "demo files in $D: tau/ (TAU profiles), merged/ (kernel time under the"
+msg "user routines that caused it), run.ktau, run.json, top.png"

@@ -11,8 +11,13 @@ ktaud run -o tau --save run.ktau --json run.json -- sh -c '
 	dd if=/dev/zero bs=64k count=64 2>/dev/null | gzip -1 >/dev/null
 	sleep 0.2
 	ls -lR /proc/self/ >/dev/null 2>&1 | cat' || exit 1
+echo "== ktau-merge-demo -o merged (libktau timers with -finstrument-functions,"
+echo "   kernel time charged to the user routine that caused it)"
+ktau-merge-demo -o merged || exit 1
+echo "== merged profile of the main thread, kernel routines under user routines"
+grep -E '^"[^"]* => [^"]*" ' merged/profile.0.0.0 | sort -t' ' -k4 -rn 2>/dev/null | head -12
 echo "== ktaud dump --aggregate (system-wide, top routines)"
 ktaud dump --aggregate --top 12 2>&1
 echo "KTAU-DEMO-ARCHIVE-BEGIN"
-tar cf - tau run.ktau run.json | gzip | base64
+tar cf - tau merged run.ktau run.json | gzip | base64
 echo "KTAU-DEMO-ARCHIVE-END"

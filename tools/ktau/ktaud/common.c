@@ -255,6 +255,11 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 	FILE *f;
 	int ret;
 
+	if (o->tau_opts) {
+		topts = *o->tau_opts;
+		topts.dense_processes = o->dense;
+	}
+
 	if (o->tau_dir) {
 		ret = ktau_write_tau(o->tau_dir, snap, reg, &topts);
 		if (ret < 0) {

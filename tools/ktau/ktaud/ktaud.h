@@ -58,6 +58,7 @@ struct out_opts {
 	const char *folded_path;
 	const char *save_path;
 	int dense;
+	const struct ktau_tau_opts *tau_opts;	/* samples etc.; NULL: none */
 };
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		  const struct out_opts *o);
@@ -66,8 +67,10 @@ int cmd_dump(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
 int cmd_control(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 
 #endif

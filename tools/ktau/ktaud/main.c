@@ -15,8 +15,10 @@ static const struct {
 } cmds[] = {
 	{ "dump", cmd_dump, "kernel profile of processes, threads, all tasks or the aggregate" },
 	{ "run", cmd_run, "run a command and profile every task it creates (TAU output)" },
+	{ "sample", cmd_sample, "sample the threads of a command or process (in-kernel buffers)" },
 	{ "watch", cmd_watch, "periodic snapshots (deltas) into a directory; a daemon" },
 	{ "export", cmd_export, "saved snapshots to TAU, folded stacks or JSON" },
+	{ "merge", cmd_merge, "a TAU profile and the kernel profile of the same run, per thread" },
 	{ "plot", cmd_plot, "PNG/SVG charts with gnuplot: top routines, groups over time" },
 	{ "functions", cmd_functions, "list the function IDs of the registry" },
 	{ "control", cmd_control, "show or switch instrumentation groups, reset" },

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "ktaud.h"
+#include "sample.h"
 
 static void help(FILE *f)
 {
@@ -35,6 +36,15 @@ static void help(FILE *f)
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "  -n, --top N          routines in the summary (default 5)\n"
 "  -q, --quiet          no summary\n"
+"      --sample SPEC    also sample every thread: EVENT[:PERIOD][:u|:k], EVENT\n"
+"                       cpu-clock, task-clock, cycles or instructions; PERIOD\n"
+"                       events (ns, us, ms, s for the clocks) or @HZ (see\n"
+"                       'ktaud sample --help'); the profile gets a second\n"
+"                       metric MULTI__<EVENT> with the samples\n"
+"      --sample-interval S   drain the kernel's sample buffers every S seconds\n"
+"                       (default 0.1)\n"
+"      --sample-folded FILE  folded stacks of the samples (default\n"
+"                       DIR/samples.folded)\n"
 "  -h, --help           this help\n\n"
 "Tasks that the command leaves running when it exits are not collected.\n");
 }
@@ -140,40 +150,71 @@ int cmd_run(int argc, char **argv)
 		{ "save", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "sample", required_argument, NULL, 'E' },
+		{ "sample-interval", required_argument, NULL, 'I' },
+		{ "sample-folded", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct out_opts oo = { .tau_dir = "ktau-profile", .dense = 1 };
-	struct ktau_snap *snap = NULL;
-	struct ktau_registry *reg = NULL;
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
-	unsigned long top = 5;
-	uint64_t dropped = 0, denied = 0;
-	int c, fd, pfd[2], ret, status = 0, quiet = 0, rc, child_err = 0, nfiles = 0;
-	long delay = 5;
-	double t0, wall;
-	pid_t pid, w;
-	ssize_t n;
+	struct run_args ra = { .oo = { .tau_dir = "ktau-profile", .dense = 1 }, .top = 5,
+			       .cmd_name = "run" };
+	const char *spec = NULL;
+	double interval = 0.1;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "+o:j:n:qh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': oo.tau_dir = optarg; break;
-		case 'j': oo.json_path = optarg; break;
-		case 'F': oo.folded_path = optarg; break;
-		case 'S': oo.save_path = optarg; break;
+		case 'o': ra.oo.tau_dir = optarg; break;
+		case 'j': ra.oo.json_path = optarg; break;
+		case 'F': ra.oo.folded_path = optarg; break;
+		case 'S': ra.oo.save_path = optarg; break;
 		case 'n':
-			if (parse_uint(optarg, &top))
+			if (parse_uint(optarg, &ra.top))
 				return usage_err("run", "bad --top '%s': a number", optarg);
 			break;
-		case 'q': quiet = 1; break;
+		case 'q': ra.quiet = 1; break;
+		case 'E': spec = optarg; break;
+		case 'I':
+			if (parse_seconds(optarg, &interval) || interval < 0.001 || interval > 3600)
+				return usage_err("run", "bad --sample-interval '%s': seconds, "
+						 "from 0.001 to 3600", optarg);
+			break;
+		case 'L': ra.sample_folded = optarg; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("run", "bad option");
 		}
 	}
 	if (optind >= argc)
 		return usage_err("run", "no command to run: ktaud run [options] -- command args...");
-	if (!*oo.tau_dir)
+	if (!*ra.oo.tau_dir)
 		return usage_err("run", "-o needs a directory name");
+	if (ra.sample_folded && !spec)
+		return usage_err("run", "--sample-folded needs --sample");
+	ra.cmd = argv + optind;
+	if (spec) {
+		ret = ssess_new("run", spec, interval, 0, &ra.ss);
+		if (ret)
+			return ret;
+	}
+	ret = run_command(&ra);
+	ssess_free(ra.ss);
+	return ret;
+}
+
+int run_command(struct run_args *ra)
+{
+	struct out_opts oo = ra->oo;
+	struct ktau_tau_opts topts = { 0 };
+	struct ktau_snap *snap = NULL;
+	struct ktau_registry *reg = NULL;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+	uint64_t dropped = 0, denied = 0;
+	int fd, pfd[2], ret, status = 0, rc, child_err = 0, nfiles = 0;
+	long delay = 5;
+	double t0, wall;
+	char **cmd = ra->cmd, *folded = NULL;
+	pid_t pid, w;
+	ssize_t n;
 
 	fd = ktau_collect_open();
 	if (fd < 0)
@@ -197,48 +238,69 @@ int cmd_run(int argc, char **argv)
 		sigaction(SIGQUIT, &old_quit, NULL);
 		close(pfd[0]);
 		ret = ktau_collect_join(fd);
+		child_err = 0x10000;
+		if (!ret && ra->ss) {
+			ret = ssess_child_prepare();
+			child_err = 0x20000;
+		}
 		if (ret) {
-			child_err = -ret | 0x10000;
+			child_err |= -ret;
 			if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
 				_exit(126);
 			_exit(126);
 		}
 		close(fd);
-		execvp(argv[optind], argv + optind);
+		execvp(cmd[0], cmd);
 		child_err = errno;
 		if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
 			_exit(127);
 		_exit(child_err == ENOENT ? 127 : 126);
 	}
 	close(pfd[1]);
-	n = read(pfd[0], &child_err, sizeof(child_err));
-	close(pfd[0]);
-	if (n != sizeof(child_err))
-		child_err = 0;
+	/* Traced, the child stops before its exec: read the pipe afterwards. */
+	if (!ra->ss) {
+		n = read(pfd[0], &child_err, sizeof(child_err));
+		if (n != sizeof(child_err))
+			child_err = 0;
+	}
 
-	/* Drain the collector while the command runs: the queue is bounded. */
-	for (;;) {
-		w = waitpid(pid, &status, WNOHANG);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			ret = -errno;
-			report(ret, "waitpid");
+	if (ra->ss) {
+		ret = ssess_trace(ra->ss, pid, fd, &snap, &status);
+		if (ret) {
+			report(ret, "trace the command");
 			status = 1 << 8;
-			break;
 		}
-		ret = ktau_collect_read(fd, &snap);
-		if (ret < 0) {
-			report(ret, "read /proc/ktau/collect");
-			break;
+	} else {
+		/* Drain the collector while the command runs: the queue is bounded. */
+		for (;;) {
+			w = waitpid(pid, &status, WNOHANG);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				ret = -errno;
+				report(ret, "waitpid");
+				status = 1 << 8;
+				break;
+			}
+			ret = ktau_collect_read(fd, &snap);
+			if (ret < 0) {
+				report(ret, "read /proc/ktau/collect");
+				break;
+			}
+			if (w == pid)
+				break;
+			sleep_ms(delay);
+			if (delay < 100)
+				delay += 5;
 		}
-		if (w == pid)
-			break;
-		sleep_ms(delay);
-		if (delay < 100)
-			delay += 5;
 	}
 	wall = now_s() - t0;
+	if (ra->ss) {
+		n = read(pfd[0], &child_err, sizeof(child_err));
+		if (n != sizeof(child_err))
+			child_err = 0;
+	}
+	close(pfd[0]);
 	/* The exit of the last member is queued before its parent is woken. */
 	ret = ktau_collect_read(fd, &snap);
 	ktau_collect_stats(fd, NULL, &dropped, &denied);
@@ -252,15 +314,22 @@ int cmd_run(int argc, char **argv)
 		ktau_snap_free(snap);
 		return EX_KT_FAIL;
 	}
+	if (child_err & 0x20000) {
+		err_msg("cannot trace the command to sample its threads (ptrace: %s; see "
+			"kernel.yama.ptrace_scope); sample a running process with "
+			"'ktaud sample -p PID' instead", strerror(child_err & 0xffff));
+		ktau_snap_free(snap);
+		return EX_KT_PERM;
+	}
 	if (child_err) {
-		err_msg("cannot run '%s': %s", argv[optind], strerror(child_err));
+		err_msg("cannot run '%s': %s", cmd[0], strerror(child_err));
 		ktau_snap_free(snap);
 		return rc;
 	}
 	if (!snap)
 		snap = ktau_snap_new();
 	if (!snap)
-		return report(-ENOMEM, "run");
+		return report(-ENOMEM, ra->cmd_name);
 	ktau_snap_sort(snap);
 	reg = load_registry();
 	ktau_snap_fill_host(snap);
@@ -270,14 +339,28 @@ int cmd_run(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		snap->time_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	}
+	if (ra->ss) {
+		ssess_tau_opts(ra->ss, &topts);
+		oo.tau_opts = &topts;
+	}
 	ret = write_outputs(snap, reg, &oo);
+	if (!ret && ra->ss) {
+		if (!ra->sample_folded && asprintf(&folded, "%s/samples.folded", oo.tau_dir) < 0)
+			folded = NULL;
+		ret = ssess_write_folded(ra->ss, ra->sample_folded ? ra->sample_folded : folded,
+					 snap, reg);
+	}
 	if (ret)
 		err_msg("the profile could not be written completely");
 	else if (oo.tau_dir)
 		nfiles = snap->ntasks;
-	if (!quiet)
-		summary(snap, reg, argv[optind], status, wall, top, ret ? NULL : oo.tau_dir,
+	if (!ra->quiet) {
+		summary(snap, reg, cmd[0], status, wall, ra->top, ret ? NULL : oo.tau_dir,
 			nfiles, dropped, denied);
+		if (ra->ss)
+			ssess_summary(ra->ss, reg, ra->top);
+	}
+	free(folded);
 	ktau_snap_free(snap);
 	ktau_registry_free(reg);
 	return rc;

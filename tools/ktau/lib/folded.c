@@ -5,17 +5,20 @@
  * the kernel group class and the routine; the value is exclusive ns.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "libktau.h"
 
-/* Frames must not hold ';' (separator) or control characters. */
-static void frame(FILE *f, const char *s)
+/* Frames must not hold ';' (separator) or control characters; spaces
+ * become '_' too unless space is set (the count follows the last one). */
+static void frame(FILE *f, const char *s, int space)
 {
 	for (; *s; s++) {
 		unsigned char c = *s;
 
-		fputc(c == ';' ? ':' : (c <= 0x20 || c == 0x7f) ? '_' : c, f);
+		fputc(c == ';' ? ':' : (c < 0x20 || c == 0x7f || (c == ' ' && !space)) ? '_' : c,
+		      f);
 	}
 }
 
@@ -38,16 +41,103 @@ int ktau_write_folded(FILE *f, const struct ktau_snap *snap,
 			} else {
 				memcpy(comm, t->comm, sizeof(comm));
 				comm[sizeof(comm) - 1] = '\0';
-				frame(f, comm);
+				frame(f, comm, 0);
 				if (by_process || (t->flags & KTAU_TASK_PROCESS))
 					fprintf(f, "-%d", t->pid);
 				else
 					fprintf(f, "-%d/%d", t->pid, t->tid);
 			}
 			fprintf(f, ";%s;", ktau_group_class(ktau_func_group(reg, e->id)));
-			frame(f, ktau_func_name(reg, e->id));
+			frame(f, ktau_func_name(reg, e->id), 0);
 			fprintf(f, " %llu\n", (unsigned long long)e->excl_ns);
 		}
 	}
 	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- Samples ---------------------------------------------------------- */
+
+struct fline {
+	char *text;
+	uint64_t count;
+};
+
+static int cmp_fline(const void *a, const void *b)
+{
+	return strcmp(((const struct fline *)a)->text, ((const struct fline *)b)->text);
+}
+
+/* The stack of a place: "comm;symbol" or "comm;[k] routine[;function]". */
+static char *sample_stack(const struct ktau_sample_place *pl, const struct ktau_snap *snap,
+			  const struct ktau_registry *reg)
+{
+	const struct ktau_task *t = snap ? ktau_snap_find(snap, pl->tid) : NULL;
+	char comm[24], *text = NULL;
+	size_t len;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m)
+		return NULL;
+	if (t) {
+		memcpy(comm, t->comm, sizeof(t->comm));
+		comm[sizeof(t->comm)] = '\0';
+	} else {
+		snprintf(comm, sizeof(comm), "tid-%d", (int)pl->tid);
+	}
+	frame(m, comm[0] ? comm : "?", 0);
+	fputc(';', m);
+	if (pl->user) {
+		frame(m, pl->sym ? pl->sym : "?", 1);
+	} else {
+		fputs("[k] ", m);
+		frame(m, ktau_func_name(reg, pl->id), 0);
+		if (pl->sym) {
+			fputc(';', m);
+			frame(m, pl->sym, 1);
+		}
+	}
+	if (fclose(m)) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int ktau_write_sample_folded(FILE *f, const struct ktau_sample_profile *p,
+			     const struct ktau_snap *snap, const struct ktau_registry *reg)
+{
+	const struct ktau_sample_place *pl;
+	struct fline *v;
+	size_t n, i, m;
+	int ret = 0;
+
+	pl = ktau_sample_profile_places(p, &n);
+	if (!n)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		v[i].text = sample_stack(&pl[i], snap, reg);
+		v[i].count = pl[i].count;
+		if (!v[i].text)
+			ret = -ENOMEM;
+	}
+	if (!ret) {
+		/* Threads of the same name, and places that differ only in what
+		 * the frames leave out, make one line. */
+		qsort(v, n, sizeof(*v), cmp_fline);
+		for (i = 0; i < n; i = m) {
+			uint64_t c = 0;
+
+			for (m = i; m < n && !strcmp(v[m].text, v[i].text); m++)
+				c += v[m].count;
+			fprintf(f, "%s %llu\n", v[i].text, (unsigned long long)c);
+		}
+		ret = ferror(f) ? -EIO : 0;
+	}
+	for (i = 0; i < n; i++)
+		free(v[i].text);
+	free(v);
+	return ret;
 }

@@ -4,6 +4,7 @@
 #define LIBKTAU_INTERNAL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define KTAU_PATH_VERSION	"/proc/ktau/version"
 #define KTAU_PATH_PROFILES	"/proc/ktau/profiles"
@@ -15,5 +16,14 @@ struct ktau_task;
 void ktau__task_release(struct ktau_task *t);
 /* Read a whole file (NUL-terminated); -errno. */
 int ktau__slurp(const char *path, char **text, size_t *len);
+/* TAU metadata: one <attribute> with its name and value XML-escaped. */
+void ktau__meta(FILE *f, const char *name, const char *value);
+void ktau__meta_u64(FILE *f, const char *name, unsigned long long v);
+/*
+ * A name as the strictest TAU readers take it: valid UTF-8, no '"' or
+ * control character, no leading, trailing or repeated space, no "=>"
+ * (the callpath separator); at most size - 1 bytes; "?" when empty.
+ */
+void ktau__clean_name(char *dst, size_t size, const char *src);
 
 #endif

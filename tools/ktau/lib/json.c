@@ -9,7 +9,7 @@
  *	  "nthreads": .., "start_ns": .., "stack_overflows": ..,
  *	  "table_overflows": .., "unmatched": .., "total_excl_ns": ..,
  *	  "entries": [ { "id": .., "name": .., "group": .., "count": ..,
- *	  "incl_ns": .., "excl_ns": .. } ] } ] }
+ *	  "incl_ns": .., "excl_ns": .., "samples": .. (when sampled) } ] } ] }
  */
 #include <errno.h>
 #include <string.h>
@@ -67,6 +67,8 @@ static json_object *task_json(const struct ktau_task *t, const struct ktau_regis
 		err |= add(e, "count", json_object_new_uint64(s->count));
 		err |= add(e, "incl_ns", json_object_new_uint64(s->incl_ns));
 		err |= add(e, "excl_ns", json_object_new_uint64(s->excl_ns));
+		if (s->samples)
+			err |= add(e, "samples", json_object_new_uint64(s->samples));
 	}
 	if (err) {
 		json_object_put(o);

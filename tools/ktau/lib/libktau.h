@@ -52,6 +52,7 @@ struct ktau_func_stat {
 	uint64_t count;		/* completed calls */
 	uint64_t incl_ns;	/* inclusive time */
 	uint64_t excl_ns;	/* exclusive time */
+	uint64_t samples;	/* samples taken in it (ABI 1.1 sampling) */
 };
 
 /* One task (or process, or the aggregate). Entries are sorted by id. */
@@ -232,6 +233,8 @@ int ktau_collect_stats(int fd, uint64_t *collected, uint64_t *dropped,
 
 /* ---- Writers ------------------------------------------------------- */
 
+struct ktau_sample_profile;
+
 /* TAU profile directory options. */
 struct ktau_tau_opts {
 	/* 1: node = dense process number, thread = dense thread number
@@ -241,15 +244,37 @@ struct ktau_tau_opts {
 	/* Extra metadata (name/value pairs), may be NULL. */
 	const char *const *extra_meta;
 	size_t nextra;
+	/*
+	 * Samples (see "Sampling" below). The name of the samples metric
+	 * (the event, "cpu-clock", ...; NULL: "SAMPLES"); the sampled code
+	 * locations, written as rows "[SAMPLE] <symbol>" of each task (NULL:
+	 * none); and the nanoseconds a sample stands for, which gives those
+	 * rows a TIME (0: they have none).
+	 */
+	const char *sample_metric;
+	const struct ktau_sample_profile *samples;
+	uint64_t sample_period_ns;
 };
 
 /*
  * Write snap as a TAU profile directory: one file profile.<node>.0.<thread>
  * per task, one metric TIME (microseconds) in dir itself (created when
- * missing; stale profile.* files in it are removed). Kernel routines are in
- * groups "TAU_KERNEL_MERGE|KTAU_<CLASS>", per-group totals (SYSCALL, IRQ,
- * ...) in "KERNEL_GROUPS|TAU_KERNEL_MERGE". Metadata: pid, tid, comm,
- * Hostname, OS Release and more. Returns the number of files.
+ * missing; stale profile.* files and MULTI__* directories of them in it
+ * are removed). Kernel routines are in groups
+ * "TAU_KERNEL_MERGE|KTAU_<CLASS>", per-group totals (SYSCALL, IRQ, ...)
+ * in "KERNEL_GROUPS|TAU_KERNEL_MERGE". Metadata: pid, tid, comm,
+ * Hostname, OS Release and more.
+ *
+ * When there are samples (an entry with samples, or opts->samples with
+ * code locations), two metrics: MULTI__TIME and MULTI__<sample metric>,
+ * the same rows in both; in the second, excl = incl = the sample count.
+ * Sampled code locations are rows "[SAMPLE] <symbol>" (kernel functions
+ * "[SAMPLE] [k] <function>") in group TAU_SAMPLE with calls = samples. A
+ * routine with samples but no completed call (user_mode, kernel_other, a
+ * call still in progress) is written with its sample count as calls, as
+ * the strictest readers want calls for any value.
+ *
+ * Returns the number of tasks written (files per metric).
  */
 int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg, const struct ktau_tau_opts *opts);
@@ -270,8 +295,341 @@ int ktau_write_folded(FILE *f, const struct ktau_snap *snap,
 int ktau_write_json(FILE *f, const struct ktau_snap *snap,
 		    const struct ktau_registry *reg, int pretty);
 
+/* ==== User-level instrumentation (the libktau runtime) ===============
+ *
+ * Timers for user routines, per thread, with callpaths, and the thread's
+ * kernel routines charged to the user routine that was on top of the user
+ * stack when they ran. Each thread registers a page with the kernel
+ * (KTAU_IOC_SHARED_REGISTER, ABI 1.1) at its first timer event; the kernel
+ * adds every kernel routine that ends in the thread to the page, and the
+ * runtime reads it with plain loads at each timer start and stop (no
+ * system call). Without KTAU the timers work the same, without kernel
+ * data. -finstrument-functions needs nothing else: libktau defines
+ * __cyg_profile_func_enter/exit and names the functions from the ELF
+ * symbol tables when it writes.
+ *
+ * At exit (or ktau_user_write()) every thread that used a timer is
+ * written as one file profile.0.0.<n> of a TAU profile directory (n: the
+ * order in which threads first used a timer): user routines, callpaths
+ * "main => compute", and kernel groups and routines as callpath children
+ * of the user routine that incurred them ("main => compute => SYSCALL",
+ * "main => compute => write"), plus the flat kernel entries. A user
+ * routine's exclusive time excludes the kernel time charged to it.
+ *
+ * Environment (read at the first timer event of the process):
+ *   KTAU_PROFILE_DIR      output directory ("%p" becomes the pid; relative
+ *                         to the working directory at the first event);
+ *                         default "ktau-profile"; empty: nothing at exit
+ *   KTAU_CALLPATH_DEPTH   longest callpath kept (1..64, default 32)
+ *   KTAU_SHARED=0         do not register pages (no kernel attribution)
+ *   KTAU_VERBOSE=1        say on stderr why kernel attribution is off
+ *
+ * Thread safe. Timer functions are async-signal-tolerant: an event that
+ * interrupts another event of the same thread (a timer in a signal
+ * handler) is dropped and counted. The state is per thread; a handle is
+ * valid in every thread. Not for a library loaded with dlopen() after
+ * threads started (its TLS is initial-exec).
+ */
+struct ktau_timer;
+
+/*
+ * Start the runtime in the calling thread now rather than at its first
+ * timer event (so that the kernel routines from here on are charged).
+ * Returns 1 when the thread's kernel routines are charged (page
+ * registered), 0 when the timers work without kernel data, -errno when
+ * the runtime cannot work (-ENOMEM).
+ */
+int ktau_user_init(void);
+
+/*
+ * The timer of a name (created at the first call; the same handle for
+ * the same name, in every thread). NULL: name NULL or empty, or no
+ * memory. Handles are never freed.
+ */
+struct ktau_timer *ktau_timer_get(const char *name);
+
+/*
+ * Start and stop a timer in the calling thread. Timers nest: stop the
+ * last started first. Stopping a timer that is running but not on top
+ * also stops those above it (as after a longjmp) and returns -EDEADLK;
+ * stopping one that is not running returns -ENOENT and changes nothing.
+ * 0 on success.
+ */
+int ktau_timer_start(struct ktau_timer *t);
+int ktau_timer_stop(struct ktau_timer *t);
+/* The same by name (a registry look-up under a lock: slower). */
+int ktau_timer_start_name(const char *name);
+int ktau_timer_stop_name(const char *name);
+
+/*
+ * Write the profile of every thread now into dir (NULL: the exit
+ * directory, see ktau_user_output(); -EINVAL if there is none). Threads that still run have their
+ * open timers closed at this time in the file, not in their state. The
+ * kernel time of the writing itself is not charged. Returns the number
+ * of files or -errno. Stale profile.* files in dir are removed.
+ */
+int ktau_user_write(const char *dir);
+
+/*
+ * Set the directory written at exit ("%p": the pid; relative to the
+ * working directory now); NULL or "": write nothing at exit. Overrides
+ * KTAU_PROFILE_DIR. 0 or -ENOMEM.
+ */
+int ktau_user_output(const char *dir);
+
+/*
+ * Register (on != 0) or unregister (on == 0) the calling thread's page:
+ * with it off, the thread's timers go on without kernel data. Returns 1
+ * when registered afterwards, 0 when not, or -errno of the registration
+ * (-ENOENT: no KTAU; -ENOTTY: a kernel without shared pages).
+ */
+int ktau_user_shared(int on);
+
+/* Counters of the calling thread's runtime. */
+struct ktau_user_stats {
+	int registered;		/* the page is registered */
+	int depth;		/* timers running */
+	uint64_t events;	/* starts and stops */
+	uint64_t page_reads;	/* events that found new kernel data */
+	uint64_t dropped;	/* events dropped (nested in another) */
+	uint64_t unmatched;	/* stops of timers that were not running */
+	uint64_t kernel_ns;	/* kernel time charged so far */
+};
+int ktau_user_stats(struct ktau_user_stats *st);
+
 /* A short text for a negative return value of this library. */
 const char *ktau_strerror(int err);
+
+/* ==== Sampling (ABI 1.1) ==============================================
+ *
+ * The kernel samples one thread per start, with a counter of its own
+ * (Documentation/trace/ktau.rst, "Sampling"). At each overflow it appends
+ * {ip, time, KTAU routine in progress} to the thread's buffer and adds one
+ * to that routine's samples in the thread's profile (ktau_func_stat.samples;
+ * user_mode in user mode, kernel_other in the kernel outside KTAU
+ * routines). Every watermark samples it may send the thread a signal.
+ * These functions start, drain and stop sampling, decode the records,
+ * name the sampled addresses (user code from the ELF files the process
+ * has mapped, kernel code from /proc/kallsyms when the kernel shows its
+ * addresses) and count samples per thread and code location for the
+ * writers (ktau_write_tau with ktau_tau_opts.samples, folded stacks).
+ *
+ * The counts in the profile exist while the thread is sampled: take the
+ * snapshot before stopping. Sampling ends at the thread's exec and exit;
+ * what its buffer held then is lost (drain before, or with ptrace stops).
+ */
+
+/* Events: the KTAU_SAMPLE_* events of <linux/ktau.h>. */
+#define KTAU_LIB_EV_CPU_CLOCK		0	/* "cpu-clock": software, always there */
+#define KTAU_LIB_EV_TASK_CLOCK		1	/* "task-clock": software */
+#define KTAU_LIB_EV_CYCLES		2	/* "cycles": hardware, if the PMU has it */
+#define KTAU_LIB_EV_INSTRUCTIONS	3	/* "instructions": hardware */
+#define KTAU_LIB_NR_EVENTS		4
+
+/* ktau_sample_spec.flags: the KTAU_SAMPLE_* flags of the ABI. */
+#define KTAU_LIB_SAMPLE_FREQ		0x1	/* period is a frequency in Hz */
+#define KTAU_LIB_SAMPLE_NO_USER		0x2	/* no samples in user mode */
+#define KTAU_LIB_SAMPLE_NO_KERNEL	0x4	/* no samples in the kernel */
+#define KTAU_LIB_SAMPLE_OVERWRITE	0x8	/* full buffer: overwrite the oldest */
+
+/* Limits of the ABI. */
+#define KTAU_LIB_SAMPLE_MAX_CAPACITY	65536	/* samples per kernel buffer */
+#define KTAU_LIB_SAMPLE_MAX_FREQ	100000	/* Hz */
+#define KTAU_LIB_SAMPLE_MIN_CLOCK_NS	10000	/* period of the clock events */
+
+/* What to sample and how. */
+struct ktau_sample_spec {
+	uint32_t event;		/* KTAU_LIB_EV_* */
+	uint32_t flags;		/* KTAU_LIB_SAMPLE_* */
+	uint64_t period;	/* events per sample (ns for the clocks), or Hz */
+	uint32_t capacity;	/* kernel buffer, samples: a power of two */
+	uint32_t watermark;	/* a signal every this many samples; 0: none */
+	int signo;		/* that signal (0 when watermark is 0) */
+};
+
+/*
+ * Parse "EVENT[:PERIOD][:u|:k]" into the event, period and the flags FREQ,
+ * NO_USER and NO_KERNEL of spec (the other fields are left as they are).
+ * EVENT: cpu-clock, task-clock, cycles, instructions. PERIOD: for the
+ * clocks a time, a number with the unit ns (default), us, ms or s
+ * ("cpu-clock:2ms"); for the hardware events a number of events; or
+ * "@HZ", samples per second of the event ("cycles:@1000"). Without
+ * PERIOD: 1 ms for the clocks, @1000 for the others. ":u" samples user
+ * mode only, ":k" the kernel only; without them, both. -EINVAL, with *why
+ * (if not NULL) set to what is wrong.
+ */
+int ktau_sample_parse(const char *text, struct ktau_sample_spec *spec, const char **why);
+/* "cpu-clock", ...; NULL for an unknown event. */
+const char *ktau_sample_event_name(uint32_t event);
+/*
+ * Check spec against the rules of the ABI without asking the kernel:
+ * NULL when it is valid, else a sentence that says what is wrong.
+ */
+const char *ktau_sample_check(const struct ktau_sample_spec *spec);
+/* Nanoseconds per sample for a clock event with a period or frequency; 0 otherwise. */
+uint64_t ktau_sample_period_ns(const struct ktau_sample_spec *spec);
+
+/*
+ * Start sampling thread tid (0: the calling thread) through k. Errors:
+ * -EINVAL (spec: see ktau_sample_check), -EACCES (perf_event_paranoid:
+ * kernel samples need CAP_PERFMON at 2, any sampling CAP_SYS_ADMIN at 3;
+ * another user's thread needs CAP_PERFMON), -EBUSY (already sampled),
+ * -ENOENT (the event does not exist on this machine), -ESRCH (no such
+ * thread), -ENOTTY (a kernel without sampling, ABI 1.0).
+ */
+int ktau_sample_start(struct ktau *k, pid_t tid, const struct ktau_sample_spec *spec);
+
+/* One sample. */
+struct ktau_sample_rec {
+	uint64_t ip;		/* 0: a kernel address the reader may not see */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	uint32_t id;		/* KTAU routine in progress; 10 (user_mode) in user mode */
+	uint32_t user;		/* 1: taken in user mode */
+	int32_t tid;		/* the thread sampled */
+	int32_t pid;		/* its process, when known (0 otherwise) */
+};
+
+/* Counters of a thread's sampling. */
+struct ktau_sample_stats {
+	uint64_t taken;		/* overflows since the start */
+	uint64_t lost;		/* dropped (buffer full) or overwritten */
+	uint64_t signals;	/* signals sent */
+	uint64_t buffered;	/* samples left in the buffer */
+};
+
+/*
+ * Drain up to max samples of thread tid (0: the caller), oldest first,
+ * into v, with their tid; max 0 reads only the counters (st, may be NULL).
+ * Returns the number read. -ENOENT: the thread is not sampled (any more:
+ * sampling ends at exec and exit); -ESRCH: no such thread; -EACCES.
+ */
+int ktau_sample_read(struct ktau *k, pid_t tid, struct ktau_sample_rec *v, size_t max,
+		     struct ktau_sample_stats *st);
+/* Stop sampling of tid, then read what is left as ktau_sample_read. */
+int ktau_sample_stop(struct ktau *k, pid_t tid, struct ktau_sample_rec *v, size_t max,
+		     struct ktau_sample_stats *st);
+
+/* What an error of ktau_sample_start (start = 1) or of a read or stop
+ * (start = 0) means, and what to do about it. */
+const char *ktau_sample_strerror(int err, int start);
+
+/*
+ * Decode struct ktau_sample records (as KTAU_IOC_SAMPLE_READ writes them)
+ * of thread tid into out (room for max). Strict: len must be a multiple
+ * of the record size, and flags and id valid; -EBADMSG otherwise,
+ * -ENOSPC when out is too small. Returns the number decoded.
+ */
+int ktau_sample_decode(const void *buf, size_t len, pid_t tid, struct ktau_sample_rec *out,
+		       size_t max);
+
+/* ---- Naming sampled addresses ---------------------------------------- */
+
+/* Kernel symbols (/proc/kallsyms): text symbols sorted by address. */
+struct ktau_ksyms;
+/*
+ * Load /proc/kallsyms. -EACCES when the kernel hides the addresses from
+ * this reader (kptr_restrict: they read as 0), -ENOENT without kallsyms.
+ */
+int ktau_ksyms_load(struct ktau_ksyms **out);
+/* Parse kallsyms text ("addr type name [module]" lines); -ENODATA: no address. */
+int ktau_ksyms_parse(const char *text, size_t len, struct ktau_ksyms **out);
+/* The function at addr ("name" or "name [module]"), or NULL. */
+const char *ktau_ksyms_name(const struct ktau_ksyms *ks, uint64_t addr);
+size_t ktau_ksyms_size(const struct ktau_ksyms *ks);
+void ktau_ksyms_free(struct ktau_ksyms *ks);
+
+/*
+ * User symbols of a process: its file mappings from /proc/PID/maps, each
+ * ELF file's .symtab (or .dynsym) with the load bias of the mapping (PIE
+ * programs and shared libraries). Files are opened by the path in maps,
+ * so the process should be in the reader's mount namespace. Names are
+ * cached per address.
+ */
+struct ktau_usyms;
+/* For process pid (0: the caller); reads its maps now (-ESRCH, -EACCES). */
+int ktau_usyms_open(pid_t pid, struct ktau_usyms **out);
+/* From the text of a maps file (tests, saved maps); never refreshed. */
+int ktau_usyms_parse_maps(const char *maps, size_t len, struct ktau_usyms **out);
+/* Read the maps again (after an exec, a dlopen()); -ESRCH when gone. */
+int ktau_usyms_refresh(struct ktau_usyms *u);
+/*
+ * The name of user address addr into buf: the function's symbol,
+ * "<file>+0x<offset>" in a mapped file without a symbol for it, or
+ * "[unknown] 0x<address>" outside any file. Returns 1 inside a mapped
+ * file, 0 outside. An address outside every known mapping makes it read
+ * the maps again (at most every 50 ms) when the process is given by pid.
+ */
+int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size);
+void ktau_usyms_free(struct ktau_usyms *u);
+
+/*
+ * The code a sample was taken in, into buf: for a user sample
+ * ktau_usyms_name (u NULL: "[unknown] 0x<ip>"); for a kernel sample the
+ * kallsyms function (ks not NULL and ip not 0), else "[kernel] <routine>"
+ * with the KTAU routine's name. Returns 1 when the user address is in a
+ * mapped file or kallsyms named the kernel one, 0 otherwise.
+ */
+int ktau_sample_name(const struct ktau_sample_rec *s, struct ktau_usyms *u,
+		     const struct ktau_ksyms *ks, const struct ktau_registry *reg,
+		     char *buf, size_t size);
+
+/* ---- Counting samples per code location ------------------------------- */
+
+/* Samples of one thread at one place. */
+struct ktau_sample_place {
+	int32_t tid;
+	int32_t pid;		/* 0 when unknown */
+	uint32_t id;		/* KTAU routine (KTAU_ID_USER, 10, for user code) */
+	uint32_t user;		/* 1: user code */
+	const char *sym;	/* user: as ktau_usyms_name; kernel: the kallsyms */
+				/* function, or NULL when unknown */
+	uint64_t count;
+};
+
+struct ktau_sample_profile *ktau_sample_profile_new(void);
+void ktau_sample_profile_free(struct ktau_sample_profile *p);
+/* Add pl->count samples at place pl (sym is copied). */
+int ktau_sample_profile_add(struct ktau_sample_profile *p, const struct ktau_sample_place *pl);
+/* Name (u and ks as ktau_sample_name; either may be NULL) and add samples. */
+int ktau_sample_profile_add_samples(struct ktau_sample_profile *p,
+				    const struct ktau_sample_rec *v, size_t n,
+				    struct ktau_usyms *u, const struct ktau_ksyms *ks);
+/* The places in the order they were first seen; *n gets their number. */
+const struct ktau_sample_place *ktau_sample_profile_places(const struct ktau_sample_profile *p,
+							   size_t *n);
+/* All samples counted. */
+uint64_t ktau_sample_profile_total(const struct ktau_sample_profile *p);
+
+/*
+ * Folded stacks of samples (flamegraph.pl, inferno, speedscope), one line
+ * per thread name and place with its count: "comm;symbol N" for user
+ * code, "comm;[k] routine;function N" for kernel code ("comm;[k] routine
+ * N" when the function is unknown), routine being the KTAU routine in
+ * progress (read, sched_preempted, ...). comm is the thread's, from snap
+ * (may be NULL), else "tid-<tid>".
+ */
+int ktau_write_sample_folded(FILE *f, const struct ktau_sample_profile *p,
+			     const struct ktau_snap *snap, const struct ktau_registry *reg);
+
+/* ---- A TAU profile file of any rows ----------------------------------- */
+
+/* One function line. */
+struct ktau_tau_row {
+	const char *name;	/* made safe (ktau_write_tau_rows); unique in a file */
+	const char *group;	/* "TAU_USER", ... */
+	uint64_t calls, subrs;
+	double excl, incl;	/* in the metric's unit (TIME: microseconds) */
+};
+
+/*
+ * One TAU profile file of the given rows and metric (e.g. "TIME" or
+ * "SAMPLES"), in the strict form; meta holds nmeta name/value pairs
+ * (meta[2 i], meta[2 i + 1]) after "Metric Name". Names are cleaned as for
+ * the other writers; -EINVAL for a duplicate name after cleaning or
+ * excl > incl, a row with values but no calls, or a bad metric name.
+ */
+int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *rows,
+			size_t n, const char *const *meta, size_t nmeta);
 
 #ifdef __cplusplus
 }

@@ -234,6 +234,8 @@ static const char *const fixed_names[] = {
 	[KTAU_ID_SIGNAL] = "signal_delivery",
 	[KTAU_ID_SYSCALL_BAD] = "syscall_invalid",
 	[KTAU_ID_SYSCALL_COMPAT] = "syscall_compat",
+	[KTAU_ID_USER] = "user_mode",
+	[KTAU_ID_KERNEL] = "kernel_other",
 };
 
 static const int fixed_groups[] = {
@@ -246,6 +248,8 @@ static const int fixed_groups[] = {
 	[KTAU_ID_SIGNAL] = KTAU_GROUP_SIGNAL,
 	[KTAU_ID_SYSCALL_BAD] = KTAU_GROUP_SYSCALL,
 	[KTAU_ID_SYSCALL_COMPAT] = KTAU_GROUP_SYSCALL,
+	[KTAU_ID_USER] = KTAU_GROUP_DYNAMIC,
+	[KTAU_ID_KERNEL] = KTAU_GROUP_DYNAMIC,
 };
 
 static const char *const softirq_names[] = {

@@ -14,6 +14,7 @@
 
 #include "libktau.h"
 #include "internal.h"
+#include "sample-internal.h"
 
 #define SNAP_BUF_INIT	(256 << 10)
 #define SNAP_TRIES	8
@@ -70,6 +71,11 @@ void ktau_close(struct ktau *k)
 unsigned long ktau_nr_ioctls(const struct ktau *k)
 {
 	return k->nioctls;
+}
+
+int ktau__fd(const struct ktau *k)
+{
+	return k->fd;
 }
 
 static int reserve(struct ktau *k, size_t cap)
@@ -381,6 +387,7 @@ int ktau_decode(const void *buf, size_t len, struct ktau_snap **out)
 				t->entries[i].count = ent.count;
 				t->entries[i].incl_ns = ent.incl_ns;
 				t->entries[i].excl_ns = ent.excl_ns;
+				t->entries[i].samples = ent.samples;
 			}
 			qsort(t->entries, t->nentries, sizeof(*t->entries), cmp_entry);
 			for (i = 1; i < t->nentries; i++)
@@ -443,6 +450,8 @@ int ktau_encode(const struct ktau_snap *snap, void **bufp, size_t *lenp)
 			ent.count = t->entries[j].count;
 			ent.incl_ns = t->entries[j].incl_ns;
 			ent.excl_ns = t->entries[j].excl_ns;
+			ent.samples = t->entries[j].samples > UINT32_MAX ? UINT32_MAX :
+				      (uint32_t)t->entries[j].samples;
 			memcpy(buf + off, &ent, sizeof(ent));
 			off += sizeof(ent);
 		}
@@ -498,8 +507,10 @@ static int task_diff(struct ktau_task *dst, const struct ktau_task *a, const str
 				if (d.incl_ns < d.excl_ns)
 					d.incl_ns = d.excl_ns;
 			}
+			/* Sample counts restart with each sampling of the thread. */
+			d.samples = sat_sub(d.samples, ea->samples);
 		}
-		if (!d.count && !d.incl_ns && !d.excl_ns)
+		if (!d.count && !d.incl_ns && !d.excl_ns && !d.samples)
 			continue;
 		dst->entries[n++] = d;
 	}
@@ -592,7 +603,8 @@ static int task_add(struct ktau_task *dst, const struct ktau_task *src)
 				m[n] = dst->entries[i++];
 				m[n].count += src->entries[j].count;
 				m[n].incl_ns += src->entries[j].incl_ns;
-				m[n].excl_ns += src->entries[j++].excl_ns;
+				m[n].excl_ns += src->entries[j].excl_ns;
+				m[n].samples += src->entries[j++].samples;
 				n++;
 			}
 		}

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "libktau.h"
+#include "internal.h"
+#include "sample-internal.h"
 
 #define NGROUPS_OUT (KTAU_LIB_NR_GROUPS + 1)	/* + "OTHER" (unknown group) */
 
@@ -31,6 +33,76 @@ static void sanitize(char *dst, size_t size, const char *src)
 		dst[i] = c == '"' ? '\'' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
 	}
 	dst[i] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at s (0: invalid). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0;
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
+void ktau__clean_name(char *dst, size_t size, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0, n;
+	int space = 0;
+
+	while (*s && o + 1 < size) {
+		n = utf8_len(s);
+		if (!n) {
+			s++;
+			if (space && o)
+				dst[o++] = ' ';
+			space = 0;
+			if (o + 1 < size)
+				dst[o++] = '?';
+			continue;
+		}
+		if (n == 1 && (*s <= 0x20 || *s == 0x7f)) {
+			space = 1;
+			s++;
+			continue;
+		}
+		if (space && o) {
+			dst[o++] = ' ';
+			if (o + 1 >= size)
+				break;
+		}
+		space = 0;
+		if (o + n >= size)
+			break;
+		if (n == 1 && *s == '"')
+			dst[o++] = '\'';
+		else if (n == 1 && *s == '>' && o && dst[o - 1] == '=')
+			dst[o++] = '_';	/* "=>" separates callpath elements */
+		else {
+			memcpy(dst + o, s, n);
+			o += n;
+		}
+		s += n;
+	}
+	if (!o && size > 1)
+		dst[o++] = '?';
+	dst[o] = '\0';
 }
 
 static void xml_escaped(FILE *f, const char *s)
@@ -49,7 +121,7 @@ static void xml_escaped(FILE *f, const char *s)
 	}
 }
 
-static void meta(FILE *f, const char *name, const char *value)
+void ktau__meta(FILE *f, const char *name, const char *value)
 {
 	fputs("<attribute><name>", f);
 	xml_escaped(f, name);
@@ -58,12 +130,12 @@ static void meta(FILE *f, const char *name, const char *value)
 	fputs("</value></attribute>", f);
 }
 
-static void meta_u64(FILE *f, const char *name, unsigned long long v)
+void ktau__meta_u64(FILE *f, const char *name, unsigned long long v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%llu", v);
-	meta(f, name, buf);
+	ktau__meta(f, name, buf);
 }
 
 static int group_slot(int g)
@@ -76,29 +148,48 @@ static const char *slot_class(int slot)
 	return ktau_group_class(slot < KTAU_LIB_NR_GROUPS ? slot : -1);
 }
 
-int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
-			const struct ktau_task *t, const struct ktau_registry *reg,
-			int node, int thread, const struct ktau_tau_opts *opts)
+/* Calls as written: a routine with samples but no completed call gets its
+ * sample count, as the readers want calls for any value. */
+static uint64_t row_calls(const struct ktau_func_stat *e)
+{
+	return e->count ? e->count : e->samples;
+}
+
+/* One file of task t: the metric TIME (smetric 0) or the samples (1). */
+static int write_task(FILE *f, const struct ktau_snap *snap, const struct ktau_task *t,
+		      const struct ktau_registry *reg, int node, int thread,
+		      const struct ktau_tau_opts *opts, int smetric)
 {
 	uint64_t gcalls[NGROUPS_OUT] = { 0 }, gincl[NGROUPS_OUT] = { 0 }, gexcl[NGROUPS_OUT] = { 0 };
+	uint64_t gsamp[NGROUPS_OUT] = { 0 }, nsamples = 0, per = opts ? opts->sample_period_ns : 0;
 	char (*names)[80] = NULL;
-	char comm[sizeof(t->comm) + 1];
-	size_t i, j, nfuncs;
-	int slot, has_other = 0, dup;
+	char comm[sizeof(t->comm) + 1], metric[40], smname[40];
+	struct ktau__srow *srows = NULL;
+	size_t i, j, nfuncs, nsrows = 0;
+	int slot, has_other = 0, dup, ret;
 
+	ret = ktau__sample_rows(opts ? opts->samples : NULL, t, &srows, &nsrows);
+	if (ret)
+		return ret;
 	if (t->nentries) {
 		names = calloc(t->nentries, sizeof(*names));
-		if (!names)
+		if (!names) {
+			ktau__srows_free(srows, nsrows);
 			return -ENOMEM;
+		}
 	}
+	ktau__metric_name(smname, sizeof(smname), opts ? opts->sample_metric : NULL);
+	snprintf(metric, sizeof(metric), "%s", smetric ? smname : "TIME");
 	for (i = 0; i < t->nentries; i++) {
 		const struct ktau_func_stat *e = &t->entries[i];
 
 		slot = group_slot(ktau_func_group(reg, e->id));
 		has_other |= slot == KTAU_LIB_NR_GROUPS;
-		gcalls[slot] += e->count;
+		gcalls[slot] += row_calls(e);
 		gincl[slot] += e->incl_ns;
 		gexcl[slot] += e->excl_ns;
+		gsamp[slot] += e->samples;
+		nsamples += e->samples;
 		sanitize(names[i], sizeof(names[i]) - 16, ktau_func_name(reg, e->id));
 		/* Names must be unique in a file, also against the totals. */
 		dup = 0;
@@ -109,37 +200,43 @@ int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
 		if (dup)
 			snprintf(names[i] + strlen(names[i]), 16, " [id %u]", e->id);
 	}
-	nfuncs = t->nentries + KTAU_LIB_NR_GROUPS + has_other;
+	nfuncs = t->nentries + nsrows + KTAU_LIB_NR_GROUPS + has_other;
 
-	fprintf(f, "%zu templated_functions_MULTI_TIME\n", nfuncs);
+	fprintf(f, "%zu templated_functions_MULTI_%s\n", nfuncs, metric);
 	fputs("# Name Calls Subrs Excl Incl ProfileCalls # <metadata>", f);
-	meta(f, "Metric Name", "TIME");
+	ktau__meta(f, "Metric Name", metric);
 	if (t->flags & KTAU_TASK_AGGREGATE) {
-		meta(f, "KTAU Task", "aggregate");
+		ktau__meta(f, "KTAU Task", "aggregate");
 	} else {
-		meta_u64(f, "pid", t->pid);
-		meta_u64(f, "tid", t->tid);
+		ktau__meta_u64(f, "pid", t->pid);
+		ktau__meta_u64(f, "tid", t->tid);
 	}
 	sanitize(comm, sizeof(comm), t->comm);
-	meta(f, "comm", comm);
-	meta(f, "Hostname", snap->hostname);
-	meta(f, "OS Release", snap->release);
-	meta(f, "Kernel Release", snap->release);
-	meta_u64(f, "Node", node);
-	meta_u64(f, "Thread", thread);
+	ktau__meta(f, "comm", comm);
+	ktau__meta(f, "Hostname", snap->hostname);
+	ktau__meta(f, "OS Release", snap->release);
+	ktau__meta(f, "Kernel Release", snap->release);
+	ktau__meta_u64(f, "Node", node);
+	ktau__meta_u64(f, "Thread", thread);
 	if (t->flags & KTAU_TASK_PROCESS)
-		meta_u64(f, "KTAU Threads Summed", t->nthreads);
-	meta(f, "KTAU Exited", t->flags & KTAU_TASK_EXITED ? "yes" : "no");
-	meta(f, "KTAU Kernel Thread", t->flags & KTAU_TASK_KTHREAD ? "yes" : "no");
-	meta_u64(f, "KTAU Start ns", t->start_ns);
-	meta_u64(f, "KTAU Snapshot ns", snap->time_ns);
+		ktau__meta_u64(f, "KTAU Threads Summed", t->nthreads);
+	ktau__meta(f, "KTAU Exited", t->flags & KTAU_TASK_EXITED ? "yes" : "no");
+	ktau__meta(f, "KTAU Kernel Thread", t->flags & KTAU_TASK_KTHREAD ? "yes" : "no");
+	ktau__meta_u64(f, "KTAU Start ns", t->start_ns);
+	ktau__meta_u64(f, "KTAU Snapshot ns", snap->time_ns);
 	if (snap->is_delta)
-		meta_u64(f, "KTAU Delta Since ns", snap->base_ns);
-	meta_u64(f, "KTAU Stack Overflows", t->stack_overflows);
-	meta_u64(f, "KTAU Table Overflows", t->table_overflows);
-	meta_u64(f, "KTAU Unmatched", t->unmatched);
+		ktau__meta_u64(f, "KTAU Delta Since ns", snap->base_ns);
+	ktau__meta_u64(f, "KTAU Stack Overflows", t->stack_overflows);
+	ktau__meta_u64(f, "KTAU Table Overflows", t->table_overflows);
+	ktau__meta_u64(f, "KTAU Unmatched", t->unmatched);
+	if (nsamples || nsrows) {
+		ktau__meta(f, "KTAU Samples Metric", smname);
+		ktau__meta_u64(f, "KTAU Samples In Routines", nsamples);
+		if (per)
+			ktau__meta_u64(f, "KTAU Sample Period ns", per);
+	}
 	for (i = 0; opts && opts->extra_meta && i < opts->nextra; i++)
-		meta(f, opts->extra_meta[2 * i], opts->extra_meta[2 * i + 1]);
+		ktau__meta(f, opts->extra_meta[2 * i], opts->extra_meta[2 * i + 1]);
 	fputs("</metadata>\n", f);
 
 	for (i = 0; i < t->nentries; i++) {
@@ -147,19 +244,36 @@ int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
 
 		slot = group_slot(ktau_func_group(reg, e->id));
 		fprintf(f, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"TAU_KERNEL_MERGE|KTAU_%s\"\n",
-			names[i], (unsigned long long)e->count, e->excl_ns / 1000.0,
-			e->incl_ns / 1000.0, slot_class(slot));
+			names[i], (unsigned long long)row_calls(e),
+			smetric ? (double)e->samples : e->excl_ns / 1000.0,
+			smetric ? (double)e->samples : e->incl_ns / 1000.0, slot_class(slot));
+	}
+	/* Sampled code: calls are samples; TIME what they stand for, if known. */
+	for (i = 0; i < nsrows; i++) {
+		double v = smetric ? (double)srows[i].count : srows[i].count * (double)per / 1000.0;
+
+		fprintf(f, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"TAU_SAMPLE\"\n", srows[i].name,
+			(unsigned long long)srows[i].count, v, v);
 	}
 	for (slot = 0; slot < NGROUPS_OUT; slot++) {
 		if (slot == KTAU_LIB_NR_GROUPS && !has_other)
 			break;
 		fprintf(f, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"KERNEL_GROUPS|TAU_KERNEL_MERGE\"\n",
 			slot_class(slot), (unsigned long long)gcalls[slot],
-			gexcl[slot] / 1000.0, gincl[slot] / 1000.0);
+			smetric ? (double)gsamp[slot] : gexcl[slot] / 1000.0,
+			smetric ? (double)gsamp[slot] : gincl[slot] / 1000.0);
 	}
 	fputs("0 aggregates\n", f);
 	free(names);
+	ktau__srows_free(srows, nsrows);
 	return ferror(f) ? -EIO : 0;
+}
+
+int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
+			const struct ktau_task *t, const struct ktau_registry *reg,
+			int node, int thread, const struct ktau_tau_opts *opts)
+{
+	return write_task(f, snap, t, reg, node, thread, opts, 0);
 }
 
 static int mkdir_p(const char *dir)
@@ -187,7 +301,9 @@ static int mkdir_p(const char *dir)
 	return ret;
 }
 
-static int remove_stale(const char *dir)
+/* The profile.* files of dir and, at the top, its MULTI_* directories of
+ * them: a profile written again may have another layout. */
+static int remove_stale(const char *dir, int top)
 {
 	char path[4096];
 	struct dirent *de;
@@ -196,6 +312,12 @@ static int remove_stale(const char *dir)
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
+		if (top && !strncmp(de->d_name, "MULTI_", 6)) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (!remove_stale(path, 0))
+				rmdir(path);
+			continue;
+		}
 		if (strncmp(de->d_name, "profile.", 8))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
@@ -225,19 +347,26 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg, const struct ktau_tau_opts *opts)
 {
 	const struct ktau_task **order;
-	char path[4096];
-	int node = 0, thread = 0, ret, nfiles = 0;
+	char path[4096], sub[2][4096], smname[40];
+	int node = 0, thread = 0, ret, nfiles = 0, multi = ktau__has_samples(snap, opts), m;
 	size_t i;
 	FILE *f;
 
 	ret = mkdir_p(dir);
 	if (ret)
 		return ret;
-	ret = remove_stale(dir);
+	ret = remove_stale(dir, 1);
 	if (ret)
 		return ret;
 	if (!snap->ntasks)
 		return 0;
+	/* With samples, two metrics: MULTI__TIME and MULTI__<samples>. */
+	ktau__metric_name(smname, sizeof(smname), opts ? opts->sample_metric : NULL);
+	snprintf(sub[0], sizeof(sub[0]), "%s/MULTI__TIME", dir);
+	snprintf(sub[1], sizeof(sub[1]), "%s/MULTI__%s", dir, smname);
+	for (m = 0; multi && m < 2; m++)
+		if (mkdir(sub[m], 0755) && errno != EEXIST)
+			return -errno;
 	order = malloc(snap->ntasks * sizeof(*order));
 	if (!order)
 		return -ENOMEM;
@@ -260,15 +389,18 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		} else {
 			thread = i;
 		}
-		snprintf(path, sizeof(path), "%s/profile.%d.0.%d", dir, node, thread);
-		f = fopen(path, "w");
-		if (!f) {
-			ret = -errno;
-			break;
+		for (m = 0; m <= multi && !ret; m++) {
+			snprintf(path, sizeof(path), "%s/profile.%d.0.%d", multi ? sub[m] : dir,
+				 node, thread);
+			f = fopen(path, "w");
+			if (!f) {
+				ret = -errno;
+				break;
+			}
+			ret = write_task(f, snap, t, reg, node, thread, opts, m);
+			if (fclose(f) && !ret)
+				ret = -errno;
 		}
-		ret = ktau_write_tau_task(f, snap, t, reg, node, thread, opts);
-		if (fclose(f) && !ret)
-			ret = -errno;
 		if (ret)
 			break;
 		nfiles++;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/ktau.h>
 #include <json-c/json.h>
@@ -358,8 +359,9 @@ static int t_diff(void)
 
 static int t_diff_reset_and_accumulate(void)
 {
-	struct ktau_func_stat ea[] = { { 32, 10, 1000, 500 }, { 33, 5, 100, 100 } };
-	struct ktau_func_stat eb[] = { { 32, 3, 300, 200 }, { 33, 7, 150, 120 }, { 40, 1, 9, 9 } };
+	struct ktau_func_stat ea[] = { { 32, 10, 1000, 500, 0 }, { 33, 5, 100, 100, 0 } };
+	struct ktau_func_stat eb[] = { { 32, 3, 300, 200, 0 }, { 33, 7, 150, 120, 0 },
+				       { 40, 1, 9, 9, 0 } };
 	struct ktau_task ta = { .tid = 5, .pid = 5, .nthreads = 1, .start_ns = 77, .comm = "x",
 				.nentries = 2, .entries = ea };
 	struct ktau_task tb = ta, tc = ta;
@@ -547,7 +549,8 @@ static int t_tau_run_dense(void)
 
 static int t_tau_escaping(void)
 {
-	struct ktau_func_stat e[] = { { 4000, 1, 10, 5 }, { 4001, 2, 10, 5 }, { 4002, 1, 1, 1 } };
+	struct ktau_func_stat e[] = { { 4000, 1, 10, 5, 0 }, { 4001, 2, 10, 5, 0 },
+				      { 4002, 1, 1, 1, 0 } };
 	struct ktau_task t = { .tid = 9, .pid = 9, .nthreads = 1, .nentries = 3, .entries = e };
 	struct ktau_snap s = { .ntasks = 1, .tasks = &t };
 	const char *text = "4000 irq irq5:a\"b<c>\n4001 irq irq5:a\"b<c>\n4002 dynamic SYSCALL\n";
@@ -653,6 +656,449 @@ static int t_watch_series(void)
 	return 0;
 }
 
+/* ---- Sampling (ABI 1.1): synthetic samples ---- */
+
+static int t_sample_parse(void)
+{
+	static const struct {
+		const char *text;
+		uint32_t event, flags;
+		uint64_t period;
+	} good[] = {
+		{ "cpu-clock", KTAU_LIB_EV_CPU_CLOCK, 0, 1000000 },
+		{ "cpu-clock:2ms", KTAU_LIB_EV_CPU_CLOCK, 0, 2000000 },
+		{ "cpu-clock:10000", KTAU_LIB_EV_CPU_CLOCK, 0, 10000 },
+		{ "task-clock:500us:u", KTAU_LIB_EV_TASK_CLOCK, KTAU_LIB_SAMPLE_NO_KERNEL, 500000 },
+		{ "cpu-clock:@4000", KTAU_LIB_EV_CPU_CLOCK, KTAU_LIB_SAMPLE_FREQ, 4000 },
+		{ "cpu-clock:k", KTAU_LIB_EV_CPU_CLOCK, KTAU_LIB_SAMPLE_NO_USER, 1000000 },
+		{ "cycles", KTAU_LIB_EV_CYCLES, KTAU_LIB_SAMPLE_FREQ, 1000 },
+		{ "cycles:@250", KTAU_LIB_EV_CYCLES, KTAU_LIB_SAMPLE_FREQ, 250 },
+		{ "instructions:1000003:k", KTAU_LIB_EV_INSTRUCTIONS, KTAU_LIB_SAMPLE_NO_USER,
+		  1000003 },
+		{ "task-clock:1s", KTAU_LIB_EV_TASK_CLOCK, 0, 1000000000 },
+	};
+	static const char *const bad[] = {
+		"", "bogus", "cpu-clock:", "cpu-clock:0", "cpu-clock:5us", "cpu-clock:1x",
+		"cpu-clock:@200000", "cpu-clock:@", "cycles:5ms", "cpu-clock:2ms:x",
+		"cpu-clock:99999999999999999999", "cycles:2000000000000", "cpu-clock:@-1",
+		"cpu-clock:20000000s",
+	};
+	struct ktau_sample_spec sp;
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		memset(&sp, 0, sizeof(sp));
+		sp.flags = KTAU_LIB_SAMPLE_OVERWRITE;
+		CHECK(ktau_sample_parse(good[i].text, &sp, NULL) == 0, "'%s' refused", good[i].text);
+		CHECK(sp.event == good[i].event && sp.period == good[i].period &&
+		      sp.flags == (good[i].flags | KTAU_LIB_SAMPLE_OVERWRITE),
+		      "'%s': event %u period %llu flags %#x", good[i].text, sp.event,
+		      (unsigned long long)sp.period, sp.flags);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		CHECK(ktau_sample_parse(bad[i], &sp, &why) == -EINVAL && why && *why,
+		      "'%s' accepted", bad[i]);
+		printf("# '%s': %s\n", bad[i], why);
+	}
+	memset(&sp, 0, sizeof(sp));
+	ktau_sample_parse("cpu-clock:@4000", &sp, NULL);
+	CHECK(ktau_sample_period_ns(&sp) == 250000, "period of 4000 Hz");
+	CHECK(ktau_sample_check(&sp), "capacity 0 accepted");
+	sp.capacity = 24;
+	CHECK(ktau_sample_check(&sp), "capacity 24 accepted");
+	sp.capacity = 1024;
+	CHECK(!ktau_sample_check(&sp), "%s", ktau_sample_check(&sp));
+	sp.watermark = 1;
+	CHECK(ktau_sample_check(&sp), "a watermark without a signal");
+	sp.signo = 9;
+	CHECK(ktau_sample_check(&sp), "SIGKILL");
+	sp.signo = 27;
+	CHECK(!ktau_sample_check(&sp), "SIGPROF, watermark 1");
+	sp.flags |= KTAU_LIB_SAMPLE_NO_USER | KTAU_LIB_SAMPLE_NO_KERNEL;
+	CHECK(ktau_sample_check(&sp), "neither user nor kernel");
+	CHECK(!strcmp(ktau_sample_event_name(KTAU_LIB_EV_INSTRUCTIONS), "instructions") &&
+	      !ktau_sample_event_name(4), "event names");
+	CHECK(strstr(ktau_sample_strerror(-EACCES, 1), "perf_event_paranoid") &&
+	      strstr(ktau_sample_strerror(-ENOENT, 1), "cpu-clock") &&
+	      strstr(ktau_sample_strerror(-ENOENT, 0), "exec"), "messages");
+	return 0;
+}
+
+static int t_sample_decode(void)
+{
+	struct ktau_sample raw[3] = {
+		{ .ip = 0x401000, .time_ns = 10, .id = KTAU_ID_USER, .flags = KTAU_SAMPLE_USER },
+		{ .ip = 0xffffffff81000010ull, .time_ns = 20, .id = KTAU_ID_SYSCALL_BASE },
+		{ .ip = 0, .time_ns = 30, .id = KTAU_ID_KERNEL },
+	};
+	struct ktau_sample_rec out[3];
+	struct ktau_sample bad;
+
+	CHECK(ktau_sample_decode(raw, sizeof(raw), 77, out, 3) == 3, "decode");
+	CHECK(out[0].user && out[0].ip == 0x401000 && out[0].tid == 77 && !out[0].pid &&
+	      out[1].id == KTAU_ID_SYSCALL_BASE && !out[1].user && out[2].time_ns == 30, "values");
+	CHECK(ktau_sample_decode(raw, sizeof(raw), 77, out, 2) == -ENOSPC, "room");
+	CHECK(ktau_sample_decode(raw, sizeof(raw) - 1, 77, out, 3) == -EBADMSG, "length");
+	CHECK(ktau_sample_decode(raw, 0, 77, out, 0) == 0, "empty");
+	bad = raw[0];
+	bad.flags = 0x2;
+	CHECK(ktau_sample_decode(&bad, sizeof(bad), 1, out, 1) == -EBADMSG, "flags");
+	bad = raw[1];
+	bad.flags = KTAU_SAMPLE_USER;
+	CHECK(ktau_sample_decode(&bad, sizeof(bad), 1, out, 1) == -EBADMSG, "user, not user_mode");
+	bad = raw[0];
+	bad.flags = 0;
+	CHECK(ktau_sample_decode(&bad, sizeof(bad), 1, out, 1) == -EBADMSG, "user_mode, kernel");
+	bad.id = 0;
+	CHECK(ktau_sample_decode(&bad, sizeof(bad), 1, out, 1) == -EBADMSG, "id 0");
+	return 0;
+}
+
+static const char kallsyms_text[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000000 T startup_64\n"
+	"ffffffff81001000 t clear_page_erms\n"
+	"ffffffff81002000 D some_data\n"
+	"ffffffff81003000 W ksys_read\n"
+	"ffffffffc0000000 t mod_func\t[ktau_mod]\n"
+	"garbage line\n";
+
+static int t_ksyms(void)
+{
+	struct ktau_ksyms *ks = NULL;
+	const char *zero = "0000000000000000 T _stext\n0000000000000000 t foo\n";
+	const char *n;
+
+	CHECK(ktau_ksyms_parse(kallsyms_text, strlen(kallsyms_text), &ks) == 0, "parse");
+	CHECK(ktau_ksyms_size(ks) == 5, "%zu symbols", ktau_ksyms_size(ks));
+	n = ktau_ksyms_name(ks, 0xffffffff81001010ull);
+	CHECK(n && !strcmp(n, "clear_page_erms"), "%s", n ? n : "NULL");
+	/* Data symbols are not functions: the function before them reaches on. */
+	n = ktau_ksyms_name(ks, 0xffffffff81002010ull);
+	CHECK(n && !strcmp(n, "clear_page_erms"), "%s", n ? n : "NULL");
+	n = ktau_ksyms_name(ks, 0xffffffff81000004ull);
+	CHECK(n && (!strcmp(n, "_stext") || !strcmp(n, "startup_64")), "%s", n ? n : "NULL");
+	n = ktau_ksyms_name(ks, 0xffffffffc0000100ull);
+	CHECK(n && !strcmp(n, "mod_func [ktau_mod]"), "%s", n ? n : "NULL");
+	CHECK(!ktau_ksyms_name(ks, 0xffffffffc0200000ull), "far past the last symbol");
+	CHECK(!ktau_ksyms_name(ks, 0x1000), "below the first");
+	ktau_ksyms_free(ks);
+	CHECK(ktau_ksyms_parse(zero, strlen(zero), &ks) == -ENODATA, "hidden addresses");
+	CHECK(ktau_ksyms_parse("x\n", 2, &ks) == -EBADMSG, "nothing");
+	return 0;
+}
+
+/* A function of this program with a name to find (PIE: a load bias). */
+__attribute__((noinline)) int ktau_test_sampled_function(int x)
+{
+	return x * 3 + 1;
+}
+
+static int t_usyms_self(void)
+{
+	struct ktau_usyms *u = NULL, *v = NULL;
+	char name[512], *maps = NULL, *line, *save, *shifted = NULL;
+	uintptr_t fn = (uintptr_t)ktau_test_sampled_function, lib = (uintptr_t)getpid;
+	const uintptr_t delta = 0x100000000000ull;
+	size_t len = 0, slen = 0;
+	FILE *f, *m;
+	void *anon;
+
+	CHECK(ktau_usyms_open(0, &u) == 0, "open self");
+	CHECK(ktau_usyms_name(u, fn + 4, name, sizeof(name)) == 1 &&
+	      !strcmp(name, "ktau_test_sampled_function"), "'%s'", name);
+	CHECK(ktau_usyms_name(u, lib, name, sizeof(name)) == 1 && strstr(name, "getpid"),
+	      "libc: '%s'", name);
+	/* Cached: the same again. */
+	CHECK(ktau_usyms_name(u, fn + 4, name, sizeof(name)) == 1 &&
+	      !strcmp(name, "ktau_test_sampled_function"), "cached '%s'", name);
+	CHECK(ktau_usyms_name(u, 0x10, name, sizeof(name)) == 0 &&
+	      !strcmp(name, "[unknown] 0x10"), "'%s'", name);
+	/* Code mapped after the maps were read is found by reading them again. */
+	anon = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(anon != MAP_FAILED, "mmap");
+	usleep(60000);
+	CHECK(ktau_usyms_name(u, (uintptr_t)anon + 8, name, sizeof(name)) == 0 &&
+	      !strncmp(name, "[unknown] 0x", 12), "anonymous: '%s'", name);
+	munmap(anon, 4096);
+	ktau_usyms_free(u);
+
+	/* The maps of another place: every mapping moved by delta, same names. */
+	f = fopen("/proc/self/maps", "r");
+	CHECK(f, "maps");
+	m = open_memstream(&maps, &len);
+	for (;;) {
+		char buf[4096];
+
+		if (!fgets(buf, sizeof(buf), f))
+			break;
+		fputs(buf, m);
+	}
+	fclose(f);
+	fclose(m);
+	m = open_memstream(&shifted, &slen);
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long a, b;
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx%n", &a, &b, &pos) == 2)
+			fprintf(m, "%llx-%llx%s\n", a + delta, b + delta, line + pos);
+	}
+	fclose(m);
+	CHECK(ktau_usyms_parse_maps(shifted, slen, &v) == 0, "parse maps");
+	CHECK(ktau_usyms_name(v, fn + delta + 4, name, sizeof(name)) == 1 &&
+	      !strcmp(name, "ktau_test_sampled_function"), "moved: '%s'", name);
+	CHECK(ktau_usyms_name(v, fn + 4, name, sizeof(name)) == 0 &&
+	      !strncmp(name, "[unknown] ", 10), "old place: '%s'", name);
+	ktau_usyms_free(v);
+	free(maps);
+	free(shifted);
+	return 0;
+}
+
+/* Three threads' samples: user code, kernel with kallsyms, kernel hidden. */
+static struct ktau_sample_profile *synthetic_profile(struct ktau_ksyms **ksp)
+{
+	struct ktau_sample_profile *p = ktau_sample_profile_new();
+	struct ktau_sample_rec v[] = {
+		{ 0x1000, 1, KTAU_ID_USER, 1, 101, 100 },
+		{ 0x1000, 2, KTAU_ID_USER, 1, 101, 100 },
+		{ 0x2000, 3, KTAU_ID_USER, 1, 101, 100 },
+		{ 0xffffffff81001004ull, 4, KTAU_ID_SYSCALL_BASE, 0, 101, 100 },
+		{ 0xffffffff81001008ull, 5, KTAU_ID_SYSCALL_BASE, 0, 101, 100 },
+		{ 0, 6, KTAU_ID_SCHED_INVOL, 0, 102, 100 },
+		{ 0x1000, 7, KTAU_ID_USER, 1, 102, 100 },
+	};
+	struct ktau_sample_place pl = { .tid = 102, .pid = 100, .id = KTAU_ID_USER, .user = 1,
+					.sym = "spin \"loop\" => x", .count = 10 };
+
+	if (!p || ktau_ksyms_parse(kallsyms_text, strlen(kallsyms_text), ksp) ||
+	    ktau_sample_profile_add_samples(p, v, sizeof(v) / sizeof(v[0]), NULL, *ksp) ||
+	    ktau_sample_profile_add(p, &pl)) {
+		ktau_sample_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int t_sample_profile_folded(void)
+{
+	struct ktau_ksyms *ks = NULL;
+	struct ktau_sample_profile *p = synthetic_profile(&ks);
+	struct ktau_task t = { .tid = 101, .pid = 100, .nthreads = 1, .comm = "spinner" };
+	struct ktau_snap s = { .ntasks = 1, .tasks = &t };
+	const struct ktau_sample_place *pl;
+	struct ktau_registry *reg = fixture_registry();
+	const char *want =
+		"spinner;[k] read;clear_page_erms 2\n"
+		"spinner;[unknown] 0x1000 2\n"
+		"spinner;[unknown] 0x2000 1\n"
+		"tid-102;[k] sched_preempted 1\n"
+		"tid-102;[unknown] 0x1000 1\n"
+		"tid-102;spin \"loop\" => x 10\n";
+	char *text = NULL;
+	size_t len = 0, n, i;
+	uint64_t sum = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(p && f && reg, "setup");
+	pl = ktau_sample_profile_places(p, &n);
+	CHECK(n == 6, "%zu places", n);
+	for (i = 0; i < n; i++)
+		sum += pl[i].count;
+	CHECK(sum == 17 && ktau_sample_profile_total(p) == 17, "total %llu",
+	      (unsigned long long)sum);
+	CHECK(pl[0].tid == 101 && pl[0].user && pl[0].count == 2 &&
+	      !strcmp(pl[0].sym, "[unknown] 0x1000"), "first place");
+	CHECK(!pl[2].user && !strcmp(pl[2].sym, "clear_page_erms") && pl[2].count == 2,
+	      "kernel place: %s", pl[2].sym);
+	CHECK(!pl[3].user && !pl[3].sym && pl[3].id == KTAU_ID_SCHED_INVOL, "hidden kernel");
+	CHECK(ktau_write_sample_folded(f, p, &s, reg) == 0, "folded");
+	fclose(f);
+	CHECK(!strcmp(text, want), "folded:\n%s", text);
+	free(text);
+	ktau_registry_free(reg);
+	ktau_sample_profile_free(p);
+	ktau_ksyms_free(ks);
+	return 0;
+}
+
+/* A copy of dir's files under $KTAU_TEST_OUT, for the strict checker. */
+static void keep_for_checker(const char *dir, const char *name)
+{
+	const char *out = getenv("KTAU_TEST_OUT");
+	char cmd[1200];
+
+	if (!out)
+		return;
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && rm -rf '%s/%s' && cp -r '%s' '%s/%s'", out,
+		 out, name, dir, out, name);
+	if (system(cmd))
+		printf("# could not copy %s to %s\n", dir, out);
+}
+
+/* The line of a function: "calls subrs excl incl" (NULL when missing). */
+static int tau_line(const char *path, const char *name, char *vals, size_t size)
+{
+	char line[1024], want[600];
+	FILE *f = fopen(path, "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	snprintf(want, sizeof(want), "\"%s\" ", name);
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, want, strlen(want)))
+			continue;
+		found = 1;
+		snprintf(vals, size, "%s", line + strlen(want));
+		*strstr(vals, " 0 GROUP=") = '\0';
+	}
+	fclose(f);
+	return found;
+}
+
+static int t_tau_samples(void)
+{
+	struct ktau_func_stat e[] = {
+		{ KTAU_ID_USER, 0, 0, 0, 40 },
+		{ KTAU_ID_SYSCALL_BASE, 10, 5000, 4000, 5 },	/* read */
+		{ ID_GETPPID, 3, 300, 300, 0 },
+	};
+	struct ktau_task t[2] = {
+		{ .tid = 101, .pid = 100, .nthreads = 1, .comm = "spinner", .nentries = 3,
+		  .entries = e },
+		{ .tid = 102, .pid = 100, .nthreads = 1, .comm = "spinner", .nentries = 1,
+		  .entries = &e[2] },
+	};
+	struct ktau_snap s = { .ntasks = 2, .tasks = t };
+	struct ktau_ksyms *ks = NULL;
+	struct ktau_sample_profile *p = synthetic_profile(&ks);
+	struct ktau_registry *reg = fixture_registry();
+	struct ktau_tau_opts o = { .dense_processes = 1, .sample_metric = "cpu-clock",
+				   .samples = p, .sample_period_ns = 1000000 };
+	char dir[512], path[700], v[256];
+
+	CHECK(p && reg, "setup");
+	snprintf(dir, sizeof(dir), "%s/tausamples", tmpdir);
+	/* A single-metric profile there before: the layout changes. */
+	CHECK(ktau_write_tau(dir, &s, reg, NULL) == 2, "single");
+	CHECK(ktau_write_tau(dir, &s, reg, &o) == 2, "multi");
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(access(path, F_OK), "a profile file beside MULTI__ directories");
+	snprintf(path, sizeof(path), "%s/MULTI__TIME/profile.0.0.0", dir);
+	CHECK(tau_line(path, "user_mode", v, sizeof(v)) && !strcmp(v, "40 0 0 0"),
+	      "TIME user_mode: %s", v);
+	CHECK(tau_line(path, "read", v, sizeof(v)) && !strcmp(v, "10 0 4 5"), "TIME read: %s", v);
+	CHECK(tau_line(path, "[SAMPLE] [unknown] 0x1000", v, sizeof(v)) &&
+	      !strcmp(v, "2 0 2000 2000"), "TIME [SAMPLE]: %s", v);
+	CHECK(tau_line(path, "[SAMPLE] [k] clear_page_erms", v, sizeof(v)), "kernel [SAMPLE]");
+	CHECK(tau_line(path, "DYNAMIC", v, sizeof(v)) && !strcmp(v, "40 0 0 0"), "DYNAMIC: %s", v);
+	snprintf(path, sizeof(path), "%s/MULTI__cpu-clock/profile.0.0.0", dir);
+	CHECK(tau_line(path, "user_mode", v, sizeof(v)) && !strcmp(v, "40 0 40 40"),
+	      "samples user_mode: %s", v);
+	CHECK(tau_line(path, "read", v, sizeof(v)) && !strcmp(v, "10 0 5 5"), "samples read: %s",
+	      v);
+	CHECK(tau_line(path, "SYSCALL", v, sizeof(v)) && !strcmp(v, "13 0 5 5"), "SYSCALL: %s", v);
+	CHECK(tau_line(path, "[SAMPLE] [unknown] 0x1000", v, sizeof(v)) &&
+	      !strcmp(v, "2 0 2 2"), "samples [SAMPLE]: %s", v);
+	/* The second thread: its cleaned symbol; no [SAMPLE] of the first. */
+	snprintf(path, sizeof(path), "%s/MULTI__cpu-clock/profile.0.0.1", dir);
+	CHECK(tau_line(path, "[SAMPLE] spin 'loop' =_ x", v, sizeof(v)) &&
+	      !strcmp(v, "10 0 10 10"), "cleaned name: %s", v);
+	CHECK(!tau_line(path, "[SAMPLE] [unknown] 0x2000", v, sizeof(v)), "thread 101's row");
+	keep_for_checker(dir, "tau-samples");
+	/* Without samples again: one metric, no MULTI__ directory left. */
+	o.samples = NULL;
+	e[0].samples = e[1].samples = 0;
+	CHECK(ktau_write_tau(dir, &s, reg, &o) == 2, "single again");
+	snprintf(path, sizeof(path), "%s/MULTI__TIME", dir);
+	CHECK(access(path, F_OK), "MULTI__TIME left behind");
+	snprintf(path, sizeof(path), "%s/profile.0.0.1", dir);
+	CHECK(!access(path, F_OK), "no profile.0.0.1");
+	ktau_sample_profile_free(p);
+	ktau_ksyms_free(ks);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* Samples survive encoding, saving and diffs; a diff keeps sample-only entries. */
+static int t_snap_samples(void)
+{
+	struct ktau_func_stat ea[] = { { KTAU_ID_USER, 0, 0, 0, 7 }, { 40, 2, 20, 10, 1 } };
+	struct ktau_func_stat eb[] = { { KTAU_ID_USER, 0, 0, 0, 19 }, { 40, 2, 20, 10, 1 } };
+	struct ktau_task ta = { .tid = 5, .pid = 5, .nthreads = 1, .start_ns = 9, .comm = "x",
+				.nentries = 2, .entries = ea };
+	struct ktau_task tb = ta;
+	struct ktau_snap a = { .ntasks = 1, .tasks = &ta }, b = { .ntasks = 1, .tasks = &tb };
+	struct ktau_snap *d = NULL, *r = NULL;
+	const struct ktau_func_stat *e;
+	void *buf;
+	size_t len;
+
+	tb.entries = eb;
+	CHECK(ktau_encode(&b, &buf, &len) == 0, "encode");
+	CHECK(ktau_decode(buf, len, &r) == 1, "decode");
+	free(buf);
+	e = ktau_task_find(&r->tasks[0], KTAU_ID_USER);
+	CHECK(e && e->samples == 19 && !e->count, "samples decoded");
+	ktau_snap_free(r);
+	CHECK(ktau_snap_diff(&a, &b, &d) == 0, "diff");
+	CHECK(d->tasks[0].nentries == 1, "%zu entries", d->tasks[0].nentries);
+	e = ktau_task_find(&d->tasks[0], KTAU_ID_USER);
+	CHECK(e && e->samples == 12, "sample diff");
+	CHECK(ktau_snap_accumulate(d, &b) == 0, "accumulate");
+	e = ktau_task_find(&d->tasks[0], KTAU_ID_USER);
+	CHECK(e && e->samples == 31, "sample sum");
+	ktau_snap_free(d);
+	CHECK(!strcmp(ktau_func_name(NULL, KTAU_ID_USER), "user_mode") &&
+	      ktau_func_group(NULL, KTAU_ID_KERNEL) == KTAU_GROUP_DYNAMIC, "fixed names");
+	return 0;
+}
+
+static int t_tau_rows(void)
+{
+	struct ktau_tau_row rows[] = {
+		{ "fib", "INTERP", 10, 0, 120, 120 },
+		{ "write_loop", "INTERP", 2, 0, 30, 30 },
+		{ "idle", "INTERP", 0, 0, 0, 0 },
+	};
+	const char *meta[] = { "Interpreter", "ktau-interp <&>" };
+	char *text = NULL, dir[512], path[600];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(ktau_write_tau_rows(f, "SAMPLES", rows, 3, meta, 1) == 0, "write");
+	fclose(f);
+	CHECK(!strncmp(text, "3 templated_functions_MULTI_SAMPLES\n# Name Calls Subrs Excl Incl "
+		       "ProfileCalls # <metadata><attribute><name>Metric Name</name><value>"
+		       "SAMPLES</value></attribute><attribute><name>Interpreter</name><value>"
+		       "ktau-interp &lt;&amp;&gt;</value></attribute></metadata>\n\"fib\" 10 0 120 "
+		       "120 0 GROUP=\"INTERP\"\n", 250), "%s", text);
+	free(text);
+	snprintf(dir, sizeof(dir), "%s/taurows", tmpdir);
+	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	f = fopen(path, "w");
+	CHECK(f && ktau_write_tau_rows(f, "SAMPLES", rows, 3, meta, 1) == 0, "file");
+	fclose(f);
+	keep_for_checker(dir, "tau-rows");
+	f = fopen("/dev/null", "w");
+	rows[2].excl = 1;
+	CHECK(ktau_write_tau_rows(f, "SAMPLES", rows, 3, NULL, 0) == -EINVAL, "values, no calls");
+	rows[2].excl = 0;
+	rows[2].name = "fib";
+	CHECK(ktau_write_tau_rows(f, "SAMPLES", rows, 3, NULL, 0) == -EINVAL, "duplicate");
+	rows[2].name = "idle";
+	CHECK(ktau_write_tau_rows(f, "MY METRIC", rows, 3, NULL, 0) == -EINVAL, "metric");
+	rows[1].excl = 31;
+	CHECK(ktau_write_tau_rows(f, "SAMPLES", rows, 3, NULL, 0) == -EINVAL, "excl > incl");
+	fclose(f);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -673,6 +1119,14 @@ static const struct {
 	{ "json", t_json },
 	{ "folded", t_folded },
 	{ "watch_series", t_watch_series },
+	{ "sample_parse", t_sample_parse },
+	{ "sample_decode", t_sample_decode },
+	{ "ksyms", t_ksyms },
+	{ "usyms_self", t_usyms_self },
+	{ "sample_profile_folded", t_sample_profile_folded },
+	{ "tau_samples", t_tau_samples },
+	{ "snap_samples", t_snap_samples },
+	{ "tau_rows", t_tau_rows },
 };
 
 int main(int argc, char **argv)

@@ -1,18 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Host tests of tools/ktau as KTAP: the unit tests of libktau (host-tests),
-# ktaud's command line on the fixtures, and a short fuzz run of the
-# decoder. Called by 'make check' with O, KTAUD, HOST_TEST, FIXTURES, TOOLS,
-# MAKE and CLANG in the environment. Exit status: 0 when nothing failed.
+# of its user-level runtime (user-tests), ktaud's command line on the
+# fixtures, ktaud merge, the example program, and a short fuzz run of the
+# decoder. Called by 'make check' with O, KTAUD, HOST_TEST, USER_TEST, DEMO,
+# DEMO_STATIC, USER_BENCH, FIXTURES, TOOLS, MAKE and CLANG in the
+# environment. Every TAU directory written under $W goes through the strict
+# checker (c_taucheck, last); inputs that are not strict live in $IN.
+# Exit status: 0 when nothing failed.
 : "${O:?}" "${KTAUD:?}" "${HOST_TEST:?}" "${FIXTURES:?}" "${TOOLS:?}"
+: "${USER_TEST:?}" "${DEMO:?}" "${DEMO_STATIC:?}" "${USER_BENCH:?}"
 W=$(mktemp -d /tmp/ktau-check.XXXXXX) || exit 1
-trap 'rm -rf "$W"' EXIT
+IN=$(mktemp -d /tmp/ktau-check-in.XXXXXX) || exit 1
+trap 'rm -rf "$W" "$IN"' EXIT
 LOG=$W/log
 
 # ---- ktaud's command line ----
 c_help() {
 	"$KTAUD" --help >"$LOG" 2>&1 || return 1
-	for c in dump run watch export plot functions control; do
+	for c in dump run watch export merge plot functions control sample; do
 		"$KTAUD" $c --help >>"$LOG" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 	done
 	[ -f "$TOOLS/man/ktaud.1" ] && man -l "$TOOLS/man/ktaud.1" >/dev/null 2>&1 || true
@@ -37,13 +43,24 @@ c_bad_arguments() {
 	expect_rc 2 "$KTAUD" control nogroup on || return 1
 	expect_rc 2 "$KTAUD" plot top -o x.gif 1 || return 1
 	expect_rc 2 "$KTAUD" export || return 1
+	expect_rc 2 "$KTAUD" merge || return 1
+	expect_rc 2 "$KTAUD" sample || return 1
+	expect_rc 2 "$KTAUD" sample -e bogus true || return 1
+	expect_rc 2 "$KTAUD" sample -e cpu-clock:5us true || return 1
+	expect_rc 2 "$KTAUD" sample -b 24 true || return 1
+	expect_rc 2 "$KTAUD" sample -p 12x || return 1
+	expect_rc 2 "$KTAUD" sample -p 1 true || return 1
+	expect_rc 2 "$KTAUD" sample -d 1 true || return 1
+	expect_rc 2 "$KTAUD" run --sample cycles:1ms true || return 1
+	expect_rc 2 "$KTAUD" run --sample-folded x true || return 1
 	expect_rc 2 "$KTAUD" functions --group nogroup
 }
 
 # On a host without KTAU: exit 3 and a message that says so.
 c_no_ktau() {
 	[ -e /proc/ktau ] && { echo "ok $1 no_ktau_errors # SKIP this host has /proc/ktau"; return 0; }
-	for cmd in "dump 1" "dump --all" "run true" "functions" "control" "watch -c 1 -o $W/w"; do
+	for cmd in "dump 1" "dump --all" "run true" "functions" "control" "watch -c 1 -o $W/w" \
+		"sample true" "sample -p 1" "run --sample cpu-clock true"; do
 		expect_rc 3 "$KTAUD" $cmd || return 1
 		grep -q "CONFIG_KTAU" "$LOG" || { echo "# '$cmd': no hint to CONFIG_KTAU"; return 1; }
 	done
@@ -90,28 +107,248 @@ c_fuzz_smoke() {
 	grep -E "^(#[0-9]+ +DONE|Done [0-9]+ runs)" "$LOG" | tail -1 | sed 's/^/# /'
 }
 
+
+# ---- The user-level runtime's example and ktaud merge ----
+
+# A TAU profile as TAU writes it (extra spaces, "TAU_CALLPATH | ..."
+# groups, user events): tau_file FILE PID [METRIC] (PID "": no pid metadata)
+tau_file() {
+	pidattr="<attribute><name>pid</name><value>$2</value></attribute>"
+	[ -n "$2" ] || pidattr=
+	cat >"$1" <<EOT
+6 templated_functions_MULTI_${3:-TIME}
+# Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name><value>${3:-TIME}</value></attribute>$pidattr<attribute><name>Executable</name><value>/bin/app &amp; co</value></attribute><attribute><name>CPU Cores</name><value> 2 </value></attribute></metadata>
+".TAU application  " 1 1 500.5 20000 0 GROUP="TAU_DEFAULT" 
+"main int (int, char **)  C" 1 1 1000 19000 0 GROUP="TAU_DEFAULT | TAU_USER" 
+"work" 10 0 18000 18000 0 GROUP="TAU_USER" 
+".TAU application   => main int (int, char **)  C" 1 1 1000 19000 0 GROUP="TAU_CALLPATH | TAU_DEFAULT" 
+".TAU application  => main int (int, char **)  C  => work" 10 0 18000 18000 0 GROUP="TAU_CALLPATH|TAU_USER" 
+"idle" 0 0 0 0 0 GROUP="TAU_USER" 
+0 aggregates
+1 userevents
+# eventname numevents max min mean sumsqr
+"Message size" 4 10 1 5 120
+EOT
+}
+
+# The processes of run.ktau: 55 (threads 55, 58), 56, 57, in start order.
+make_tau_input() {
+	rm -rf "$IN/tau" && mkdir -p "$IN/tau" || return 1
+	tau_file "$IN/tau/profile.0.0.0" $1
+	tau_file "$IN/tau/profile.0.0.1" $1
+	tau_file "$IN/tau/profile.1.0.0" ${1:+56}
+	tau_file "$IN/tau/profile.2.0.0" ${1:+57}
+}
+
+# The function line of NAME in FILE: "calls subrs excl incl"
+fline() {
+	awk -v n="\"$2\"" 'substr($0, 1, length(n) + 1) == n " " {
+		s = substr($0, length(n) + 2); split(s, f, " "); print f[1], f[2], f[3], f[4] }' "$1"
+}
+
+c_merge_fixture() {
+	make_tau_input 55 || return 1
+	"$KTAUD" merge -o "$W/merged" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "4 TAU threads, 4 kernel threads; 4 merged" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "not attributed: the user routines" "$LOG" || return 1
+	for f in 0.0.0 0.0.1 1.0.0 2.0.0; do
+		p="$W/merged/profile.$f"
+		[ "$(fline "$p" ".TAU application => getppid" | cut -d' ' -f1)" = 500 ] ||
+			{ echo "# $p: no .TAU application => getppid with 500 calls"; return 1; }
+		grep -q '<name>KTAU Merge Match</name><value>pid metadata' "$p" || return 1
+		grep -q '"Message size" 4 10 1 5 120$' "$p" || return 1
+	done
+	grep -q '<name>KTAU Merge tid</name><value>58</value>' "$W/merged/profile.0.0.1" ||
+		{ echo "# profile.0.0.1 is not thread 58 (the second thread of 55 by start)"; return 1; }
+	# The top-level routine's exclusive time is reduced by the kernel time
+	# (500.5 us less the 184.46 us of thread 57).
+	fline "$W/merged/profile.2.0.0" ".TAU application" |
+		awk '{ exit !($3 > 316.03 && $3 < 316.05) }' ||
+		{ fline "$W/merged/profile.2.0.0" ".TAU application" | sed 's/^/# /'; return 1; }
+}
+
+c_merge_options() {
+	make_tau_input 55 || return 1
+	"$KTAUD" merge -q -a node -o "$W/merged-node" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
+		return 1
+	[ "$(fline "$W/merged-node/profile.1.0.0" "[kernel] => getppid" | cut -d' ' -f1)" = 500 ] ||
+		return 1
+	[ "$(fline "$W/merged-node/profile.1.0.0" ".TAU application" | cut -d' ' -f3)" = 500.5 ] ||
+		{ echo "# --attach node changed the user routines"; return 1; }
+	"$KTAUD" merge -q --top work -m 0.0.0=58 -m 0.0.1=55 -o "$W/merged-map" "$IN/tau" \
+		"$FIXTURES/run.ktau" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q '<name>KTAU Merge tid</name><value>58</value>' "$W/merged-map/profile.0.0.0" ||
+		return 1
+	grep -q '<name>KTAU Merge Match</name><value>--map</value>' "$W/merged-map/profile.0.0.1" ||
+		return 1
+	[ "$(fline "$W/merged-map/profile.0.0.0" "work => getppid" | cut -d' ' -f1)" = 500 ] ||
+		return 1
+	# Without pid metadata: nodes 1 and 2 by --pid, node 0 in start order.
+	make_tau_input "" || return 1
+	"$KTAUD" merge -q -p 2=56 -p 1=57 -o "$W/merged-pid" "$IN/tau" "$FIXTURES/run.ktau" \
+		>"$LOG" 2>&1 || return 1
+	grep -q '<name>KTAU Merge pid</name><value>56</value>' "$W/merged-pid/profile.2.0.0" &&
+	grep -q '<name>KTAU Merge pid</name><value>57</value>' "$W/merged-pid/profile.1.0.0" &&
+	grep -q '<name>KTAU Merge Match</name><value>node and process in start order' \
+		"$W/merged-pid/profile.0.0.1" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" merge -q -o "$W/merged-order" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-order/profile.2.0.0"
+}
+
+c_merge_multi_metric() {
+	rm -rf "$IN/multi" && mkdir -p "$IN/multi/MULTI__TIME" "$IN/multi/MULTI__PAPI_TOT_CYC"
+	tau_file "$IN/multi/MULTI__TIME/profile.0.0.0" 57
+	tau_file "$IN/multi/MULTI__PAPI_TOT_CYC/profile.0.0.0" 57 PAPI_TOT_CYC
+	"$KTAUD" merge -q -o "$W/merged-multi" "$IN/multi" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(fline "$W/merged-multi/MULTI__TIME/profile.0.0.0" "SYSCALL" | cut -d' ' -f1)" -gt 0 ] &&
+	[ "$(fline "$W/merged-multi/MULTI__PAPI_TOT_CYC/profile.0.0.0" "SYSCALL" | cut -d' ' -f3)" = 0 ]
+}
+
+# Bad inputs: a clear message and a non-zero exit, never a crash.
+merge_err() {
+	want=$1 text=$2
+	shift 2
+	"$KTAUD" merge -q -o "$IN/out" "$@" >"$LOG" 2>&1
+	rc=$?
+	[ $rc -eq "$want" ] || { echo "# 'merge $*' exited $rc, not $want"; sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q -- "$text" "$LOG" || { echo "# 'merge $*': no '$text' in:"; sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+c_merge_bad_inputs() {
+	make_tau_input 55 || return 1
+	R=$FIXTURES/run.ktau
+	merge_err 2 "give a TAU profile directory" "$IN/tau" || return 1
+	merge_err 2 "bad --map" -m 0.0=5 "$IN/tau" "$R" || return 1
+	merge_err 2 "bad --attach" -a middle "$IN/tau" "$R" || return 1
+	merge_err 2 "bad --pid" -p x "$IN/tau" "$R" || return 1
+	"$KTAUD" merge -q -o "$IN/tau" "$IN/tau" "$R" >"$LOG" 2>&1
+	[ $? -eq 2 ] && grep -q "is the input TAU directory" "$LOG" || return 1
+	merge_err 1 "is not a directory" "$IN/nonexistent" "$R" || return 1
+	mkdir -p "$IN/empty"
+	merge_err 1 "has no TAU profile files" "$IN/empty" "$R" || return 1
+	mkdir -p "$IN/bad1" && echo "garbage" >"$IN/bad1/profile.0.0.0"
+	merge_err 1 "profile.0.0.0:1: line 1" "$IN/bad1" "$R" || return 1
+	mkdir -p "$IN/bad2" && sed '1s/^6 /9 /' "$IN/tau/profile.0.0.0" >"$IN/bad2/profile.0.0.0"
+	merge_err 1 "9 function lines announced" "$IN/bad2" "$R" || return 1
+	mkdir -p "$IN/bad3" && sed 's/^"work" 10 0/"work" -1 0/' "$IN/tau/profile.0.0.0" >"$IN/bad3/profile.0.0.0"
+	merge_err 1 "non-negative integers" "$IN/bad3" "$R" || return 1
+	"$KTAUD" export --tau "$IN/kernel-tau" "$R" >"$LOG" 2>&1 || return 1
+	merge_err 1 "already has kernel data" "$IN/kernel-tau" "$R" || return 1
+	head -c 300 "$R" >"$IN/trunc.ktau"
+	merge_err 1 "truncated or garbled" "$IN/tau" "$IN/trunc.ktau" || return 1
+	merge_err 1 "thread 4242 is not in the kernel profile" -m 0.0.0=4242 "$IN/tau" "$R" || return 1
+	merge_err 1 "there is no profile.7.0.0" -m 7.0.0=55 "$IN/tau" "$R" || return 1
+	merge_err 1 "threads summed" -p 39 "$IN/tau" "$FIXTURES/process.ktau" || return 1
+	merge_err 1 "no TAU thread matched" -p 0=999 -p 1=999 -p 2=999 "$IN/tau" "$R" || return 1
+	[ ! -e "$IN/out" ] || { echo "# output written after an error"; return 1; }
+}
+
+# The example, built with -finstrument-functions (PIE and static): names
+# from the symbol tables, one file a thread, the forked child apart.
+demo_check() {
+	d=$1
+	ls "$d" | tr '\n' ' ' | grep -q "^fork-[0-9]* profile.0.0.0 profile.0.0.1 profile.0.0.2 $" ||
+		{ echo "# $d: $(ls "$d" | tr '\n' ' ')"; return 1; }
+	for r in main compute sleeper write_file read_file pipe_demo fork_child "main => write_file"; do
+		[ "$(fline "$d/profile.0.0.0" "$r" | cut -d' ' -f1)" = 1 ] ||
+			{ echo "# $d/profile.0.0.0: no '$r' with 1 call"; return 1; }
+	done
+	cat "$d"/profile.0.0.1 "$d"/profile.0.0.2 >"$W/threads.txt"
+	grep -q '^"producer => produce_one" 40 ' "$W/threads.txt" || { echo "# produce_one"; return 1; }
+	grep -q '^"consumer => consume_one" 41 ' "$W/threads.txt" || { echo "# consume_one"; return 1; }
+	grep -q '^"write_file" 1 ' "$d"/fork-*/profile.0.0.0 || { echo "# the child"; return 1; }
+	! grep -q '"compute"' "$d"/fork-*/profile.0.0.0 || { echo "# the parent's data in the child"; return 1; }
+	grep -q '<name>KTAU Shared Page</name>' "$d/profile.0.0.0"
+}
+
+c_demo_pie() {
+	"$DEMO" -q -f -o "$W/demo" -c 1000 -s 1 -S 2 -n 8 -m 40 >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	demo_check "$W/demo"
+}
+
+c_demo_static() {
+	# Without -o or KTAU_PROFILE_DIR: ./ktau-profile.
+	(unset KTAU_PROFILE_DIR; "$DEMO_STATIC" -q -c 1000 -s 1 -S 1 -n 2 -m 2) >"$LOG" 2>&1 &&
+		[ -f ktau-profile/profile.0.0.2 ] || { echo "# no ./ktau-profile"; return 1; }
+	KTAU_PROFILE_DIR="$W/demo-static-%p" "$DEMO_STATIC" -q -f -c 1000 -s 1 -S 2 -n 8 -m 40 \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	set -- "$W"/demo-static-*
+	[ $# -eq 1 ] && [ -d "$1" ] || { echo "# %p was not expanded: $*"; return 1; }
+	demo_check "$1"
+}
+
+# libktau's own profile without kernel data (KTAU_SHARED=0) merges too.
+c_merge_user_only() {
+	KTAU_SHARED=0 "$DEMO" -q -o "$IN/demo-user" -c 1000 -s 10 -S 1 -n 4 -m 4 >"$LOG" 2>&1 ||
+		return 1
+	"$KTAUD" merge -p 55 -o "$W/merged-demo" "$IN/demo-user" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "profile.0.0.2: not merged (the process has no thread left" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(fline "$W/merged-demo/profile.0.0.0" "main => getppid" | cut -d' ' -f1)" = 500 ]
+}
+
+c_bench_user_timer() {
+	"$USER_BENCH" -n 20000 -r 1 >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	sed 's/^/# /' "$LOG"
+	grep -q "^without page: " "$LOG"
+}
+
+# The interpreter example without KTAU sampling (this host): it runs, says
+# so, and writes its interpreted calls (fib(15) makes 1973 calls).
+c_interp() {
+	: "${INTERP:?}"
+	"$INTERP" -o "$W/interp" -f 15 -w 10 -s 1 -r 1 >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ -e /proc/ktau ] || grep -q "interpreted calls only" "$LOG" || return 1
+	[ "$(fline "$W/interp/interp/profile.0.0.0" fib | cut -d' ' -f1)" = 1973 ] ||
+		{ echo "# no fib with 1973 calls"; return 1; }
+	"$INTERP" -e cpu-clock:1us >"$LOG" 2>&1
+	[ $? -eq 2 ] && grep -q "at least 10 us" "$LOG"
+}
+
+# The new sources under gcc -fanalyzer (warnings are errors).
+c_analyzer() {
+	cc=${CC:-gcc}
+	echo 'int main(void){return 0;}' >"$IN/a.c"
+	$cc -fanalyzer -c -o "$IN/a.o" "$IN/a.c" 2>/dev/null ||
+		{ SKIP="$cc has no -fanalyzer"; return 77; }
+	for f in lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c; do
+		$cc -std=gnu11 -O1 -fanalyzer -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES \
+			-I"$TOOLS/lib" -I"$TOOLS/ktaud" -c -o "$IN/an.o" "$TOOLS/$f" >"$LOG" 2>&1 ||
+			{ echo "# $f:"; sed 's/^/#   /' "$LOG" | head -40; return 1; }
+	done
+}
+
 echo "TAP version 13"
 units=$("$HOST_TEST" --list) || exit 1
+uunits=$("$USER_TEST" --list) || exit 1
 nunits=$(echo "$units" | wc -l)
 # Every TAU directory these tests write goes through the strict checker.
 c_taucheck() {
 	"$KTAUD" export --tau "$W/tc-run" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
 	"$KTAUD" export --tau "$W/tc-process" "$FIXTURES/process.ktau" >>"$LOG" 2>&1 || return 1
 	"$KTAUD" export --tau "$W/tc-watch" "$FIXTURES/watch" >>"$LOG" 2>&1 || return 1
-	dirs=$(find "$W" -name 'profile.*.*.*' | sed 's,/[^/]*$,,' | sort -u)
-	[ "$(echo "$dirs" | wc -w)" -ge 3 ] || { echo "# too few TAU directories: $dirs"; return 1; }
+	dirs=$(find "$W" -name 'profile.*.*.*' | sed -e 's,/[^/]*$,,' -e 's,/MULTI__[^/]*$,,' | sort -u)
+	[ "$(echo "$dirs" | wc -l)" -ge 20 ] || { echo "# too few TAU directories: $dirs"; return 1; }
+	echo "# $(echo "$dirs" | wc -l) TAU directories"
 	for d in $dirs; do
 		"$TAUCHECK" "$d" >"$W/tc.out" 2>&1 ||
 			{ sed 's/^/# /' "$W/tc.out"; return 1; }
 	done
 }
 
-cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_fuzz_smoke c_taucheck"
-echo "1..$((nunits + $(echo $cli | wc -w)))"
+cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
+c_merge_multi_metric c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
+c_bench_user_timer c_interp c_analyzer c_fuzz_smoke c_taucheck"
+echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
 	n=$((n + 1))
-	"$HOST_TEST" "$t" "$FIXTURES" >"$W/out" 2>&1
+	KTAU_TEST_OUT="$W/unit" "$HOST_TEST" "$t" "$FIXTURES" >"$W/out" 2>&1
 	rc=$?
 	sed 's/^\([^#]\)/# \1/' "$W/out"
 	case $rc in
@@ -120,6 +357,19 @@ for t in $units; do
 	*) echo "not ok $n $t"; fails=$((fails + 1)) ;;
 	esac
 done
+# The runtime's tests write their profiles under $W/user.
+for t in $uunits; do
+	n=$((n + 1))
+	"$USER_TEST" "$t" "$W/user" >"$W/out" 2>&1
+	rc=$?
+	sed 's/^\([^#]\)/# \1/' "$W/out"
+	case $rc in
+	0) echo "ok $n $t" ;;
+	77) echo "ok $n $t # SKIP" ;;
+	*) echo "not ok $n $t"; fails=$((fails + 1)) ;;
+	esac
+done
+cd "$W" || exit 1
 for t in $cli; do
 	n=$((n + 1))
 	SKIP=

@@ -1,0 +1,1741 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud merge: an existing TAU profile directory (from TAU itself, or a
+ * user-only profile of libktau) and the kernel profile of the same run
+ * (snapshot files of 'ktaud run --save' or 'ktaud dump --threads --save')
+ * into one TAU profile directory, thread by thread.
+ *
+ * The two profiles have no common time line, so the kernel time of a
+ * thread cannot be placed under the user routine that incurred it. What
+ * merge can do: put each thread's kernel routines and groups (exact calls
+ * and times) into that thread's profile, as callpath children of its
+ * top-level routine (the one with the largest inclusive time, or --top),
+ * whose exclusive time is reduced by them; or (--attach node) under a
+ * separate "[kernel]" routine. The libktau runtime (ktau_timer_*,
+ * -finstrument-functions) charges kernel time per user routine instead.
+ *
+ * Threads are matched (see ktaud(1)): --map first; then a TAU file's
+ * "tid" metadata when the threads of its node have distinct tids; else
+ * the node's process (--pid, or "pid" metadata, or the n-th process of
+ * the kernel profile in start order) and its threads in start order
+ * (start time, then tid) against the TAU threads in thread-number order.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ktaud.h"
+#include "series.h"
+#include "internal.h"
+
+#define NAME_MAX_BYTES	4096
+#define KERNEL_NODE	"[kernel]"
+#define KERNEL_NODE_GROUP "KERNEL_UNATTRIBUTED"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+"Usage: ktaud merge [options] <tau-dir> <snapshot-file|dir>...\n\n"
+"Merge a TAU profile directory (TAU's, or libktau's without kernel data)\n"
+"with the kernel profile of the same run (snapshot files of 'ktaud run\n"
+"--save' or 'ktaud dump --threads --save'), thread by thread, into a new TAU\n"
+"profile directory. The two have no common time line: each thread's kernel\n"
+"routines and groups are added with exact calls and times, under its\n"
+"top-level routine (whose exclusive time is reduced by them) or under a\n"
+"\"[kernel]\" routine, not under the user routines that incurred them (for\n"
+"that, time the program with libktau's runtime).\n\n"
+"  -o, --output DIR     the merged profile (default: ktau-merged)\n"
+"  -m, --map N.C.T=TID  TAU thread profile.N.C.T is kernel thread TID\n"
+"                       (repeatable)\n"
+"  -p, --pid [N=]PID    TAU node N (default 0) is process PID\n"
+"  -a, --attach WHERE   top: under the top-level routine (default);\n"
+"                       node: under a separate \"[kernel]\" routine\n"
+"  -t, --top NAME       the top-level routine (default: the largest inclusive)\n"
+"  -q, --quiet          no summary\n"
+"  -h, --help           this help\n\n"
+"Threads without a match are copied without kernel data; the summary on\n"
+"stderr and the metadata (\"KTAU Merge ...\") say what was matched and how.\n"
+"Exit: 0 ok, 1 unreadable or invalid input or nothing matched, 2 bad argument.\n");
+}
+
+/* ---- A TAU profile directory ---------------------------------------- */
+
+struct tfunc {
+	char *name, *group;
+	unsigned long long calls, subrs;
+	double excl, incl;
+	int callpath;
+};
+
+struct tevent {
+	char *name;
+	unsigned long long n;
+	double max, min, mean, sumsqr;
+};
+
+struct tmeta {
+	char *name, *value;
+};
+
+struct tfile {
+	int node, ctx, thread;
+	char *metric;
+	struct tfunc *f;
+	size_t nf;
+	struct tevent *e;
+	size_t ne;
+	struct tmeta *m;
+	size_t nm;
+	int meta_dropped;	/* metadata that could not be read */
+	int dups;		/* duplicate names dropped */
+};
+
+struct tmetric {
+	char *dir;		/* MULTI__... or NULL: files at the top level */
+	char *metric;
+	struct tfile *files;
+	size_t n;
+};
+
+struct tprofile {
+	struct tmetric *m;
+	size_t nm;
+	size_t time;		/* the metric that gets the kernel times */
+};
+
+static void tfile_free(struct tfile *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nf; i++) {
+		free(t->f[i].name);
+		free(t->f[i].group);
+	}
+	for (i = 0; i < t->ne; i++)
+		free(t->e[i].name);
+	for (i = 0; i < t->nm; i++) {
+		free(t->m[i].name);
+		free(t->m[i].value);
+	}
+	free(t->f);
+	free(t->e);
+	free(t->m);
+	free(t->metric);
+}
+
+static void tprofile_free(struct tprofile *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nm; i++) {
+		for (j = 0; j < p->m[i].n; j++)
+			tfile_free(&p->m[i].files[j]);
+		free(p->m[i].files);
+		free(p->m[i].dir);
+		free(p->m[i].metric);
+	}
+	free(p->m);
+	memset(p, 0, sizeof(*p));
+}
+
+/* A callpath or name, each element cleaned for the strict readers. */
+static char *clean_path(const char *s, size_t len)
+{
+	char *out = malloc(len * 2 + 8), *el = malloc(len + 1), *o;
+	const char *p = s, *end = s + len, *sep;
+
+	if (!out || !el) {
+		free(out);
+		free(el);
+		return NULL;
+	}
+	o = out;
+	*o = '\0';
+	for (;;) {
+		size_t l;
+
+		sep = NULL;
+		for (const char *q = p; q + 1 < end; q++)
+			if (q[0] == '=' && q[1] == '>') {
+				sep = q;
+				break;
+			}
+		l = (size_t)((sep ? sep : end) - p);
+		memcpy(el, p, l);
+		el[l] = '\0';
+		if (o != out)
+			o = stpcpy(o, " => ");
+		ktau__clean_name(o, l + 2, el);
+		o += strlen(o);
+		if (!sep)
+			break;
+		p = sep + 2;
+	}
+	free(el);
+	return out;
+}
+
+/* Groups "A | B|A" -> "A|B"; empty -> TAU_DEFAULT. */
+static char *clean_groups(const char *s, size_t len)
+{
+	char *out = malloc(len + 16), *tmp = strndup(s, len), *tok, *save = NULL;
+	size_t o = 0;
+
+	if (!out || !tmp) {
+		free(out);
+		free(tmp);
+		return NULL;
+	}
+	out[0] = '\0';
+	for (tok = strtok_r(tmp, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+		char el[256];
+		const char *q;
+		int dup = 0;
+
+		ktau__clean_name(el, sizeof(el), tok);
+		if (!strcmp(el, "?"))
+			continue;
+		for (q = out; *q && !dup; q = strchr(q, '|') ? strchr(q, '|') + 1 : q + strlen(q)) {
+			size_t l = strcspn(q, "|");
+
+			dup = l == strlen(el) && !memcmp(q, el, l);
+		}
+		if (dup || o + strlen(el) + 2 > len + 16)
+			continue;
+		if (o)
+			out[o++] = '|';
+		strcpy(out + o, el);
+		o += strlen(el);
+	}
+	free(tmp);
+	if (!o)
+		strcpy(out, "TAU_DEFAULT");
+	return out;
+}
+
+static int group_has(const char *g, const char *comp)
+{
+	size_t l = strlen(comp);
+
+	while (g) {
+		const char *e = strchr(g, '|');
+		size_t gl = e ? (size_t)(e - g) : strlen(g);
+
+		if (gl == l && !memcmp(g, comp, l))
+			return 1;
+		g = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Remove one element of a group list (never leaving it empty). */
+static void drop_group(char *g, const char *comp)
+{
+	size_t l = strlen(comp);
+	char *p = g;
+
+	while (p && *p) {
+		char *e = strchr(p, '|');
+		size_t gl = e ? (size_t)(e - p) : strlen(p);
+
+		if (gl == l && !memcmp(p, comp, l)) {
+			if (e)
+				memmove(p, e + 1, strlen(e + 1) + 1);
+			else if (p > g)
+				p[-1] = '\0';
+			else
+				strcpy(g, "TAU_DEFAULT");
+			return;
+		}
+		p = e ? e + 1 : NULL;
+	}
+}
+
+static int is_kernel_group(const char *g)
+{
+	const char *p;
+
+	if (group_has(g, "TAU_KERNEL_MERGE") || group_has(g, "KERNEL_GROUPS"))
+		return 1;
+	for (p = g; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL)
+		if (!strncmp(p, "KTAU_", 5))
+			return 1;
+	return 0;
+}
+
+/* XML text with entities and CDATA -> plain text (NULL: not understood). */
+static char *xml_text(const char *s, size_t len)
+{
+	char *out = malloc(len + 1), *o = out;
+	const char *p = s, *end = s + len;
+
+	if (!out)
+		return NULL;
+	while (p < end) {
+		if (!strncmp(p, "<![CDATA[", 9)) {
+			const char *e = p + 9;
+
+			while (e + 2 < end && strncmp(e, "]]>", 3))
+				e++;
+			if (e + 2 >= end)
+				goto bad;
+			memcpy(o, p + 9, (size_t)(e - p - 9));
+			o += e - p - 9;
+			p = e + 3;
+		} else if (*p == '&') {
+			const char *semi = memchr(p, ';', (size_t)(end - p));
+			static const struct { const char *e; char c; } ents[] = {
+				{ "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' },
+				{ "&quot;", '"' }, { "&apos;", '\'' },
+			};
+			size_t k, l;
+
+			if (!semi)
+				goto bad;
+			l = (size_t)(semi - p + 1);
+			for (k = 0; k < 5; k++)
+				if (l == strlen(ents[k].e) && !memcmp(p, ents[k].e, l))
+					break;
+			if (k < 5) {
+				*o++ = ents[k].c;
+			} else if (p[1] == '#') {
+				long c = p[2] == 'x' ? strtol(p + 3, NULL, 16) : strtol(p + 2, NULL, 10);
+
+				*o++ = c > 0 && c < 0x80 ? (char)c : '?';
+			} else {
+				goto bad;
+			}
+			p = semi + 1;
+		} else if (*p == '<') {
+			goto bad;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = '\0';
+	return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+/* The content of <tag>...</tag> at *pp (after optional white space). */
+static int xml_elem(const char **pp, const char *end, const char *tag, const char **c,
+		    size_t *clen)
+{
+	const char *p = *pp, *e;
+	char open[32], close[32];
+	size_t lo, lc;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	lo = strlen(open);
+	lc = strlen(close);
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if ((size_t)(end - p) < lo || memcmp(p, open, lo))
+		return -1;
+	p += lo;
+	for (e = p; e + lc <= end; e++) {
+		if (!strncmp(e, "<![CDATA[", 9)) {
+			const char *x = strstr(e, "]]>");
+
+			if (!x || x >= end)
+				return -1;
+			e = x + 2;
+			continue;
+		}
+		if (!memcmp(e, close, lc))
+			break;
+	}
+	if (e + lc > end)
+		return -1;
+	*c = p;
+	*clen = (size_t)(e - p);
+	*pp = e + lc;
+	return 0;
+}
+
+static void meta_parse(struct tfile *t, const char *s, size_t len)
+{
+	const char *p = s, *end = s + len, *attr, *n, *v;
+	size_t alen, nlen, vlen;
+
+	while (p < end) {
+		const char *ap;
+		char *name, *value, *x;
+
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p >= end)
+			break;
+		if (xml_elem(&p, end, "attribute", &attr, &alen)) {
+			t->meta_dropped = 1;
+			return;
+		}
+		ap = attr;
+		if (xml_elem(&ap, attr + alen, "name", &n, &nlen) ||
+		    xml_elem(&ap, attr + alen, "value", &v, &vlen)) {
+			t->meta_dropped = 1;
+			continue;
+		}
+		name = xml_text(n, nlen);
+		value = xml_text(v, vlen);
+		if (!name || !value) {
+			free(name);
+			free(value);
+			t->meta_dropped = 1;
+			continue;
+		}
+		/* No white space around, no control characters. */
+		for (x = name; *x; x++)
+			if ((unsigned char)*x < 0x20)
+				*x = ' ';
+		for (x = value; *x; x++)
+			if ((unsigned char)*x < 0x20)
+				*x = ' ';
+		{
+			char *a = name, *b = value;
+			size_t l;
+
+			while (*a == ' ')
+				a++;
+			while (*b == ' ')
+				b++;
+			memmove(name, a, strlen(a) + 1);
+			memmove(value, b, strlen(b) + 1);
+			for (l = strlen(name); l && name[l - 1] == ' '; l--)
+				name[l - 1] = '\0';
+			for (l = strlen(value); l && value[l - 1] == ' '; l--)
+				value[l - 1] = '\0';
+		}
+		if (!*name || !strcmp(name, "Metric Name") || !strncmp(name, "KTAU Merge", 10)) {
+			free(name);
+			free(value);
+			continue;
+		}
+		{
+			struct tmeta *nm = NULL;
+			size_t i;
+			int dup = 0;
+
+			for (i = 0; i < t->nm && !dup; i++)
+				dup = !strcmp(t->m[i].name, name);
+			if (!dup)
+				nm = realloc(t->m, (t->nm + 1) * sizeof(*nm));
+			if (!nm) {
+				free(name);
+				free(value);
+				continue;
+			}
+			t->m = nm;
+			t->m[t->nm].name = name;
+			t->m[t->nm].value = value;
+			t->nm++;
+		}
+	}
+}
+
+static const char *meta_get(const struct tfile *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->nm; i++)
+		if (!strcmp(t->m[i].name, name))
+			return t->m[i].value;
+	return NULL;
+}
+
+/* The next line of text (NUL-terminated in place), or NULL. */
+static char *next_line(char **pp, long *lno)
+{
+	char *p = *pp, *nl;
+
+	if (!p || !*p)
+		return NULL;
+	nl = strchr(p, '\n');
+	if (nl) {
+		*nl = '\0';
+		*pp = nl + 1;
+	} else {
+		*pp = p + strlen(p);
+	}
+	if (nl && nl > p && nl[-1] == '\r')
+		nl[-1] = '\0';
+	(*lno)++;
+	return p;
+}
+
+static int num_ok(double v)
+{
+	return isfinite(v);
+}
+
+#define BAD(...) do { err_msg("%s:%ld: " __VA_ARGS__); goto bad; } while (0)
+
+/* Read one profile file, leniently (TAU's own output has extra spaces). */
+static int tfile_read(const char *path, struct tfile *t)
+{
+	char *text = NULL, *p, *line, *end;
+	long lno = 0, n, k, i;
+	int ret;
+
+	ret = ktau__slurp(path, &text, NULL);
+	if (ret) {
+		err_msg("cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	p = text;
+	line = next_line(&p, &lno);
+	if (!line)
+		BAD("empty file, not a TAU profile", path, lno);
+	n = strtol(line, &end, 10);
+	if (end == line || n < 0 || n > INT_MAX || *end != ' ')
+		BAD("line 1 is not \"<N> templated_functions...\"", path, lno);
+	while (*end == ' ')
+		end++;
+	if (!strncmp(end, "templated_functions_MULTI_", 26) && end[26]) {
+		t->metric = strdup(end + 26);
+	} else if (!strcmp(end, "templated_functions")) {
+		t->metric = strdup("TIME");
+	} else {
+		BAD("line 1 is not \"<N> templated_functions_MULTI_<metric>\"", path, lno);
+	}
+	if (!t->metric)
+		goto nomem;
+	line = next_line(&p, &lno);
+	if (!line || line[0] != '#')
+		BAD("line 2 is not the \"# Name Calls Subrs Excl Incl ...\" header", path, lno);
+	{
+		char *ms = strstr(line, "<metadata>"), *me = ms ? strstr(ms, "</metadata>") : NULL;
+
+		if (ms && me)
+			meta_parse(t, ms + 10, (size_t)(me - ms - 10));
+		else if (ms)
+			t->meta_dropped = 1;
+	}
+	t->f = calloc(n ? (size_t)n : 1, sizeof(*t->f));
+	if (!t->f)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		struct tfunc *f = &t->f[t->nf];
+		char *q, *g, *ge, *tok;
+		double vals[6];
+		int nv = 0;
+		size_t j;
+
+		line = next_line(&p, &lno);
+		if (!line || (line[0] != '"' && i && strstr(line, " aggregates")))
+			BAD("%ld function lines announced on line 1, only %ld found", path, lno, n, i);
+		if (line[0] != '"' || !(q = strchr(line + 1, '"')))
+			BAD("a function line must start with the quoted name", path, lno);
+		g = strstr(q + 1, "GROUP=\"");
+		ge = g ? strchr(g + 7, '"') : NULL;
+		if (!g || !ge)
+			BAD("no GROUP=\"...\" on the function line", path, lno);
+		*g = '\0';
+		for (tok = q + 1; *tok;) {
+			char *e2;
+
+			while (*tok == ' ' || *tok == '\t')
+				tok++;
+			if (!*tok)
+				break;
+			if (nv == 6)
+				BAD("too many numbers on the function line", path, lno);
+			vals[nv] = strtod(tok, &e2);
+			if (e2 == tok || (*e2 && *e2 != ' ' && *e2 != '\t') || !num_ok(vals[nv]))
+				BAD("a number on the function line is not valid", path, lno);
+			nv++;
+			tok = e2;
+		}
+		/* calls subrs excl incl [sumexclsqr] profilecalls */
+		if (nv != 5 && nv != 6)
+			BAD("a function line has calls subrs excl incl [SumExclSqr] ProfileCalls",
+			    path, lno);
+		if (vals[0] < 0 || vals[1] < 0 || vals[0] != floor(vals[0]) || vals[1] != floor(vals[1]))
+			BAD("calls and subrs must be non-negative integers", path, lno);
+		f->name = clean_path(line + 1, (size_t)(q - line - 1));
+		f->group = clean_groups(g + 7, (size_t)(ge - g - 7));
+		if (!f->name || !f->group) {
+			free(f->name);
+			free(f->group);
+			goto nomem;
+		}
+		f->calls = (unsigned long long)vals[0];
+		f->subrs = (unsigned long long)vals[1];
+		f->excl = vals[2] < 0 ? 0 : vals[2];
+		f->incl = vals[3] < 0 ? 0 : vals[3];
+		if (f->excl > f->incl)
+			f->excl = f->incl;
+		if (!f->calls) {
+			f->subrs = 0;
+			f->excl = f->incl = 0;
+		}
+		f->callpath = strstr(f->name, " => ") != NULL;
+		if (!f->callpath && group_has(f->group, "TAU_CALLPATH"))
+			drop_group(f->group, "TAU_CALLPATH");
+		for (j = 0; j < t->nf; j++)
+			if (!strcmp(t->f[j].name, f->name))
+				break;
+		if (j < t->nf) {
+			t->dups++;
+			free(f->name);
+			free(f->group);
+			continue;
+		}
+		t->nf++;
+	}
+	line = next_line(&p, &lno);
+	if (!line || sscanf(line, "%ld aggregates", &k) != 1 || k < 0)
+		BAD("the line after the functions must be \"<N> aggregates\"", path, lno);
+	for (i = 0; i < k; i++)
+		if (!next_line(&p, &lno))
+			BAD("%ld aggregate lines announced, the file ends before", path, lno, k);
+	line = next_line(&p, &lno);
+	if (line && *line) {
+		if (sscanf(line, "%ld userevents", &k) != 1 || k < 0)
+			BAD("expected \"<M> userevents\" or the end of the file", path, lno);
+		line = next_line(&p, &lno);
+		if (k && (!line || line[0] != '#'))
+			BAD("the user event header line is missing", path, lno);
+		t->e = calloc(k ? (size_t)k : 1, sizeof(*t->e));
+		if (!t->e)
+			goto nomem;
+		for (i = 0; i < k; i++) {
+			struct tevent *e = &t->e[t->ne];
+			char *q;
+			int used = 0;
+
+			line = next_line(&p, &lno);
+			if (!line || line[0] != '"' || !(q = strchr(line + 1, '"')))
+				BAD("a user event line must start with the quoted name", path, lno);
+			if (sscanf(q + 1, " %llu %lf %lf %lf %lf %n", &e->n, &e->max, &e->min, &e->mean,
+				   &e->sumsqr, &used) != 5)
+				BAD("a user event line has numevents max min mean sumsqr", path, lno);
+			if (!num_ok(e->max) || !num_ok(e->min) || !num_ok(e->mean) ||
+			    !num_ok(e->sumsqr) || e->sumsqr < 0 ||
+			    (e->n && (e->min > e->mean || e->mean > e->max))) {
+				t->dups++;	/* dropped */
+				continue;
+			}
+			e->name = clean_path(line + 1, (size_t)(q - line - 1));
+			if (!e->name)
+				goto nomem;
+			for (used = 0; (size_t)used < t->ne; used++)
+				if (!strcmp(t->e[used].name, e->name))
+					break;
+			if ((size_t)used < t->ne) {
+				free(e->name);
+				t->dups++;
+				continue;
+			}
+			t->ne++;
+		}
+	}
+	free(text);
+	return 0;
+nomem:
+	err_msg("%s: out of memory", path);
+	free(text);
+	return -ENOMEM;
+bad:
+	free(text);
+	return -EBADMSG;
+}
+
+static int parse_profile_name(const char *s, int *node, int *ctx, int *thread)
+{
+	char tail;
+
+	return sscanf(s, "profile.%d.%d.%d%c", node, ctx, thread, &tail) == 3 && *node >= 0 &&
+	       *ctx >= 0 && *thread >= 0 ? 0 : -1;
+}
+
+static int cmp_tfile(const void *a, const void *b)
+{
+	const struct tfile *x = a, *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+static int read_metric_dir(const char *dir, struct tmetric *m)
+{
+	struct dirent *de;
+	char path[PATH_MAX];
+	size_t cap = 0;
+	DIR *d = opendir(dir);
+	int ret = 0;
+
+	if (!d) {
+		err_msg("cannot read %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct tfile t = { 0 };
+
+		if (parse_profile_name(de->d_name, &t.node, &t.ctx, &t.thread))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		ret = tfile_read(path, &t);
+		if (ret) {
+			tfile_free(&t);
+			break;
+		}
+		if (m->n == cap) {
+			struct tfile *nf;
+
+			cap = cap ? cap * 2 : 16;
+			nf = realloc(m->files, cap * sizeof(*nf));
+			if (!nf) {
+				tfile_free(&t);
+				ret = -ENOMEM;
+				break;
+			}
+			m->files = nf;
+		}
+		m->files[m->n++] = t;
+	}
+	closedir(d);
+	if (!ret && m->n) {
+		qsort(m->files, m->n, sizeof(*m->files), cmp_tfile);
+		m->metric = strdup(m->files[0].metric);
+		if (!m->metric)
+			ret = -ENOMEM;
+	}
+	return ret;
+}
+
+static int read_profile(const char *dir, struct tprofile *p)
+{
+	struct tmetric top = { 0 };
+	struct dirent *de;
+	char path[PATH_MAX];
+	struct stat st;
+	DIR *d;
+	size_t i;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		err_msg("%s is not a directory: give the TAU profile directory (profile.N.C.T files)",
+			dir);
+		return -ENOTDIR;
+	}
+	ret = read_metric_dir(dir, &top);
+	if (ret)
+		goto fail_top;
+	if (top.n) {
+		p->m = calloc(1, sizeof(*p->m));
+		if (!p->m) {
+			ret = -ENOMEM;
+			goto fail_top;
+		}
+		p->m[0] = top;
+		p->nm = 1;
+	} else {
+		free(top.files);
+		d = opendir(dir);
+		if (!d)
+			return -errno;
+		while ((de = readdir(d))) {
+			struct tmetric m = { 0 }, *nm;
+
+			if (strncmp(de->d_name, "MULTI__", 7))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (stat(path, &st) || !S_ISDIR(st.st_mode))
+				continue;
+			ret = read_metric_dir(path, &m);
+			if (!ret && m.n)
+				m.dir = strdup(de->d_name);
+			nm = ret || !m.n ? NULL : realloc(p->m, (p->nm + 1) * sizeof(*nm));
+			if (!nm) {
+				for (i = 0; i < m.n; i++)
+					tfile_free(&m.files[i]);
+				free(m.files);
+				free(m.metric);
+				free(m.dir);
+				if (ret)
+					break;
+				continue;
+			}
+			p->m = nm;
+			p->m[p->nm++] = m;
+		}
+		closedir(d);
+		if (ret)
+			goto fail;
+	}
+	if (!p->nm) {
+		err_msg("%s has no TAU profile files (profile.N.C.T, or MULTI__<metric>/ "
+			"subdirectories with them)", dir);
+		ret = -ENOENT;
+		goto fail;
+	}
+	/* The time metric: "TIME", else the first with TIME in its name. */
+	p->time = p->nm;
+	for (i = 0; i < p->nm && p->time == p->nm; i++)
+		if (!strcmp(p->m[i].metric, "TIME"))
+			p->time = i;
+	for (i = 0; i < p->nm && p->time == p->nm; i++)
+		if (strstr(p->m[i].metric, "TIME"))
+			p->time = i;
+	if (p->time == p->nm) {
+		err_msg("%s has no time metric (a metric with TIME in its name, in "
+			"microseconds): kernel times cannot be added", dir);
+		ret = -EINVAL;
+		goto fail;
+	}
+	for (i = 1; i < p->nm; i++) {
+		size_t j;
+
+		if (p->m[i].n != p->m[0].n)
+			break;
+		for (j = 0; j < p->m[0].n; j++)
+			if (cmp_tfile(&p->m[i].files[j], &p->m[0].files[j]))
+				break;
+		if (j < p->m[0].n)
+			break;
+	}
+	if (i < p->nm) {
+		err_msg("%s: the metric directories do not have the same profile files", dir);
+		ret = -EINVAL;
+		goto fail;
+	}
+	return 0;
+fail_top:
+	for (i = 0; i < top.n; i++)
+		tfile_free(&top.files[i]);
+	free(top.files);
+	free(top.metric);
+	return ret;
+fail:
+	tprofile_free(p);
+	return ret;
+}
+
+/* ---- Matching threads --------------------------------------------- */
+
+struct mapopt {
+	int node, ctx, thread;
+	pid_t tid;
+	int used;
+};
+
+struct pidopt {
+	int node;
+	pid_t pid;
+};
+
+struct match {
+	const struct ktau_task *task;	/* NULL: not matched */
+	const char *how;
+	const char *why_not;
+};
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct ktau_task *x = *(const struct ktau_task * const *)a;
+	const struct ktau_task *y = *(const struct ktau_task * const *)b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Tasks of the kernel profile that are threads or processes (no aggregate). */
+static const struct ktau_task *find_tid(const struct ktau_snap *s, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntasks; i++)
+		if (!(s->tasks[i].flags & KTAU_TASK_AGGREGATE) && s->tasks[i].tid == tid)
+			return &s->tasks[i];
+	return NULL;
+}
+
+static int parse_int_meta(const char *v, long *out)
+{
+	char *end;
+
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	*out = strtol(v, &end, 10);
+	return errno || *end || *out <= 0 || *out > INT_MAX ? -1 : 0;
+}
+
+/*
+ * Match the files of the time metric (sorted by node, context, thread)
+ * to tasks of s. used[] marks tasks taken.
+ */
+static int match_threads(const struct tmetric *tm, const struct ktau_snap *s,
+			 struct mapopt *maps, size_t nmaps, const struct pidopt *pids,
+			 size_t npids, struct match *mt)
+{
+	const struct ktau_task **procs = NULL, **threads = NULL;
+	char *used = calloc(s->ntasks ? s->ntasks : 1, 1);
+	char *taken = calloc(s->ntasks ? s->ntasks : 1, 1);
+	pid_t *npid = calloc(tm->n ? tm->n : 1, sizeof(*npid));
+	const char **nhow = calloc(tm->n ? tm->n : 1, sizeof(*nhow));
+	size_t i, j, nprocs = 0, nth, first, last, nextproc = 0;
+	int ret = 0;
+
+	procs = calloc(s->ntasks ? s->ntasks : 1, sizeof(*procs));
+	threads = calloc(s->ntasks ? s->ntasks : 1, sizeof(*threads));
+	if (!used || !taken || !npid || !nhow || !procs || !threads) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* 1. Explicit maps. */
+	for (i = 0; i < tm->n; i++) {
+		const struct tfile *f = &tm->files[i];
+
+		for (j = 0; j < nmaps; j++) {
+			const struct ktau_task *t;
+
+			if (maps[j].node != f->node || maps[j].ctx != f->ctx ||
+			    maps[j].thread != f->thread)
+				continue;
+			maps[j].used = 1;
+			t = find_tid(s, maps[j].tid);
+			if (!t) {
+				err_msg("--map %d.%d.%d=%d: thread %d is not in the kernel profile",
+					f->node, f->ctx, f->thread, (int)maps[j].tid, (int)maps[j].tid);
+				ret = -EINVAL;
+				goto out;
+			}
+			mt[i].task = t;
+			mt[i].how = "--map";
+			used[t - s->tasks] = 1;
+		}
+	}
+	for (j = 0; j < nmaps; j++) {
+		if (!maps[j].used) {
+			err_msg("--map %d.%d.%d=%d: there is no profile.%d.%d.%d", maps[j].node,
+				maps[j].ctx, maps[j].thread, (int)maps[j].tid, maps[j].node,
+				maps[j].ctx, maps[j].thread);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	/* Processes in start order (of their earliest thread). */
+	for (i = 0; i < s->ntasks; i++) {
+		const struct ktau_task *t = &s->tasks[i];
+
+		if (t->flags & KTAU_TASK_AGGREGATE)
+			continue;
+		for (j = 0; j < nprocs; j++)
+			if (procs[j]->pid == t->pid)
+				break;
+		if (j == nprocs)
+			procs[nprocs++] = t;
+		else if (cmp_start(&t, &procs[j]) < 0)
+			procs[j] = t;
+	}
+	qsort(procs, nprocs, sizeof(*procs), cmp_start);
+
+	/* 2. The process of each node: --pid, "pid" metadata, else (below)
+	 * the next process in start order that no node has. */
+	for (first = 0; first < tm->n; first = last) {
+		int node = tm->files[first].node;
+		long v;
+
+		for (last = first; last < tm->n && tm->files[last].node == node; last++)
+			;
+		for (j = 0; j < npids; j++)
+			if (pids[j].node == node) {
+				npid[first] = pids[j].pid;
+				nhow[first] = "--pid, threads in start order";
+			}
+		if (!npid[first] && !parse_int_meta(meta_get(&tm->files[first], "pid"), &v)) {
+			for (j = 0; j < nprocs && procs[j]->pid != (pid_t)v; j++)
+				;
+			if (j < nprocs) {
+				npid[first] = (pid_t)v;
+				nhow[first] = "pid metadata, threads in start order";
+			}
+		}
+		for (j = 0; j < nprocs; j++)
+			if (procs[j]->pid == npid[first])
+				taken[j] = 1;
+	}
+	for (first = 0; first < tm->n; first = last) {
+		int node = tm->files[first].node, distinct = 1;
+		pid_t pid;
+		const char *phow;
+		long v;
+
+		for (last = first; last < tm->n && tm->files[last].node == node; last++)
+			;
+		/* tid metadata, when the node's threads have distinct ones. */
+		for (i = first; i < last && distinct; i++) {
+			if (parse_int_meta(meta_get(&tm->files[i], "tid"), &v)) {
+				distinct = 0;
+				break;
+			}
+			for (j = first; j < i; j++)
+				if (!strcmp(meta_get(&tm->files[j], "tid"), meta_get(&tm->files[i], "tid")))
+					distinct = 0;
+		}
+		for (i = first; distinct && i < last; i++) {
+			const struct ktau_task *t;
+
+			if (mt[i].task)
+				continue;
+			parse_int_meta(meta_get(&tm->files[i], "tid"), &v);
+			t = find_tid(s, (pid_t)v);
+			if (t && !used[t - s->tasks]) {
+				mt[i].task = t;
+				mt[i].how = "tid metadata";
+				used[t - s->tasks] = 1;
+			}
+		}
+		pid = npid[first];
+		phow = nhow[first];
+		if (!pid) {
+			/* The next process in start order that no node has. */
+			for (; nextproc < nprocs; nextproc++) {
+				if (taken[nextproc])
+					continue;
+				for (j = 0; j < s->ntasks; j++)
+					if (used[j] && s->tasks[j].pid == procs[nextproc]->pid)
+						break;
+				if (j == s->ntasks)
+					break;
+			}
+			if (nextproc < nprocs) {
+				taken[nextproc] = 1;
+				pid = procs[nextproc++]->pid;
+				phow = "node and process in start order, threads in start order";
+			}
+		}
+		if (!pid) {
+			for (i = first; i < last; i++)
+				if (!mt[i].task)
+					mt[i].why_not = "no process of the kernel profile is left for this node";
+			continue;
+		}
+		nth = 0;
+		for (i = 0; i < s->ntasks; i++)
+			if (!(s->tasks[i].flags & KTAU_TASK_AGGREGATE) && s->tasks[i].pid == pid &&
+			    !used[i])
+				threads[nth++] = &s->tasks[i];
+		qsort(threads, nth, sizeof(*threads), cmp_start);
+		if (nth && (threads[0]->flags & KTAU_TASK_PROCESS) && last - first > 1) {
+			err_msg("the kernel profile has process %d with its threads summed: a "
+				"per-thread merge needs thread records (ktaud run --save, or ktaud "
+				"dump --threads --save)", (int)pid);
+			ret = -EINVAL;
+			goto out;
+		}
+		for (i = first, j = 0; i < last; i++) {
+			if (mt[i].task)
+				continue;
+			if (j < nth) {
+				mt[i].task = threads[j];
+				mt[i].how = phow;
+				used[threads[j] - s->tasks] = 1;
+				j++;
+			} else {
+				mt[i].why_not = "the process has no thread left for it";
+			}
+		}
+	}
+out:
+	free(used);
+	free(taken);
+	free(npid);
+	free(nhow);
+	free(procs);
+	free(threads);
+	return ret;
+}
+
+/* ---- Writing ----------------------------------------------------------- */
+
+struct krow {
+	char *name, *group;
+	unsigned long long calls;
+	double excl, incl;		/* us */
+};
+
+struct merge_opts {
+	int attach_node;
+	const char *top;
+};
+
+struct merged {
+	struct krow *k;			/* kernel rows to append */
+	size_t nk;
+	size_t top;			/* index of the top routine in the file, or nf */
+	double new_excl;		/* its reduced exclusive time (TIME) */
+	double kernel_us, removed_us;
+	int node;			/* attached to "[kernel]" */
+	const char *why_node;
+	char *node_name;
+};
+
+static void merged_free(struct merged *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nk; i++) {
+		free(m->k[i].name);
+		free(m->k[i].group);
+	}
+	free(m->k);
+	free(m->node_name);
+	memset(m, 0, sizeof(*m));
+}
+
+static int has_name(const struct tfile *f, const struct merged *m, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nf; i++)
+		if (!strcmp(f->f[i].name, name))
+			return 1;
+	for (i = 0; i < m->nk; i++)
+		if (!strcmp(m->k[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int add_krow(struct merged *m, char *name, char *group, unsigned long long calls,
+		    double excl, double incl)
+{
+	struct krow *n;
+
+	if (!name || !group) {
+		free(name);
+		free(group);
+		return -ENOMEM;
+	}
+	n = realloc(m->k, (m->nk + 1) * sizeof(*n));
+	if (!n) {
+		free(name);
+		free(group);
+		return -ENOMEM;
+	}
+	m->k = n;
+	m->k[m->nk++] = (struct krow){ name, group, calls, excl > incl ? incl : excl, incl };
+	return 0;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? NULL : s;
+}
+
+/* The kernel rows of task t for file f (time metric). */
+static int build_merge(const struct tfile *f, const struct ktau_task *t,
+		       const struct ktau_registry *reg, const struct merge_opts *o,
+		       struct merged *m)
+{
+	unsigned long long gcalls[KTAU_LIB_NR_GROUPS + 1] = { 0 };
+	double gexcl[KTAU_LIB_NR_GROUPS + 1] = { 0 }, gincl[KTAU_LIB_NR_GROUPS + 1] = { 0 };
+	char **names = NULL, buf[NAME_MAX_BYTES], *parent;
+	double kmax = 0, ktot = 0;
+	size_t i;
+	int g, ret = 0, has_other = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->top = f->nf;
+	names = calloc(t->nentries ? t->nentries : 1, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < t->nentries; i++) {
+		const struct ktau_func_stat *e = &t->entries[i];
+
+		g = ktau_func_group(reg, e->id);
+		if (g < 0 || g >= KTAU_LIB_NR_GROUPS)
+			g = KTAU_LIB_NR_GROUPS;
+		has_other |= g == KTAU_LIB_NR_GROUPS;
+		gcalls[g] += e->count;
+		gexcl[g] += e->excl_ns / 1000.0;
+		gincl[g] += e->incl_ns / 1000.0;
+		ktot += e->excl_ns / 1000.0;
+		if (e->incl_ns / 1000.0 > kmax)
+			kmax = e->incl_ns / 1000.0;
+	}
+	for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++)
+		if (gincl[g] > kmax)
+			kmax = gincl[g];
+	if (ktot > kmax)
+		kmax = ktot;
+	m->kernel_us = ktot;
+
+	/* Where the kernel goes. */
+	if (!o->attach_node) {
+		for (i = 0; i < f->nf; i++) {
+			const struct tfunc *x = &f->f[i];
+
+			if (x->callpath || is_kernel_group(x->group) || !x->calls)
+				continue;
+			if (o->top ? !strcmp(x->name, o->top)
+				   : (m->top == f->nf || x->incl > f->f[m->top].incl))
+				m->top = i;
+		}
+		if (m->top == f->nf)
+			m->why_node = o->top ? "--top routine not in this thread"
+					     : "no user routine in this thread";
+		else if (kmax > f->f[m->top].incl * (1 + 1e-12))
+			m->why_node = "its kernel time exceeds the top-level routine's inclusive time";
+		if (m->why_node)
+			m->top = f->nf;
+	}
+	if (m->top == f->nf) {
+		m->node = 1;
+		for (i = 0; ; i++) {
+			free(m->node_name);
+			m->node_name = i ? xasprintf("%s [%zu]", KERNEL_NODE, i + 1) : strdup(KERNEL_NODE);
+			if (!m->node_name || !has_name(f, m, m->node_name))
+				break;
+		}
+		if (!m->node_name) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		parent = m->node_name;
+	} else {
+		parent = f->f[m->top].name;
+		m->new_excl = f->f[m->top].excl - ktot;
+		if (m->new_excl < 0)
+			m->new_excl = 0;
+		m->removed_us = f->f[m->top].excl - m->new_excl;
+	}
+
+	/* Names: the kernel gives way to nothing; a clash gets " [id N]". */
+	for (i = 0; i < t->nentries; i++) {
+		ktau__clean_name(buf, 200, ktau_func_name(reg, t->entries[i].id));
+		if (has_name(f, m, buf) || !strcmp(buf, parent) || !strcmp(buf, KERNEL_NODE)) {
+			size_t l = strlen(buf);
+
+			snprintf(buf + l, sizeof(buf) - l, " [id %u]", t->entries[i].id);
+		}
+		for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++)
+			if (!strcmp(buf, ktau_group_class(g < KTAU_LIB_NR_GROUPS ? g : -1))) {
+				size_t l = strlen(buf);
+
+				snprintf(buf + l, sizeof(buf) - l, " [id %u]", t->entries[i].id);
+			}
+		names[i] = strdup(buf);
+		if (!names[i]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	for (i = 0; i < t->nentries && !ret; i++) {
+		const struct ktau_func_stat *e = &t->entries[i];
+
+		g = ktau_func_group(reg, e->id);
+		if (!e->count)
+			continue;
+		ret = add_krow(m, strdup(names[i]),
+			       xasprintf("TAU_KERNEL_MERGE|KTAU_%s", ktau_group_class(g)),
+			       e->count, e->excl_ns / 1000.0, e->incl_ns / 1000.0);
+	}
+	for (g = 0; g <= KTAU_LIB_NR_GROUPS && !ret; g++) {
+		const char *cls = ktau_group_class(g < KTAU_LIB_NR_GROUPS ? g : -1);
+
+		if (g == KTAU_LIB_NR_GROUPS && !has_other)
+			break;
+		if (has_name(f, m, cls)) {
+			err_msg("a user routine is named \"%s\", like a kernel group: rename it", cls);
+			ret = -EINVAL;
+			break;
+		}
+		ret = add_krow(m, strdup(cls), strdup("KERNEL_GROUPS|TAU_KERNEL_MERGE"), gcalls[g],
+			       gcalls[g] ? gexcl[g] : 0, gcalls[g] ? gincl[g] : 0);
+	}
+	if (!ret && m->node)
+		ret = add_krow(m, strdup(m->node_name), strdup(KERNEL_NODE_GROUP), 1, 0, kmax);
+	for (g = 0; g <= KTAU_LIB_NR_GROUPS && !ret; g++) {
+		if (!gcalls[g])
+			continue;
+		ret = add_krow(m, xasprintf("%s => %s", parent,
+					    ktau_group_class(g < KTAU_LIB_NR_GROUPS ? g : -1)),
+			       strdup("TAU_CALLPATH|KERNEL_GROUPS|TAU_KERNEL_MERGE"), gcalls[g],
+			       gexcl[g], gincl[g]);
+	}
+	for (i = 0; i < t->nentries && !ret; i++) {
+		const struct ktau_func_stat *e = &t->entries[i];
+
+		if (!e->count)
+			continue;
+		g = ktau_func_group(reg, e->id);
+		ret = add_krow(m, xasprintf("%s => %s", parent, names[i]),
+			       xasprintf("TAU_CALLPATH|TAU_KERNEL_MERGE|KTAU_%s", ktau_group_class(g)),
+			       e->count, e->excl_ns / 1000.0, e->incl_ns / 1000.0);
+	}
+out:
+	for (i = 0; i < t->nentries; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}
+
+static void write_meta(FILE *out, const struct tfile *f, const char *metric,
+		       const struct match *mt, const struct merged *m, const char *top_name)
+{
+	char buf[512];
+	size_t i;
+
+	fputs("# Name Calls Subrs Excl Incl ProfileCalls # <metadata>", out);
+	ktau__meta(out, "Metric Name", metric);
+	for (i = 0; i < f->nm; i++)
+		ktau__meta(out, f->m[i].name, f->m[i].value);
+	if (!mt->task) {
+		ktau__meta(out, "KTAU Merge", "ktaud merge: no kernel thread matched this TAU "
+			   "thread; copied without kernel data");
+		if (mt->why_not)
+			ktau__meta(out, "KTAU Merge Reason", mt->why_not);
+	} else {
+		const struct ktau_task *t = mt->task;
+		char comm[sizeof(t->comm) + 1];
+
+		snprintf(buf, sizeof(buf),
+			 "ktaud merge: the kernel profile of thread %d, added without time "
+			 "alignment: its kernel routines and groups (exact calls and times) are "
+			 "callpath children of \"%s\"; which user routines incurred them is not "
+			 "known", (int)t->tid, top_name);
+		ktau__meta(out, "KTAU Merge", buf);
+		ktau__meta_u64(out, "KTAU Merge tid", (unsigned long long)t->tid);
+		ktau__meta_u64(out, "KTAU Merge pid", (unsigned long long)t->pid);
+		ktau__clean_name(comm, sizeof(comm), t->comm[0] ? t->comm : "?");
+		ktau__meta(out, "KTAU Merge comm", comm);
+		ktau__meta(out, "KTAU Merge Match", mt->how);
+		ktau__meta(out, "KTAU Merge Attached To", top_name);
+		if (m->why_node)
+			ktau__meta(out, "KTAU Merge Reason", m->why_node);
+		snprintf(buf, sizeof(buf), "%.16G", m->kernel_us);
+		ktau__meta(out, "KTAU Merge Kernel us", buf);
+		if (!m->node) {
+			snprintf(buf, sizeof(buf), "%.16G", m->removed_us);
+			ktau__meta(out, "KTAU Merge Excl Reduced us", buf);
+			snprintf(buf, sizeof(buf), "%.16G", m->kernel_us - m->removed_us);
+			ktau__meta(out, "KTAU Merge Excl Not Reduced us", buf);
+		}
+		if (t->flags & KTAU_TASK_PROCESS)
+			ktau__meta_u64(out, "KTAU Merge Threads Summed", t->nthreads);
+	}
+	fputs("</metadata>\n", out);
+}
+
+/* One output file: f of metric 'metric', time metric or not. */
+static int write_file(const char *path, const struct tfile *f, const char *metric, int is_time,
+		      const struct match *mt, const struct merged *m)
+{
+	const char *top_name = !mt->task ? "" : m->node ? m->node_name : f->f[m->top].name;
+	FILE *out = fopen(path, "w");
+	size_t i;
+	int ret;
+
+	if (!out)
+		return -errno;
+	fprintf(out, "%zu templated_functions_MULTI_%s\n", f->nf + (mt->task ? m->nk : 0), metric);
+	write_meta(out, f, metric, mt, m, top_name);
+	for (i = 0; i < f->nf; i++) {
+		const struct tfunc *x = &f->f[i];
+		double excl = x->excl;
+		char *group = x->group;
+		char *cpg = NULL;
+
+		if (is_time && mt->task && !m->node) {
+			const char *last = strrchr(x->name, '>');
+
+			if (i == m->top)
+				excl = m->new_excl;
+			else if (x->callpath && last && !strcmp(last + 2, top_name) && excl > m->new_excl)
+				excl = m->new_excl;
+		}
+		if (x->callpath) {
+			/* TAU_CALLPATH|<group of the last element>. */
+			const char *last = strrchr(x->name, '>');
+			size_t j;
+
+			for (j = 0; last && j < f->nf; j++)
+				if (!f->f[j].callpath && !strcmp(f->f[j].name, last + 2))
+					break;
+			if (last && j < f->nf) {
+				cpg = xasprintf("TAU_CALLPATH|%s", f->f[j].group);
+				if (cpg)
+					group = cpg;
+			} else if (!group_has(group, "TAU_CALLPATH")) {
+				cpg = xasprintf("TAU_CALLPATH|%s", group);
+				if (cpg)
+					group = cpg;
+			}
+		}
+		fprintf(out, "\"%s\" %llu %llu %.16G %.16G 0 GROUP=\"%s\"\n", x->name, x->calls,
+			x->subrs, excl, x->incl, group);
+		free(cpg);
+	}
+	for (i = 0; mt->task && i < m->nk; i++) {
+		const struct krow *k = &m->k[i];
+
+		fprintf(out, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"%s\"\n", k->name, k->calls,
+			is_time ? k->excl : 0.0, is_time ? k->incl : 0.0, k->group);
+	}
+	fputs("0 aggregates\n", out);
+	if (f->ne) {
+		fprintf(out, "%zu userevents\n# eventname numevents max min mean sumsqr\n", f->ne);
+		for (i = 0; i < f->ne; i++)
+			fprintf(out, "\"%s\" %llu %.16G %.16G %.16G %.16G\n", f->e[i].name, f->e[i].n,
+				f->e[i].max, f->e[i].min, f->e[i].mean, f->e[i].sumsqr);
+	}
+	ret = ferror(out) ? -EIO : 0;
+	if (fclose(out) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static int prepare_dir(const char *dir)
+{
+	char path[PATH_MAX], *p, *d = strdup(dir);
+	struct dirent *de;
+	DIR *dd;
+
+	if (!d)
+		return -ENOMEM;
+	for (p = d + 1; ; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(d, 0755) && errno != EEXIST) {
+				int e = -errno;
+
+				free(d);
+				return e;
+			}
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	free(d);
+	dd = opendir(dir);
+	if (!dd)
+		return -errno;
+	while ((de = readdir(dd))) {
+		if (strncmp(de->d_name, "profile.", 8))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(dd);
+	return 0;
+}
+
+static int parse_map(const char *s, struct mapopt *m)
+{
+	char tail;
+	int tid;
+
+	if (sscanf(s, "%d.%d.%d=%d%c", &m->node, &m->ctx, &m->thread, &tid, &tail) != 4 ||
+	    m->node < 0 || m->ctx < 0 || m->thread < 0 || tid <= 0)
+		return -EINVAL;
+	m->tid = tid;
+	m->used = 0;
+	return 0;
+}
+
+static int parse_pidopt(const char *s, struct pidopt *p)
+{
+	char tail;
+	int node, pid;
+
+	if (sscanf(s, "%d=%d%c", &node, &pid, &tail) == 2 && node >= 0 && pid > 0) {
+		p->node = node;
+		p->pid = pid;
+		return 0;
+	}
+	if (sscanf(s, "%d%c", &pid, &tail) == 1 && pid > 0) {
+		p->node = 0;
+		p->pid = pid;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "map", required_argument, NULL, 'm' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "attach", required_argument, NULL, 'a' },
+		{ "top", required_argument, NULL, 't' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct merge_opts mo = { 0 };
+	struct mapopt *maps = NULL;
+	struct pidopt *pids = NULL;
+	struct match *mt = NULL;
+	struct merged *mg = NULL;
+	struct tprofile prof = { 0 };
+	struct ktau_snap *sum = NULL;
+	struct series s = { 0 };
+	const char *outdir = "ktau-merged";
+	char rin[PATH_MAX], rout[PATH_MAX], path[PATH_MAX], b1[32];
+	size_t nmaps = 0, npids = 0, i, j, nmerged = 0, nkthreads = 0;
+	int c, quiet = 0, rc = EX_KT_OK, ret;
+
+	/* Each option takes an argument: at most argc of each. */
+	maps = calloc((size_t)argc, sizeof(*maps));
+	pids = calloc((size_t)argc, sizeof(*pids));
+	if (!maps || !pids) {
+		rc = report(-ENOMEM, "merge");
+		goto out;
+	}
+	while ((c = getopt_long(argc, argv, "+o:m:p:a:t:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'm':
+			if (parse_map(optarg, &maps[nmaps])) {
+				rc = usage_err("merge", "bad --map '%s': NODE.CONTEXT.THREAD=TID, "
+					       "as 0.0.1=1234", optarg);
+				goto out;
+			}
+			nmaps++;
+			break;
+		case 'p':
+			if (parse_pidopt(optarg, &pids[npids])) {
+				rc = usage_err("merge", "bad --pid '%s': PID or NODE=PID", optarg);
+				goto out;
+			}
+			npids++;
+			break;
+		case 'a':
+			if (!strcmp(optarg, "top")) {
+				mo.attach_node = 0;
+			} else if (!strcmp(optarg, "node")) {
+				mo.attach_node = 1;
+			} else {
+				rc = usage_err("merge", "bad --attach '%s': top or node", optarg);
+				goto out;
+			}
+			break;
+		case 't': mo.top = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h':
+			help(stdout);
+			goto out;
+		default:
+			rc = usage_err("merge", "bad option");
+			goto out;
+		}
+	}
+	if (argc - optind < 2) {
+		rc = usage_err("merge", "give a TAU profile directory and the kernel profile "
+			       "(snapshot files or directories) of the same run");
+		goto out;
+	}
+	if (!*outdir) {
+		rc = usage_err("merge", "-o needs a directory name");
+		goto out;
+	}
+	if (realpath(argv[optind], rin) && realpath(outdir, rout) && !strcmp(rin, rout)) {
+		rc = usage_err("merge", "the output directory is the input TAU directory: "
+			       "give another one with -o");
+		goto out;
+	}
+	if (read_profile(argv[optind], &prof)) {
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+	for (i = 0; i < prof.nm; i++) {
+		for (j = 0; j < prof.m[i].n; j++) {
+			const struct tfile *f = &prof.m[i].files[j];
+			size_t k;
+
+			for (k = 0; k < f->nf; k++) {
+				if (is_kernel_group(f->f[k].group)) {
+					err_msg("%s: profile.%d.%d.%d already has kernel data (\"%s\", "
+						"GROUP=\"%s\"): merge a profile without it (for libktau's, "
+						"run the program with KTAU_SHARED=0)", argv[optind],
+						f->node, f->ctx, f->thread, f->f[k].name, f->f[k].group);
+					rc = EX_KT_FAIL;
+					goto out;
+				}
+			}
+		}
+	}
+	if (series_load(&s, argc - optind - 1, argv + optind + 1)) {
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+	sum = ktau_snap_new();
+	if (!sum) {
+		rc = report(-ENOMEM, "merge");
+		goto out;
+	}
+	for (i = 0; i < s.n; i++) {
+		ret = ktau_snap_accumulate(sum, s.snaps[i]);
+		if (ret) {
+			rc = report(ret, "merge");
+			goto out;
+		}
+	}
+	for (i = 0; i < sum->ntasks; i++)
+		nkthreads += !(sum->tasks[i].flags & KTAU_TASK_AGGREGATE);
+	if (!nkthreads) {
+		err_msg("the kernel profile has no task (only the system-wide aggregate?): "
+			"save one with 'ktaud run --save FILE -- command'");
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+
+	{
+		const struct tmetric *tm = &prof.m[prof.time];
+
+		mt = calloc(tm->n, sizeof(*mt));
+		mg = calloc(tm->n, sizeof(*mg));
+		if (!mt || !mg) {
+			rc = report(-ENOMEM, "merge");
+			goto out;
+		}
+		if (match_threads(tm, sum, maps, nmaps, pids, npids, mt)) {
+			rc = EX_KT_FAIL;
+			goto out;
+		}
+		for (i = 0; i < tm->n; i++) {
+			if (!mt[i].task)
+				continue;
+			if (build_merge(&tm->files[i], mt[i].task, s.reg, &mo, &mg[i])) {
+				rc = EX_KT_FAIL;
+				goto out;
+			}
+			nmerged++;
+		}
+	}
+	if (!nmerged) {
+		err_msg("no TAU thread matched a thread of the kernel profile: are they of the "
+			"same run? Give --pid or --map");
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+
+	/* Write every metric (the same kernel rows; times only in the time metric). */
+	ret = prepare_dir(outdir);
+	if (ret) {
+		err_msg("cannot create %s: %s", outdir, strerror(-ret));
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+	for (i = 0; i < prof.nm; i++) {
+		const struct tmetric *m = &prof.m[i];
+
+		if (m->dir) {
+			snprintf(path, sizeof(path), "%s/%s", outdir, m->dir);
+			ret = prepare_dir(path);
+			if (ret) {
+				err_msg("cannot create %s: %s", path, strerror(-ret));
+				rc = EX_KT_FAIL;
+				goto out;
+			}
+		}
+		for (j = 0; j < m->n; j++) {
+			const struct tfile *f = &m->files[j];
+
+			snprintf(path, sizeof(path), "%s%s%s/profile.%d.%d.%d", outdir,
+				 m->dir ? "/" : "", m->dir ? m->dir : "", f->node, f->ctx, f->thread);
+			ret = write_file(path, f, m->metric, i == prof.time, &mt[j], &mg[j]);
+			if (ret) {
+				err_msg("cannot write %s: %s", path, strerror(-ret));
+				rc = EX_KT_FAIL;
+				goto out;
+			}
+		}
+	}
+
+	if (!quiet) {
+		const struct tmetric *tm = &prof.m[prof.time];
+
+		fprintf(stderr, "ktaud merge: %zu TAU thread%s, %zu kernel thread%s; %zu merged\n",
+			tm->n, tm->n == 1 ? "" : "s", nkthreads, nkthreads == 1 ? "" : "s", nmerged);
+		for (i = 0; i < tm->n; i++) {
+			const struct tfile *f = &tm->files[i];
+			const struct ktau_task *t = mt[i].task;
+
+			if (!t) {
+				fprintf(stderr, "ktaud merge:   profile.%d.%d.%d: not merged (%s)\n",
+					f->node, f->ctx, f->thread,
+					mt[i].why_not ? mt[i].why_not : "no match");
+				continue;
+			}
+			fprintf(stderr, "ktaud merge:   profile.%d.%d.%d <- tid %d (pid %d, %.16s; %s): "
+				"kernel %s under \"%s\"", f->node, f->ctx, f->thread, (int)t->tid,
+				(int)t->pid, t->comm, mt[i].how,
+				fmt_ns(b1, sizeof(b1), (uint64_t)(mg[i].kernel_us * 1000.0 + 0.5)),
+				mg[i].node ? mg[i].node_name : f->f[mg[i].top].name);
+			if (mg[i].why_node)
+				fprintf(stderr, " (%s)", mg[i].why_node);
+			else if (!mg[i].node && mg[i].kernel_us - mg[i].removed_us > 1e-9)
+				fprintf(stderr, "; %s of it is not in its exclusive time "
+					"(it happened in routines it called)",
+					fmt_ns(b1, sizeof(b1), (uint64_t)((mg[i].kernel_us -
+									   mg[i].removed_us) * 1000.0)));
+			fputc('\n', stderr);
+			if (f->meta_dropped || f->dups)
+				fprintf(stderr, "ktaud merge:     (metadata not understood, or %d "
+					"duplicate names and bad user events, dropped)\n", f->dups);
+		}
+		for (i = 0; i < sum->ntasks; i++) {
+			const struct ktau_task *t = &sum->tasks[i];
+
+			if (t->flags & KTAU_TASK_AGGREGATE)
+				continue;
+			for (j = 0; j < tm->n && mt[j].task != t; j++)
+				;
+			if (j == tm->n)
+				fprintf(stderr, "ktaud merge:   kernel thread %d (pid %d, %.16s) has no "
+					"TAU thread\n", (int)t->tid, (int)t->pid, t->comm);
+		}
+		fprintf(stderr,
+			"ktaud merge: attributed: each thread's kernel routines and groups, exact, to "
+			"the thread; not attributed: the user routines that incurred them (the "
+			"profiles have no common time line), so they are all under one routine. "
+			"libktau's runtime charges them per routine.\n"
+			"ktaud merge: merged profile: %s/ (paraprof, pprof)\n", outdir);
+	}
+out:
+	if (mg && prof.nm) {
+		for (i = 0; i < prof.m[prof.time].n; i++)
+			merged_free(&mg[i]);
+	}
+	free(mg);
+	free(mt);
+	ktau_snap_free(sum);
+	if (s.snaps || s.reg)
+		series_free(&s);
+	tprofile_free(&prof);
+	free(maps);
+	free(pids);
+	return rc;
+}

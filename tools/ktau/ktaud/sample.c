@@ -1,0 +1,1054 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud sample: KTAU's in-kernel buffered sampling (ABI 1.1) of the
+ * threads of a command, or of running processes, into a TAU profile with
+ * the sample counts as a metric of their own and folded stacks.
+ *
+ * The kernel samples one thread per start, and sampling ends at the
+ * thread's exec and exit. For a command, ktaud therefore traces it
+ * (ptrace, stops at clone, fork, exec and exit only): every thread and
+ * process it creates is sampled from its first instruction, sampling is
+ * started again after each exec, and each thread's buffer is drained at
+ * its exit stop, when its memory map still names its code. Between those
+ * stops the buffers are drained every interval. For running processes
+ * (-p), threads are found by scanning /proc/PID/task every interval; what
+ * a thread's buffer holds when it exits is lost there.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "ktaud.h"
+#include "sample.h"
+
+#define DEFAULT_SPEC	"cpu-clock:1ms"
+#define MIN_CAPACITY	64
+#define HW_CAPACITY	8192
+
+struct sthread {
+	pid_t tid, pid;
+	int sampling;		/* started, not known to have ended */
+	int init_stop;		/* a new tracee: its first stop is ours */
+	int gone;
+	int failed;		/* could not be sampled: not tried again */
+	struct ktau_sample_stats st;	/* the counters of its last read */
+	uint64_t taken0, lost0;	/* of samplings ended before (exec) */
+};
+
+struct sproc {
+	pid_t pid;
+	struct ktau_usyms *u;
+	int failed;		/* its maps could not be read */
+};
+
+struct ssess {
+	const char *cmd;
+	char spec_text[80];
+	struct ktau_sample_spec spec;
+	double interval;
+	struct ktau *k;
+	struct ktau_ksyms *ks;
+	int ks_err;
+	struct ktau_sample_profile *prof;
+	struct ktau_sample_rec *buf;
+	struct sthread *th;
+	size_t nth, cth;
+	struct sproc *pr;
+	size_t npr, cpr;
+	uint64_t nstarted, nfailed, nexecs;
+	int first_err;		/* of the threads that could not be sampled */
+	int kernel_dropped;	/* kernel samples not permitted: user mode only */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The capacity for the rate of the spec: two intervals' worth, a power of two. */
+static uint32_t auto_capacity(const struct ktau_sample_spec *sp, double interval)
+{
+	uint64_t ns = ktau_sample_period_ns(sp);
+	double rate = ns ? 1e9 / ns : (sp->flags & KTAU_LIB_SAMPLE_FREQ) ? (double)sp->period : 0;
+	uint32_t cap = MIN_CAPACITY;
+
+	if (!rate)
+		return HW_CAPACITY;
+	while (cap < KTAU_LIB_SAMPLE_MAX_CAPACITY && cap < 2 * rate * interval)
+		cap *= 2;
+	return cap;
+}
+
+int ssess_new(const char *cmd, const char *text, double interval, unsigned long capacity,
+	      struct ssess **out)
+{
+	struct ktau_sample_stats st;
+	struct ssess *s;
+	const char *why = "";
+	unsigned int major = 0, minor = 0;
+	int ret;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return report(-ENOMEM, cmd);
+	s->cmd = cmd;
+	s->interval = interval;
+	if (ktau_sample_parse(text, &s->spec, &why)) {
+		free(s);
+		return usage_err(cmd, "bad sampling event '%s': %s", text, why);
+	}
+	snprintf(s->spec_text, sizeof(s->spec_text), "%s", text);
+	s->spec.capacity = capacity ? capacity : auto_capacity(&s->spec, interval);
+	why = ktau_sample_check(&s->spec);
+	if (why) {
+		free(s);
+		return usage_err(cmd, "bad --buffer %lu: %s", capacity, why);
+	}
+	ret = open_ktau(&s->k);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	/* A kernel that can sample says ENOENT: the caller is not sampled. */
+	ret = ktau_sample_read(s->k, 0, NULL, 0, &st);
+	if (ret == -ENOTTY || ret == -EINVAL) {
+		ktau_abi_version(&major, &minor);
+		err_msg("this kernel's KTAU (ABI %u.%u) cannot sample: sampling needs ABI 1.1; "
+			"boot a newer KTAU kernel", major, minor);
+		ssess_free(s);
+		return EX_KT_NOKTAU;
+	}
+	s->buf = calloc(s->spec.capacity, sizeof(*s->buf));
+	s->prof = ktau_sample_profile_new();
+	if (!s->buf || !s->prof) {
+		ssess_free(s);
+		return report(-ENOMEM, cmd);
+	}
+	s->ks_err = (s->spec.flags & KTAU_LIB_SAMPLE_NO_KERNEL) ? 0 : ktau_ksyms_load(&s->ks);
+	*out = s;
+	return 0;
+}
+
+void ssess_free(struct ssess *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->npr; i++)
+		ktau_usyms_free(s->pr[i].u);
+	free(s->pr);
+	free(s->th);
+	free(s->buf);
+	ktau_sample_profile_free(s->prof);
+	ktau_ksyms_free(s->ks);
+	ktau_close(s->k);
+	free(s);
+}
+
+/* ---- Threads and processes --------------------------------------------- */
+
+/* The thread group of a thread, from /proc; -1 when it is gone. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Tgid:", 5)) {
+			pid = atoi(line + 5);
+			break;
+		}
+	fclose(f);
+	return pid > 0 ? pid : -1;
+}
+
+static struct sthread *th_find(struct ssess *s, pid_t tid)
+{
+	size_t i;
+
+	for (i = s->nth; i-- > 0;)
+		if (s->th[i].tid == tid && !s->th[i].gone)
+			return &s->th[i];
+	return NULL;
+}
+
+/* Room for one more item in *v (n used of *cap); 0 or -ENOMEM. */
+static int grow(void *vp, size_t n, size_t *cap, size_t size)
+{
+	void **v = vp, *nv;
+	size_t ncap = *cap ? *cap * 2 : 16;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+static struct sthread *th_add(struct ssess *s, pid_t tid, pid_t pid)
+{
+	struct sthread *t;
+
+	if (grow(&s->th, s->nth, &s->cth, sizeof(*t)))
+		return NULL;
+	t = &s->th[s->nth++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->pid = pid;
+	return t;
+}
+
+static struct sproc *proc_of(struct ssess *s, pid_t pid)
+{
+	struct sproc *p;
+	size_t i;
+
+	for (i = 0; i < s->npr; i++)
+		if (s->pr[i].pid == pid)
+			return &s->pr[i];
+	if (grow(&s->pr, s->npr, &s->cpr, sizeof(*p)))
+		return NULL;
+	p = &s->pr[s->npr++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+/* The user symbols of a process, read at the first need. */
+static struct ktau_usyms *usyms_of(struct ssess *s, pid_t pid)
+{
+	struct sproc *p = pid > 0 ? proc_of(s, pid) : NULL;
+
+	if (!p || p->failed)
+		return NULL;
+	if (!p->u && ktau_usyms_open(pid, &p->u))
+		p->failed = 1;
+	return p->u;
+}
+
+/* A new program in the process: its symbols are read again. */
+static void proc_exec(struct ssess *s, pid_t pid)
+{
+	struct sproc *p = proc_of(s, pid);
+
+	if (!p)
+		return;
+	ktau_usyms_free(p->u);
+	p->u = NULL;
+	p->failed = 0;
+}
+
+static void th_start(struct ssess *s, struct sthread *t)
+{
+	int ret = ktau_sample_start(s->k, t->tid, &s->spec);
+
+	/* At perf_event_paranoid 2, kernel samples need CAP_PERFMON. */
+	if (ret == -EACCES && !(s->spec.flags & (KTAU_LIB_SAMPLE_NO_KERNEL |
+						 KTAU_LIB_SAMPLE_NO_USER))) {
+		s->spec.flags |= KTAU_LIB_SAMPLE_NO_KERNEL;
+		if (!ktau_sample_start(s->k, t->tid, &s->spec)) {
+			s->kernel_dropped = 1;
+			err_msg("warning: kernel samples are not permitted (kernel."
+				"perf_event_paranoid; CAP_PERFMON): sampling user mode only");
+			ret = 0;
+		} else {
+			s->spec.flags &= ~(uint32_t)KTAU_LIB_SAMPLE_NO_KERNEL;
+		}
+	}
+	if (!ret) {
+		t->taken0 += t->st.taken;
+		t->lost0 += t->st.lost;
+		memset(&t->st, 0, sizeof(t->st));
+		t->sampling = 1;
+		s->nstarted++;
+		return;
+	}
+	t->failed = 1;
+	if (ret == -ESRCH)
+		return;		/* gone already */
+	if (!s->nfailed++) {
+		s->first_err = ret;
+		err_msg("warning: cannot sample thread %d: %s", (int)t->tid,
+			ktau_sample_strerror(ret, 1));
+	}
+}
+
+/* Drain what the thread's buffer holds; stop: then end its sampling. */
+static void th_drain(struct ssess *s, struct sthread *t, int stop)
+{
+	struct ktau_sample_stats st;
+	size_t i;
+	int n;
+
+	while (t->sampling) {
+		n = ktau_sample_read(s->k, t->tid, s->buf, s->spec.capacity, &st);
+		if (n < 0) {
+			if (n != -ENOENT && n != -ESRCH)
+				err_msg("warning: thread %d: cannot read its samples: %s",
+					(int)t->tid, ktau_sample_strerror(n, 0));
+			t->sampling = 0;
+			break;
+		}
+		t->st = st;
+		for (i = 0; i < (size_t)n; i++)
+			s->buf[i].pid = t->pid;
+		if (n && ktau_sample_profile_add_samples(s->prof, s->buf, n, usyms_of(s, t->pid),
+							 s->ks))
+			err_msg("warning: out of memory: samples of thread %d lost", (int)t->tid);
+		if ((uint32_t)n < s->spec.capacity)
+			break;
+	}
+	if (stop && t->sampling) {
+		/* What came in between, then the end. */
+		n = ktau_sample_stop(s->k, t->tid, s->buf, s->spec.capacity, &st);
+		if (n >= 0) {
+			t->st = st;
+			for (i = 0; i < (size_t)n; i++)
+				s->buf[i].pid = t->pid;
+			ktau_sample_profile_add_samples(s->prof, s->buf, n, usyms_of(s, t->pid),
+							s->ks);
+		}
+		t->sampling = 0;
+	}
+}
+
+static void drain_all(struct ssess *s, int stop)
+{
+	size_t i;
+
+	for (i = 0; i < s->nth; i++)
+		if (s->th[i].sampling)
+			th_drain(s, &s->th[i], stop);
+}
+
+/* A thread seen for the first time: sample it. */
+static struct sthread *th_new(struct ssess *s, pid_t tid, pid_t pid, int init_stop)
+{
+	struct sthread *t = th_find(s, tid);
+
+	if (t)
+		return t;
+	if (pid <= 0)
+		pid = tgid_of(tid);
+	t = th_add(s, tid, pid > 0 ? pid : tid);
+	if (!t)
+		return NULL;
+	t->init_stop = init_stop;
+	th_start(s, t);
+	return t;
+}
+
+/* ---- Tracing a command --------------------------------------------------- */
+
+int ssess_child_prepare(void)
+{
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+		return -errno;
+	/* Until the tracer has set its options; sampling starts at the exec. */
+	raise(SIGSTOP);
+	return 0;
+}
+
+/* After an exec: the process has one thread, w, sampled from the start. */
+static void on_exec(struct ssess *s, pid_t w)
+{
+	struct sthread *t;
+	size_t i;
+
+	for (i = 0; i < s->nth; i++)
+		if (s->th[i].pid == w && s->th[i].tid != w && !s->th[i].gone) {
+			s->th[i].gone = 1;
+			s->th[i].sampling = 0;
+		}
+	proc_exec(s, w);
+	t = th_find(s, w);
+	if (!t)
+		t = th_add(s, w, w);
+	if (!t)
+		return;
+	t->pid = w;
+	t->sampling = 0;	/* the kernel ended it at the exec */
+	s->nexecs++;
+	th_start(s, t);
+}
+
+/* One wait status of a tracee; 1 when it has terminated. */
+static int on_wait(struct ssess *s, pid_t w, int st)
+{
+	struct sthread *t = th_find(s, w);
+	unsigned long msg = 0;
+	siginfo_t si;
+	int inject = 0;
+
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		if (t) {
+			t->sampling = 0;
+			t->gone = 1;
+		}
+		return 1;
+	}
+	if (!WIFSTOPPED(st))
+		return 0;
+	switch ((unsigned int)st >> 16) {
+	case PTRACE_EVENT_CLONE:
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg))
+			th_new(s, (pid_t)msg, 0, 1);
+		break;
+	case PTRACE_EVENT_EXEC:
+		on_exec(s, w);
+		break;
+	case PTRACE_EVENT_EXIT:
+		/* Its memory map is still there: name its last samples now. */
+		if (t)
+			th_drain(s, t, 0);
+		break;
+	case 0:
+		if (WSTOPSIG(st) == SIGSTOP && (!t || t->init_stop)) {
+			/* A new tracee's first stop (it may come before the event). */
+			t = th_new(s, w, 0, 0);
+			if (t)
+				t->init_stop = 0;
+			break;
+		}
+		/* A group stop has no siginfo: job control stops are not kept. */
+		if (!ptrace(PTRACE_GETSIGINFO, w, NULL, &si))
+			inject = WSTOPSIG(st);
+		break;
+	default:
+		break;
+	}
+	ptrace(PTRACE_CONT, w, NULL, (void *)(long)inject);
+	return 0;
+}
+
+int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, int *status)
+{
+	sigset_t chld, old;
+	struct timespec ts;
+	double next, left;
+	int st, main_done = 0, ret = 0;
+	pid_t w;
+
+	/* The child's stop before its exec. */
+	while ((w = waitpid(pid, &st, __WALL)) < 0 && errno == EINTR)
+		;
+	if (w < 0)
+		return -errno;
+	if (!WIFSTOPPED(st)) {
+		*status = st;
+		return 0;
+	}
+	if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)(PTRACE_O_TRACECLONE |
+	    PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT))) {
+		ret = -errno;
+		kill(pid, SIGKILL);
+		ptrace(PTRACE_CONT, pid, NULL, NULL);
+		waitpid(pid, status, __WALL);
+		return ret;
+	}
+	if (!th_add(s, pid, pid))
+		return -ENOMEM;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old);
+	ptrace(PTRACE_CONT, pid, NULL, NULL);
+	next = now_s() + s->interval;
+	for (;;) {
+		while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
+			if (on_wait(s, w, st) && w == pid) {
+				*status = st;
+				main_done = 1;
+			}
+		if (main_done || (w < 0 && errno == ECHILD))
+			break;
+		left = next - now_s();
+		if (left <= 0) {
+			drain_all(s, 0);
+			if (cfd >= 0)
+				ktau_collect_read(cfd, snap);
+			next += s->interval;
+			if (next < now_s())
+				next = now_s() + s->interval;
+			continue;
+		}
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
+		sigtimedwait(&chld, NULL, &ts);
+	}
+	if (!main_done)
+		ret = -ECHILD;
+	/* Tasks left running: sampling ends, and their stops are let go. */
+	drain_all(s, 1);
+	while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
+		on_wait(s, w, st);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+/* ---- Output ------------------------------------------------------------ */
+
+void ssess_tau_opts(const struct ssess *s, struct ktau_tau_opts *o)
+{
+	o->sample_metric = ktau_sample_event_name(s->spec.event);
+	o->samples = s->prof;
+	o->sample_period_ns = ktau_sample_period_ns(&s->spec);
+}
+
+int ssess_write_folded(const struct ssess *s, const char *path, const struct ktau_snap *snap,
+		       const struct ktau_registry *reg)
+{
+	FILE *f;
+	int ret;
+
+	if (!path)
+		return EX_KT_OK;
+	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f) {
+		err_msg("cannot write %s: %s", path, strerror(errno));
+		return EX_KT_FAIL;
+	}
+	ret = ktau_write_sample_folded(f, s->prof, snap, reg);
+	if (f != stdout && fclose(f) && !ret)
+		ret = -errno;
+	if (ret) {
+		err_msg("cannot write the folded samples to %s: %s", path, strerror(-ret));
+		return EX_KT_FAIL;
+	}
+	return EX_KT_OK;
+}
+
+struct top_item {
+	char *label;
+	uint64_t count;
+};
+
+static int cmp_top(const void *a, const void *b)
+{
+	return strcmp(((const struct top_item *)a)->label, ((const struct top_item *)b)->label);
+}
+
+static int cmp_top_count(const void *a, const void *b)
+{
+	const struct top_item *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->label, y->label);
+}
+
+void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsigned long top)
+{
+	const struct ktau_sample_place *pl;
+	struct top_item *v;
+	uint64_t user = 0, kernel = 0, taken = 0, lost = 0, total;
+	size_t n, i, m, nthreads = 0;
+
+	for (i = 0; i < s->nth; i++) {
+		taken += s->th[i].taken0 + s->th[i].st.taken;
+		lost += s->th[i].lost0 + s->th[i].st.lost;
+	}
+	pl = ktau_sample_profile_places(s->prof, &n);
+	for (i = 0; i < n; i++)
+		*(pl[i].user ? &user : &kernel) += pl[i].count;
+	total = user + kernel;
+	for (i = 0; i < s->nth; i++)
+		nthreads += s->th[i].taken0 + s->th[i].st.taken > 0;
+	fprintf(stderr, "ktaud: samples (%s, %s): %llu in %zu thread%s (%llu user, %llu kernel), "
+		"%llu taken, %llu lost\n", s->spec_text,
+		s->spec.flags & KTAU_LIB_SAMPLE_NO_KERNEL ? "user mode only" :
+		s->spec.flags & KTAU_LIB_SAMPLE_NO_USER ? "kernel only" : "user and kernel",
+		(unsigned long long)total, nthreads, nthreads == 1 ? "" : "s",
+		(unsigned long long)user, (unsigned long long)kernel,
+		(unsigned long long)taken, (unsigned long long)lost);
+	if (s->nfailed)
+		fprintf(stderr, "ktaud: warning: %llu thread%s not sampled (%s)\n",
+			(unsigned long long)s->nfailed, s->nfailed == 1 ? "" : "s",
+			ktau_sample_strerror(s->first_err, 1));
+	if (lost)
+		fprintf(stderr, "ktaud: warning: samples were lost: a shorter --interval or a "
+			"larger --buffer (%u now) keeps them\n", s->spec.capacity);
+	if (kernel && !s->ks)
+		fprintf(stderr, "ktaud: kernel samples are named by their KTAU routine only "
+			"(/proc/kallsyms: %s)\n", s->ks_err == -EACCES ?
+			"addresses hidden by kernel.kptr_restrict" : strerror(-s->ks_err));
+	if (!top || !total)
+		return;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return;
+	for (i = 0; i < n; i++) {
+		int r = pl[i].user ? asprintf(&v[i].label, "%s", pl[i].sym ? pl[i].sym : "?") :
+			asprintf(&v[i].label, "[k] %s", ktau_func_name(reg, pl[i].id));
+
+		v[i].count = pl[i].count;
+		if (r < 0) {
+			v[i].label = NULL;
+			goto out;
+		}
+	}
+	/* The same code in several threads counts once. */
+	qsort(v, n, sizeof(*v), cmp_top);
+	for (i = 0, m = 0; i < n; i++) {
+		if (m && !strcmp(v[m - 1].label, v[i].label)) {
+			v[m - 1].count += v[i].count;
+			free(v[i].label);
+		} else {
+			v[m++] = v[i];
+		}
+	}
+	n = m;
+	qsort(v, n, sizeof(*v), cmp_top_count);
+	fprintf(stderr, "ktaud: top sampled code:");
+	for (i = 0; i < n && i < top; i++)
+		fprintf(stderr, "%s %s %.1f%% (%llu)", i ? "," : "", v[i].label,
+			100.0 * v[i].count / total, (unsigned long long)v[i].count);
+	fputc('\n', stderr);
+out:
+	for (i = 0; i < n; i++)
+		free(v[i].label);
+	free(v);
+}
+
+/* ---- ktaud sample ------------------------------------------------------------ */
+
+static void help(FILE *f)
+{
+	fprintf(f,
+"Usage: ktaud sample [options] [--] <command> [args...]\n"
+"       ktaud sample [options] -p ID[,ID...]\n\n"
+"Sample the threads of a command, or of running processes, with KTAU's\n"
+"in-kernel buffered sampling: the kernel buffers {address, time, KTAU routine}\n"
+"at each overflow of a counter of the thread, and counts the samples of each\n"
+"kernel routine in the thread's profile. Writes a TAU profile directory with\n"
+"two metrics, MULTI__TIME (the exact kernel times) and MULTI__<EVENT> (the\n"
+"samples: per kernel routine, and per sampled function as \"[SAMPLE] name\"\n"
+"rows), and folded stacks of the samples. A command is run as by 'ktaud run'\n"
+"(its exit status is passed through) and traced, so that every thread and\n"
+"process it creates is sampled from its start.\n\n"
+"  -e, --event SPEC     EVENT[:PERIOD][:u|:k] (default " DEFAULT_SPEC ")\n"
+"                       EVENT: cpu-clock, task-clock (software), cycles,\n"
+"                       instructions (hardware PMU); PERIOD: for the clocks a\n"
+"                       time (ns, us, ms, s; at least 10us), for the others a\n"
+"                       number of events; or @HZ, samples per second (at most\n"
+"                       100000); :u user mode only, :k kernel only\n"
+"  -i, --interval S     drain the kernel buffers every S seconds (default 0.1)\n"
+"  -b, --buffer N       kernel buffer per thread in samples, a power of two up\n"
+"                       to 65536 (default: two intervals of samples)\n"
+"  -p, --pid ID[,ID]    sample running processes: all their threads, also new\n"
+"                       ones; until they exit, --duration or SIGINT/SIGTERM\n"
+"  -t, --tid            the IDs of -p are threads, not processes\n"
+"  -d, --duration S     with -p: stop after S seconds\n"
+"  -o, --output DIR     the TAU profile directory (default ktau-profile)\n"
+"      --folded FILE    folded stacks of the samples (default DIR/samples.folded;\n"
+"                       - for stdout): \"comm;function N\" for user code,\n"
+"                       \"comm;[k] routine;function N\" for the kernel\n"
+"  -j, --json FILE      also write the kernel profile as JSON (- for stdout)\n"
+"      --save FILE      also save a snapshot file (for 'ktaud export')\n"
+"  -n, --top N          entries in the summaries (default 5)\n"
+"  -q, --quiet          no summary\n"
+"  -h, --help           this help\n\n"
+"Kernel samples need CAP_PERFMON at kernel.perf_event_paranoid 2 (without it\n"
+"ktaud samples user mode only, and says so); kernel functions are named from\n"
+"/proc/kallsyms when the kernel shows its addresses, else by KTAU routine.\n"
+"Exit status: the command's; with -p 0, or 2 bad argument, 3 no KTAU or no\n"
+"sampling, 4 permission, 5 no such process.\n");
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+/* Whether tid was ever seen, also when it is gone or failed. */
+static int th_known(const struct ssess *s, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nth; i++)
+		if (s->th[i].tid == tid)
+			return 1;
+	return 0;
+}
+
+/* Add the threads of process pid that are new. */
+static void scan_process(struct ssess *s, pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t tid;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		tid = atoi(de->d_name);
+		if (tid > 0 && !th_known(s, tid))
+			th_new(s, tid, pid, 0);
+	}
+	closedir(d);
+}
+
+/*
+ * After a drain: a thread whose sampling ended is gone, or it ran exec
+ * (its process has a new program): then it is sampled again.
+ */
+static size_t check_threads(struct ssess *s)
+{
+	struct sthread *t;
+	size_t i, live = 0;
+
+	for (i = 0; i < s->nth; i++) {
+		t = &s->th[i];
+		if (!t->gone && !t->sampling && !t->failed && tgid_of(t->tid) == t->pid) {
+			proc_exec(s, t->pid);
+			s->nexecs++;
+			th_start(s, t);
+		}
+		if (!t->sampling)
+			t->gone = 1;
+		live += !t->gone;
+	}
+	return live;
+}
+
+/* The live threads sampled, for a snapshot. */
+static size_t live_tids(const struct ssess *s, pid_t *v)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nth; i++)
+		if (!s->th[i].gone)
+			v[n++] = s->th[i].tid;
+	return n;
+}
+
+/* Tasks of prev that cur does not have (they exited): kept in gone. */
+static int keep_departed(const struct ktau_snap *prev, const struct ktau_snap *cur,
+			 struct ktau_snap *gone)
+{
+	size_t i, j;
+	int ret;
+
+	for (i = 0; prev && i < prev->ntasks; i++) {
+		for (j = 0; j < cur->ntasks; j++)
+			if (cur->tasks[j].tid == prev->tasks[i].tid &&
+			    cur->tasks[j].start_ns == prev->tasks[i].start_ns)
+				break;
+		if (j < cur->ntasks)
+			continue;
+		ret = ktau_snap_add_task(gone, &prev->tasks[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int snap_threads(struct ssess *s, struct ktau_snap **out)
+{
+	pid_t *tids = malloc((s->nth + 1) * sizeof(*tids));
+	size_t n;
+	int ret;
+
+	*out = NULL;
+	if (!tids)
+		return -ENOMEM;
+	n = live_tids(s, tids);
+	ret = n ? ktau_snapshot(s->k, KTAU_LIB_PIDS, tids, n, out) : 0;
+	if (!ret && !*out)
+		*out = ktau_snap_new();
+	free(tids);
+	return ret ? ret : (*out ? 0 : -ENOMEM);
+}
+
+struct attach_args {
+	pid_t *ids;
+	size_t nids;
+	int tids;		/* the ids are threads */
+	double duration;	/* 0: no limit */
+	struct run_args *ra;
+};
+
+static int sample_attach(struct ssess *s, struct attach_args *aa)
+{
+	struct ktau_snap *base = NULL, *prev = NULL, *cur = NULL, *gone = NULL, *delta = NULL;
+	struct ktau_registry *reg = NULL;
+	struct ktau_tau_opts topts = { 0 };
+	struct out_opts oo = aa->ra->oo;
+	struct sigaction sa = { .sa_handler = on_stop }, old_int, old_term;
+	struct timespec ts;
+	double t0, end, left;
+	char *folded = NULL;
+	size_t i, live;
+	int ret, rc = EX_KT_OK;
+
+	for (i = 0; i < aa->nids; i++) {
+		pid_t pid = tgid_of(aa->ids[i]);
+
+		if (pid < 0) {
+			err_msg("%s %d does not exist", aa->tids ? "thread" : "process",
+				(int)aa->ids[i]);
+			return EX_KT_GONE;
+		}
+		if (!aa->tids && pid != aa->ids[i]) {
+			err_msg("%d is a thread of process %d, not a process: give -t to sample "
+				"that thread only, or -p %d", (int)aa->ids[i], (int)pid, (int)pid);
+			return EX_KT_USAGE;
+		}
+	}
+	/* The profiles before sampling: the profile covers what comes after. */
+	ret = ktau_snapshot(s->k, KTAU_LIB_PIDS | (aa->tids ? 0 : KTAU_LIB_PROCESS), aa->ids,
+			    aa->nids, &base);
+	if (ret)
+		return report(ret, "snapshot");
+	for (i = 0; i < aa->nids; i++) {
+		if (aa->tids)
+			th_new(s, aa->ids[i], 0, 0);
+		else
+			scan_process(s, aa->ids[i]);
+	}
+	if (!s->nstarted) {
+		err_msg("no thread could be sampled: %s", ktau_sample_strerror(s->first_err, 1));
+		ktau_snap_free(base);
+		return s->first_err == -EACCES || s->first_err == -EPERM ? EX_KT_PERM :
+		       s->first_err == -ESRCH ? EX_KT_GONE : EX_KT_FAIL;
+	}
+	gone = ktau_snap_new();
+	if (!gone) {
+		ktau_snap_free(base);
+		return report(-ENOMEM, "sample");
+	}
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	t0 = now_s();
+	end = aa->duration ? t0 + aa->duration : 0;
+	while (!stop_flag) {
+		left = s->interval;
+		if (end && end - now_s() < left)
+			left = end - now_s();
+		if (left > 0) {
+			ts.tv_sec = (time_t)left;
+			ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
+			nanosleep(&ts, NULL);
+		}
+		if (!aa->tids)
+			for (i = 0; i < aa->nids; i++)
+				scan_process(s, aa->ids[i]);
+		drain_all(s, 0);
+		live = check_threads(s);
+		ret = snap_threads(s, &cur);
+		if (ret || keep_departed(prev, cur, gone)) {
+			report(ret ? ret : -ENOMEM, "snapshot");
+			rc = EX_KT_FAIL;
+			break;
+		}
+		ktau_snap_free(prev);
+		prev = cur;
+		cur = NULL;
+		if (!live || (end && now_s() >= end))
+			break;
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	/* The last profiles, with their samples, before sampling stops. */
+	if (!rc) {
+		ret = snap_threads(s, &cur);
+		if (!ret)
+			ret = keep_departed(prev, cur, gone);
+		if (!ret) {
+			ktau_snap_free(prev);
+			prev = cur;
+			cur = NULL;
+		}
+		ktau_snap_free(cur);
+	}
+	drain_all(s, 1);
+	if (rc)
+		goto out;
+	for (i = 0; !ret && i < gone->ntasks; i++)
+		ret = ktau_snap_add_task(prev, &gone->tasks[i]);
+	if (!ret)
+		ret = ktau_snap_diff(base, prev, &delta);
+	if (ret) {
+		rc = report(ret, "sample");
+		goto out;
+	}
+	ktau_snap_sort(delta);
+	reg = load_registry();
+	ktau_snap_fill_host(delta);
+	ssess_tau_opts(s, &topts);
+	oo.tau_opts = &topts;
+	rc = write_outputs(delta, reg, &oo);
+	if (!rc) {
+		if (!aa->ra->sample_folded &&
+		    asprintf(&folded, "%s/samples.folded", oo.tau_dir) < 0)
+			folded = NULL;
+		rc = ssess_write_folded(s, aa->ra->sample_folded ? aa->ra->sample_folded : folded,
+					delta, reg);
+	}
+	if (!aa->ra->quiet) {
+		fprintf(stderr, "ktaud: sampled %zu thread%s for %.3f s\n", s->nth,
+			s->nth == 1 ? "" : "s", now_s() - t0);
+		ssess_summary(s, reg, aa->ra->top);
+		if (!rc)
+			fprintf(stderr, "ktaud: TAU profile: %s/ (%zu threads; pprof, paraprof)\n",
+				oo.tau_dir, delta->ntasks);
+	}
+out:
+	free(folded);
+	ktau_registry_free(reg);
+	ktau_snap_free(base);
+	ktau_snap_free(prev);
+	ktau_snap_free(gone);
+	ktau_snap_free(delta);
+	return rc;
+}
+
+/* "1,2,3" into ids. */
+static int parse_ids(const char *arg, pid_t **ids, size_t *n)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	pid_t *v, id;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (parse_pid(tok, &id)) {
+			free(copy);
+			return -EINVAL;
+		}
+		v = realloc(*ids, (*n + 1) * sizeof(*v));
+		if (!v) {
+			free(copy);
+			return -ENOMEM;
+		}
+		*ids = v;
+		v[(*n)++] = id;
+	}
+	free(copy);
+	return *n ? 0 : -EINVAL;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", no_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "folded", required_argument, NULL, 'F' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "save", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct run_args ra = { .oo = { .tau_dir = "ktau-profile", .dense = 1 }, .top = 5,
+			       .cmd_name = "sample" };
+	struct attach_args aa = { .ra = &ra };
+	const char *spec = DEFAULT_SPEC;
+	unsigned long capacity = 0;
+	double interval = 0.1;
+	struct ssess *s = NULL;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j:n:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e': spec = optarg; break;
+		case 'i':
+			if (parse_seconds(optarg, &interval) || interval < 0.001 || interval > 3600)
+				return usage_err("sample", "bad --interval '%s': seconds, from "
+						 "0.001 to 3600", optarg);
+			break;
+		case 'b':
+			if (parse_uint(optarg, &capacity) || !capacity ||
+			    capacity > KTAU_LIB_SAMPLE_MAX_CAPACITY || (capacity & (capacity - 1)))
+				return usage_err("sample", "bad --buffer '%s': a power of two from "
+						 "1 to 65536 samples", optarg);
+			break;
+		case 'p':
+			ret = parse_ids(optarg, &aa.ids, &aa.nids);
+			if (ret) {
+				free(aa.ids);
+				return ret == -ENOMEM ? report(ret, "sample") :
+				       usage_err("sample", "bad --pid '%s': ids, separated by commas",
+						 optarg);
+			}
+			break;
+		case 't': aa.tids = 1; break;
+		case 'd':
+			if (parse_seconds(optarg, &aa.duration)) {
+				free(aa.ids);
+				return usage_err("sample", "bad --duration '%s': seconds", optarg);
+			}
+			break;
+		case 'o': ra.oo.tau_dir = optarg; break;
+		case 'F': ra.sample_folded = optarg; break;
+		case 'j': ra.oo.json_path = optarg; break;
+		case 'S': ra.oo.save_path = optarg; break;
+		case 'n':
+			if (parse_uint(optarg, &ra.top)) {
+				free(aa.ids);
+				return usage_err("sample", "bad --top '%s': a number", optarg);
+			}
+			break;
+		case 'q': ra.quiet = 1; break;
+		case 'h': free(aa.ids); help(stdout); return EX_KT_OK;
+		default: free(aa.ids); return usage_err("sample", "bad option");
+		}
+	}
+	ret = EX_KT_USAGE;
+	if (!*ra.oo.tau_dir)
+		usage_err("sample", "-o needs a directory name");
+	else if (aa.nids && optind < argc)
+		usage_err("sample", "give a command or -p, not both");
+	else if (!aa.nids && optind >= argc)
+		usage_err("sample", "nothing to sample: ktaud sample [options] -- command args..., "
+			  "or -p PID");
+	else if ((aa.tids || aa.duration) && !aa.nids)
+		usage_err("sample", "--tid and --duration go with -p");
+	else
+		ret = ssess_new("sample", spec, interval, capacity, &s);
+	if (!ret) {
+		if (aa.nids) {
+			ret = sample_attach(s, &aa);
+		} else {
+			ra.cmd = argv + optind;
+			ra.ss = s;
+			ret = run_command(&ra);
+		}
+	}
+	ssess_free(s);
+	free(aa.ids);
+	return ret;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
+/*
+ * libktau sampling internals, shared by sample.c (the ioctls, the counts
+ * per place), symbolize.c (kallsyms, process maps), elfsym.c (symbol
+ * tables of another process's files), folded.c and tau.c (the writers).
+ */
+#ifndef LIBKTAU_SAMPLE_INTERNAL_H
+#define LIBKTAU_SAMPLE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libktau.h"
+
+/* snapshot.c: the descriptor of /proc/ktau/profiles. */
+int ktau__fd(const struct ktau *k);
+
+/*
+ * elfsym.c: a symbolizer of another process, from the text of its maps
+ * file: one object per file mapped, with the load bias of its mappings.
+ * ktau__sym_name() and ktau__sym_close() of user-internal.h work on it.
+ */
+struct kt_symbolizer;
+struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len);
+/* 1 when addr is in a mapping of one of the objects. */
+int ktau__sym_covers(const struct kt_symbolizer *s, uintptr_t addr);
+
+/* sample.c: the "[SAMPLE] <symbol>" rows of a task, cleaned, unique. */
+struct ktau__srow {
+	char *name;
+	uint64_t count;
+};
+int ktau__sample_rows(const struct ktau_sample_profile *p, const struct ktau_task *t,
+		      struct ktau__srow **rows, size_t *n);
+void ktau__srows_free(struct ktau__srow *rows, size_t n);
+/* Whether the directory for snap gets a samples metric (ktau_write_tau). */
+int ktau__has_samples(const struct ktau_snap *snap, const struct ktau_tau_opts *opts);
+/* A metric name as the strictest readers and MULTI__ directories take it. */
+void ktau__metric_name(char *dst, size_t size, const char *src);
+
+#endif

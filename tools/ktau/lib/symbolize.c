@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause
+/*
+ * libktau: names of sampled addresses. Kernel code from /proc/kallsyms
+ * (text symbols, sorted; the kernel shows their addresses only to readers
+ * that kptr_restrict lets see them, as it does for the ip of a kernel
+ * sample). User code from the ELF files a process has mapped, as its
+ * /proc/PID/maps lists them, through the symbol tables of elfsym.c with
+ * the load bias of each mapping; names are cached per address.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "libktau.h"
+#include "internal.h"
+#include "sample-internal.h"
+#include "user-internal.h"
+
+/* ---- Kernel symbols ------------------------------------------------------ */
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name;		/* offset in the pool */
+};
+
+struct ktau_ksyms {
+	struct ksym *v;
+	size_t n;
+	char *pool;
+};
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+void ktau_ksyms_free(struct ktau_ksyms *ks)
+{
+	if (!ks)
+		return;
+	free(ks->v);
+	free(ks->pool);
+	free(ks);
+}
+
+size_t ktau_ksyms_size(const struct ktau_ksyms *ks)
+{
+	return ks ? ks->n : 0;
+}
+
+int ktau_ksyms_parse(const char *text, size_t len, struct ktau_ksyms **out)
+{
+	const char *line = text, *end = text + len, *eol, *p, *name, *mod;
+	struct ktau_ksyms *ks;
+	size_t cap = 0, pcap = 0, plen = 0, nlen, mlen;
+	unsigned long long addr;
+	int zero = 0;
+
+	*out = NULL;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	for (; line < end; line = eol + 1) {
+		char type;
+
+		eol = memchr(line, '\n', end - line);
+		if (!eol)
+			eol = end;
+		/* "ffffffff81000000 T _stext" or "... t name\t[module]" */
+		addr = strtoull(line, (char **)&p, 16);
+		if (p == line || p + 3 > eol || p[0] != ' ' || p[2] != ' ')
+			continue;
+		type = p[1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (!addr) {
+			zero++;
+			continue;
+		}
+		name = p + 3;
+		nlen = strcspn(name, "\t\n");
+		if (name + nlen > eol)
+			nlen = eol - name;
+		mod = name + nlen;
+		mlen = 0;
+		if (mod < eol && *mod == '\t') {
+			mod++;
+			mlen = eol - mod;
+		}
+		if (!nlen || nlen > 512 || mlen > 128)
+			continue;
+		if (ks->n == cap) {
+			struct ksym *nv;
+
+			cap = cap ? cap * 2 : 4096;
+			nv = realloc(ks->v, cap * sizeof(*nv));
+			if (!nv)
+				goto nomem;
+			ks->v = nv;
+		}
+		if (!ks->pool || pcap - plen < nlen + mlen + 3) {
+			char *np;
+
+			pcap = (pcap ? pcap * 2 : 65536) + nlen + mlen + 3;
+			np = realloc(ks->pool, pcap);
+			if (!np)
+				goto nomem;
+			ks->pool = np;
+		}
+		if (plen > UINT32_MAX - 1024)
+			break;
+		ks->v[ks->n].addr = addr;
+		ks->v[ks->n].name = (uint32_t)plen;
+		memcpy(ks->pool + plen, name, nlen);
+		plen += nlen;
+		if (mlen) {
+			ks->pool[plen++] = ' ';
+			memcpy(ks->pool + plen, mod, mlen);
+			plen += mlen;
+		}
+		ks->pool[plen++] = '\0';
+		ks->n++;
+		if (eol == end)
+			break;
+	}
+	if (!ks->n) {
+		ktau_ksyms_free(ks);
+		return zero ? -ENODATA : -EBADMSG;
+	}
+	qsort(ks->v, ks->n, sizeof(*ks->v), cmp_ksym);
+	*out = ks;
+	return 0;
+nomem:
+	ktau_ksyms_free(ks);
+	return -ENOMEM;
+}
+
+int ktau_ksyms_load(struct ktau_ksyms **out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int ret = ktau__slurp("/proc/kallsyms", &text, &len);
+
+	*out = NULL;
+	if (!ret)
+		ret = ktau_ksyms_parse(text, len, out);
+	free(text);
+	/* Every address 0: the kernel hides them from this reader. */
+	return ret == -ENODATA ? -EACCES : ret;
+}
+
+/* Farthest a function may reach past its symbol when no symbol follows. */
+#define KSYM_LAST_REACH	(1u << 20)
+
+const char *ktau_ksyms_name(const struct ktau_ksyms *ks, uint64_t addr)
+{
+	size_t lo = 0, hi, mid;
+
+	if (!ks || !ks->n || addr < ks->v[0].addr)
+		return NULL;
+	hi = ks->n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (ks->v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ks->n && addr - ks->v[lo - 1].addr >= KSYM_LAST_REACH)
+		return NULL;
+	/* Of the aliases at that address, the first by name offset. */
+	for (mid = lo - 1; mid && ks->v[mid - 1].addr == ks->v[lo - 1].addr; mid--)
+		;
+	return ks->pool + ks->v[mid].name;
+}
+
+/* ---- User symbols ---------------------------------------------------------- */
+
+#define UCACHE_MAX	(1u << 16)
+#define REFRESH_NS	50000000ULL
+
+struct ucache {
+	uint64_t addr;
+	char *name;		/* NULL: empty */
+	int in_file;
+};
+
+struct ktau_usyms {
+	pid_t pid;		/* -1: from text, never refreshed */
+	struct kt_symbolizer *sym;
+	uint64_t refreshed_ns;
+	struct ucache *cache;
+	size_t ccap, cn;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void cache_clear(struct ktau_usyms *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->ccap; i++) {
+		free(u->cache[i].name);
+		u->cache[i].name = NULL;
+	}
+	u->cn = 0;
+}
+
+void ktau_usyms_free(struct ktau_usyms *u)
+{
+	if (!u)
+		return;
+	cache_clear(u);
+	free(u->cache);
+	ktau__sym_close(u->sym);
+	free(u);
+}
+
+static int usyms_load(struct ktau_usyms *u, const char *maps, size_t len)
+{
+	struct kt_symbolizer *s = ktau__sym_open_maps(maps, len);
+
+	if (!s)
+		return -ENOMEM;
+	ktau__sym_close(u->sym);
+	u->sym = s;
+	cache_clear(u);
+	return 0;
+}
+
+int ktau_usyms_parse_maps(const char *maps, size_t len, struct ktau_usyms **out)
+{
+	struct ktau_usyms *u = calloc(1, sizeof(*u));
+	int ret;
+
+	*out = NULL;
+	if (!u)
+		return -ENOMEM;
+	u->pid = -1;
+	ret = usyms_load(u, maps, len);
+	if (ret) {
+		free(u);
+		return ret;
+	}
+	*out = u;
+	return 0;
+}
+
+int ktau_usyms_refresh(struct ktau_usyms *u)
+{
+	char path[64], *text;
+	size_t len;
+	int ret;
+
+	if (u->pid < 0)
+		return 0;
+	if (u->pid)
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)u->pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	u->refreshed_ns = mono_ns();
+	ret = ktau__slurp(path, &text, &len);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	ret = usyms_load(u, text, len);
+	free(text);
+	return ret;
+}
+
+int ktau_usyms_open(pid_t pid, struct ktau_usyms **out)
+{
+	struct ktau_usyms *u;
+	int ret;
+
+	*out = NULL;
+	if (pid < 0)
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->pid = pid;
+	ret = ktau_usyms_refresh(u);
+	if (ret) {
+		ktau_usyms_free(u);
+		return ret;
+	}
+	*out = u;
+	return 0;
+}
+
+static struct ucache *cache_slot(struct ktau_usyms *u, uint64_t addr)
+{
+	size_t i;
+
+	for (i = (addr * 0x9e3779b97f4a7c15ULL) >> 40 & (u->ccap - 1); u->cache[i].name;
+	     i = (i + 1) & (u->ccap - 1))
+		if (u->cache[i].addr == addr)
+			return &u->cache[i];
+	return &u->cache[i];
+}
+
+/* Room for one more name; a full cache of the largest size starts over. */
+static int cache_reserve(struct ktau_usyms *u)
+{
+	struct ucache *old = u->cache, *c;
+	size_t ocap = u->ccap, i;
+
+	if (2 * (u->cn + 1) <= u->ccap)
+		return 0;
+	if (u->ccap >= UCACHE_MAX) {
+		cache_clear(u);
+		return 0;
+	}
+	u->ccap = u->ccap ? u->ccap * 2 : 1024;
+	u->cache = calloc(u->ccap, sizeof(*u->cache));
+	if (!u->cache) {
+		u->cache = old;
+		u->ccap = ocap;
+		return -ENOMEM;
+	}
+	for (i = 0; i < ocap; i++) {
+		if (!old[i].name)
+			continue;
+		c = cache_slot(u, old[i].addr);
+		*c = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size)
+{
+	struct ucache *c;
+	char *name;
+	int in_file;
+
+	if (!u) {
+		snprintf(buf, size, "[unknown] 0x%llx", (unsigned long long)addr);
+		return 0;
+	}
+	if (u->ccap) {
+		c = cache_slot(u, addr);
+		if (c->name) {
+			snprintf(buf, size, "%s", c->name);
+			return c->in_file;
+		}
+	}
+	/* New code (dlopen(), exec) since the maps were read: read them again. */
+	if (!ktau__sym_covers(u->sym, addr) && u->pid >= 0 &&
+	    mono_ns() - u->refreshed_ns >= REFRESH_NS)
+		ktau_usyms_refresh(u);
+	in_file = ktau__sym_covers(u->sym, addr);
+	if (in_file)
+		name = ktau__sym_name(u->sym, addr);
+	else if (asprintf(&name, "[unknown] 0x%llx", (unsigned long long)addr) < 0)
+		name = NULL;
+	if (!name) {
+		snprintf(buf, size, "[unknown] 0x%llx", (unsigned long long)addr);
+		return 0;
+	}
+	snprintf(buf, size, "%s", name);
+	if (cache_reserve(u)) {
+		free(name);
+		return in_file;
+	}
+	c = cache_slot(u, addr);
+	c->addr = addr;
+	c->name = name;
+	c->in_file = in_file;
+	u->cn++;
+	return in_file;
+}
+
+int ktau_sample_name(const struct ktau_sample_rec *s, struct ktau_usyms *u,
+		     const struct ktau_ksyms *ks, const struct ktau_registry *reg,
+		     char *buf, size_t size)
+{
+	const char *k;
+
+	if (s->user)
+		return ktau_usyms_name(u, s->ip, buf, size);
+	k = s->ip ? ktau_ksyms_name(ks, s->ip) : NULL;
+	if (k) {
+		snprintf(buf, size, "%s", k);
+		return 1;
+	}
+	snprintf(buf, size, "[kernel] %s", ktau_func_name(reg, s->id));
+	return 0;
+}

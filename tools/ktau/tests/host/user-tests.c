@@ -1,0 +1,910 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host tests of the libktau user-level runtime (lib/user.c): the timers'
+ * inclusive and exclusive times, callpaths, threads, fork, and the
+ * charging of kernel time, with a simulated KTAU shared page in ordinary
+ * memory and a simulated clock, so that every value is known exactly.
+ * One test per invocation, as host-tests:
+ *
+ *	user-tests --list          the names of the tests
+ *	user-tests NAME OUTDIR     run one (profiles go to OUTDIR/NAME):
+ *	                           exit 0 pass, 1 fail, 77 skip
+ *
+ * tests/host/run-tests.sh turns them into KTAP and passes every
+ * directory written under OUTDIR through the strict TAU checker.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <linux/ktau.h>
+
+#include "libktau.h"
+#include "user-internal.h"
+
+static char outdir[512];
+
+#define FAIL(...) do { printf("# %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); \
+		       printf("\n"); return 1; } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
+
+/* ---- A simulated clock and page ---------------------------------- */
+
+static uint64_t now_ns;
+static void (*on_clock)(unsigned int call);
+static unsigned int nclock;
+
+static uint64_t fake_clock(void)
+{
+	nclock++;
+	if (on_clock)
+		on_clock(nclock);
+	return now_ns;
+}
+
+static struct ktau_shared page __attribute__((aligned(4096)));
+
+#define ID_READ		(KTAU_ID_SYSCALL_BASE + 0)
+#define ID_WRITE	(KTAU_ID_SYSCALL_BASE + 1)
+#define ID_NANOSLEEP	(KTAU_ID_SYSCALL_BASE + 35)
+
+static const char registry_text[] =
+	"32 syscall read\n33 syscall write\n67 syscall nanosleep\n"
+	"3 sched sched_blocked\n4 sched sched_preempted\n2 irq irq\n";
+
+static void page_init(uint32_t mult, uint32_t shift)
+{
+	memset(&page, 0, sizeof(page));
+	page.size = sizeof(page);
+	page.abi = KTAU_ABI_VERSION_MAJOR << 16 | KTAU_ABI_VERSION_MINOR;
+	page.nentries = KTAU_SHARED_ENTRIES;
+	page.clock_mult = mult;
+	page.clock_shift = shift;
+	page.tid = getpid();
+}
+
+/* The counters of one routine that ended (as the kernel adds them). */
+static void page_add(uint32_t group, uint32_t id, uint64_t incl, uint64_t excl)
+{
+	unsigned int i;
+
+	page.groups[group].count++;
+	page.groups[group].incl += incl;
+	page.groups[group].excl += excl;
+	page.updates++;
+	for (i = 0; i < KTAU_SHARED_ENTRIES; i++) {
+		if (page.entries[i].id == id || page.entries[i].id == KTAU_ID_NONE) {
+			page.entries[i].id = id;
+			page.entries[i].group = group;
+			page.entries[i].count++;
+			page.entries[i].incl += incl;
+			page.entries[i].excl += excl;
+			return;
+		}
+	}
+	page.unlisted++;
+}
+
+/* A kernel routine ended: one whole update of the page. */
+static void kernel(uint32_t group, uint32_t id, uint64_t incl, uint64_t excl)
+{
+	page.seq++;
+	page_add(group, id, incl, excl);
+	page.seq++;
+}
+
+static struct ktau_registry *test_registry(void)
+{
+	struct ktau_registry *reg = NULL;
+
+	if (ktau_registry_parse(registry_text, strlen(registry_text), &reg))
+		return NULL;
+	ktau__user_test_registry(reg);
+	return reg;
+}
+
+/* Clock and page for the calling thread, from time t. */
+static int simulate(uint64_t t, int with_page)
+{
+	now_ns = t;
+	ktau__user_test_clock(fake_clock);
+	if (!with_page)
+		return 0;
+	page_init(1, 0);
+	return ktau__user_test_page(&page);
+}
+
+/* ---- Rows ------------------------------------------------------- */
+
+static struct ktau__row *rows;
+static size_t nrows;
+
+static int take_rows(void)
+{
+	ktau__rows_free(rows, nrows);
+	rows = NULL;
+	nrows = 0;
+	return ktau__user_test_rows(&rows, &nrows);
+}
+
+static const struct ktau__row *row(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nrows; i++)
+		if (!strcmp(rows[i].name, name))
+			return &rows[i];
+	return NULL;
+}
+
+static void dump_rows(void)
+{
+	size_t i;
+
+	for (i = 0; i < nrows; i++)
+		printf("#   \"%s\" calls %llu subrs %llu excl %llu incl %llu %s\n", rows[i].name,
+		       (unsigned long long)rows[i].calls, (unsigned long long)rows[i].subrs,
+		       (unsigned long long)rows[i].excl, (unsigned long long)rows[i].incl,
+		       rows[i].group);
+}
+
+/* A row with exactly these values (ns). */
+static int want(const char *name, uint64_t calls, uint64_t excl, uint64_t incl)
+{
+	const struct ktau__row *r = row(name);
+
+	if (!r) {
+		printf("# no row \"%s\"; rows:\n", name);
+		dump_rows();
+		return 1;
+	}
+	if (r->calls != calls || r->excl != excl || r->incl != incl) {
+		printf("# \"%s\": calls %llu excl %llu incl %llu, expected %llu %llu %llu\n", name,
+		       (unsigned long long)r->calls, (unsigned long long)r->excl,
+		       (unsigned long long)r->incl, (unsigned long long)calls,
+		       (unsigned long long)excl, (unsigned long long)incl);
+		dump_rows();
+		return 1;
+	}
+	return 0;
+}
+
+#define WANT(name, calls, excl, incl) do { if (want(name, calls, excl, incl)) return 1; } while (0)
+#define NOROW(name) CHECK(!row(name), "a row \"%s\" that should not be there", name)
+
+static struct ktau_timer *T(const char *name)
+{
+	return ktau_timer_get(name);
+}
+
+/* Events at given times. */
+static int at_start(uint64_t t, const char *name)
+{
+	now_ns = t;
+	return ktau_timer_start(T(name));
+}
+
+static int at_stop(uint64_t t, const char *name)
+{
+	now_ns = t;
+	return ktau_timer_stop(T(name));
+}
+
+static void subdir(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, "%s/%s", outdir, name);
+}
+
+/* ---- Tests -------------------------------------------------------- */
+
+/* Inclusive, exclusive, calls, subrs and the callpath, no kernel. */
+static int t_timers_basic(void)
+{
+	CHECK(simulate(1000, 0) == 0, "simulate");
+	CHECK(at_start(1000, "main") == 0, "start main");
+	CHECK(at_start(1100, "compute") == 0, "start");
+	CHECK(at_stop(1600, "compute") == 0, "stop");
+	CHECK(at_start(1700, "compute") == 0, "start");
+	CHECK(at_stop(1800, "compute") == 0, "stop");
+	CHECK(at_stop(2000, "main") == 0, "stop main");
+	CHECK(take_rows() == 0, "rows");
+	WANT("main", 1, 400, 1000);
+	WANT("compute", 2, 600, 600);
+	WANT("main => compute", 2, 600, 600);
+	CHECK(row("main")->subrs == 2 && row("compute")->subrs == 0, "subrs");
+	CHECK(!strcmp(row("main")->group, "TAU_USER"), "group %s", row("main")->group);
+	CHECK(!strcmp(row("main => compute")->group, "TAU_CALLPATH|TAU_USER"), "callpath group");
+	NOROW("SYSCALL");	/* no page: no kernel entries at all */
+	NOROW(KT_OUTSIDE_NAME);
+	CHECK(nrows == 3, "%zu rows", nrows);
+	return 0;
+}
+
+/* Recursion: inclusive time of the outermost activation only. */
+static int t_exclusive_recursion(void)
+{
+	CHECK(simulate(0, 0) == 0, "simulate");
+	at_start(0, "a");
+	at_start(10, "b");
+	at_start(20, "a");
+	at_stop(30, "a");
+	at_stop(40, "b");
+	at_stop(50, "a");
+	CHECK(take_rows() == 0, "rows");
+	WANT("a", 2, 30, 50);
+	WANT("b", 1, 20, 30);
+	WANT("a => b", 1, 20, 30);
+	WANT("a => b => a", 1, 10, 10);
+	CHECK(row("a")->subrs == 1 && row("b")->subrs == 1, "subrs");
+	/* Still running timers are closed in the copy, not in the state. */
+	at_start(100, "a");
+	now_ns = 150;
+	CHECK(take_rows() == 0, "rows");
+	WANT("a", 3, 80, 100);
+	now_ns = 170;
+	CHECK(take_rows() == 0, "rows");
+	WANT("a", 3, 100, 120);
+	CHECK(at_stop(200, "a") == 0, "stop");
+	return 0;
+}
+
+/* The three routines of the issue: sleep, compute, write. */
+static int t_kernel_charging(void)
+{
+	struct ktau_registry *reg = test_registry();
+	int i;
+
+	CHECK(reg && simulate(0, 1) == 0, "setup");
+	at_start(0, "main");
+	at_start(100, "sleeper");
+	kernel(KTAU_GROUP_SCHED, KTAU_ID_SCHED_VOL, 5000, 5000);
+	page.seq++;	/* nanosleep: its own update, sched nested in it */
+	page_add(KTAU_GROUP_SYSCALL, ID_NANOSLEEP, 5100, 100);
+	page.seq++;
+	at_stop(5300, "sleeper");
+	at_start(5400, "compute");
+	at_stop(9400, "compute");
+	at_start(9500, "writer");
+	for (i = 0; i < 7; i++)
+		kernel(KTAU_GROUP_SYSCALL, ID_WRITE, 20, 20);
+	at_stop(10000, "writer");
+	kernel(KTAU_GROUP_IRQ, KTAU_ID_IRQ, 30, 30);
+	at_stop(10100, "main");
+	CHECK(take_rows() == 0, "rows");
+	/* The sleeper: 5200 ns, of which 5100 in the kernel. */
+	WANT("sleeper", 1, 100, 5200);
+	WANT("main => sleeper", 1, 100, 5200);
+	WANT("main => sleeper => SCHED", 1, 5000, 5000);
+	WANT("main => sleeper => SYSCALL", 1, 100, 5100);
+	WANT("main => sleeper => sched_blocked", 1, 5000, 5000);
+	WANT("main => sleeper => nanosleep", 1, 100, 5100);
+	/* compute: no kernel time, no kernel children. */
+	WANT("compute", 1, 4000, 4000);
+	NOROW("main => compute => SYSCALL");
+	NOROW("main => compute => SCHED");
+	/* The writer: exactly its 7 write calls. */
+	WANT("writer", 1, 360, 500);
+	WANT("main => writer => write", 7, 140, 140);
+	WANT("main => writer => SYSCALL", 7, 140, 140);
+	/* main: the interrupt between its children. */
+	WANT("main", 1, 370, 10100);
+	WANT("main => IRQ", 1, 30, 30);
+	WANT("main => irq", 1, 30, 30);
+	/* Flat kernel entries: sums; groups with their TAU groups. */
+	WANT("SYSCALL", 8, 240, 5240);
+	WANT("SCHED", 1, 5000, 5000);
+	WANT("write", 7, 140, 140);
+	WANT("BH", 0, 0, 0);
+	CHECK(!strcmp(row("SYSCALL")->group, "KERNEL_GROUPS|TAU_KERNEL_MERGE"), "group");
+	CHECK(!strcmp(row("write")->group, "TAU_KERNEL_MERGE|KTAU_SYSCALL"), "group");
+	CHECK(!strcmp(row("main => writer => write")->group,
+		      "TAU_CALLPATH|TAU_KERNEL_MERGE|KTAU_SYSCALL"), "group");
+	CHECK(!strcmp(row("main => sleeper => SCHED")->group,
+		      "TAU_CALLPATH|KERNEL_GROUPS|TAU_KERNEL_MERGE"), "group");
+	{
+		struct ktau_user_stats st;
+
+		CHECK(ktau_user_stats(&st) == 0 && st.registered, "stats");
+		CHECK(st.kernel_ns == 5000 + 100 + 140 + 30, "kernel_ns %llu",
+		      (unsigned long long)st.kernel_ns);
+		/* 3 reads: after the sleep, the writes, the irq (and the rows). */
+		CHECK(st.page_reads == 3, "page reads %llu", (unsigned long long)st.page_reads);
+	}
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* Clock units: ns = units * mult >> shift; kernel time taken off a
+ * frame is rounded up, callpath children down. */
+static int t_kernel_clock_units(void)
+{
+	CHECK(simulate(0, 1) == 0, "setup");
+	page.clock_mult = 3;
+	page.clock_shift = 1;	/* 1.5 ns a unit */
+	at_start(0, "f");
+	kernel(KTAU_GROUP_SYSCALL, ID_READ, 11, 11);	/* 16.5 ns */
+	kernel(KTAU_GROUP_SYSCALL, ID_READ, 11, 11);	/* 33 ns together */
+	at_stop(100, "f");
+	at_start(200, "g");
+	kernel(KTAU_GROUP_SYSCALL, ID_READ, 1, 1);	/* 1.5 ns */
+	at_stop(300, "g");
+	CHECK(take_rows() == 0, "rows");
+	WANT("f", 1, 67, 100);
+	WANT("f => SYSCALL", 2, 33, 33);
+	WANT("g", 1, 98, 100);		/* 1.5 rounded up */
+	WANT("g => SYSCALL", 1, 1, 1);	/* rounded down */
+	WANT("SYSCALL", 3, 34, 34);	/* 23 units */
+	return 0;
+}
+
+/* An update in progress (seq odd) is not read; the read is retried. */
+static int page_seq_odd_step;
+
+static void complete_update(unsigned int call)
+{
+	(void)call;
+	/* Not at the first clock reading (the fast path), at the second:
+	 * the first read of the page found seq odd and must try again. */
+	if (page_seq_odd_step == 1) {
+		page_seq_odd_step = 11;
+		return;
+	}
+	if (page_seq_odd_step == 11 && (page.seq & 1)) {
+		/* The kernel finishes: the rest of the counters, seq even. */
+		page.groups[KTAU_GROUP_SYSCALL].excl += 40;
+		page.groups[KTAU_GROUP_SYSCALL].incl += 40;
+		page.entries[0].excl += 40;
+		page.entries[0].incl += 40;
+		page.seq++;
+		page_seq_odd_step = 2;
+	}
+}
+
+static void bump_seq(unsigned int call)
+{
+	(void)call;
+	if (page_seq_odd_step == 3) {
+		/* A routine ends just while the clock is read. */
+		kernel(KTAU_GROUP_IRQ, KTAU_ID_IRQ, 5, 5);
+		page_seq_odd_step = 4;
+	}
+}
+
+static int t_seq_odd_retry(void)
+{
+	struct ktau_registry *reg = test_registry();
+	struct ktau_user_stats st;
+
+	CHECK(reg && simulate(0, 1) == 0, "setup");
+	at_start(0, "f");
+	/* Half an update: count and id written, times not yet. */
+	page.seq++;
+	page.groups[KTAU_GROUP_SYSCALL].count++;
+	page.entries[0].id = ID_WRITE;
+	page.entries[0].group = KTAU_GROUP_SYSCALL;
+	page.entries[0].count++;
+	page_seq_odd_step = 1;
+	on_clock = complete_update;
+	at_start(100, "g");
+	on_clock = NULL;
+	CHECK(page_seq_odd_step == 2, "the update was not completed");
+	at_stop(200, "g");
+	/* The whole update, charged to f (on top when it happened). */
+	CHECK(take_rows() == 0, "rows");
+	WANT("f => write", 1, 40, 40);
+	NOROW("f => g => write");
+	/* seq changes while the clock is read: read again. */
+	page_seq_odd_step = 3;
+	on_clock = bump_seq;
+	at_start(300, "h");
+	on_clock = NULL;
+	at_stop(400, "h");
+	CHECK(take_rows() == 0, "rows");
+	WANT("f => irq", 1, 5, 5);
+	NOROW("f => h => irq");
+	/* A page that stays busy: nothing read, counted, read later. */
+	page.seq++;
+	page.groups[KTAU_GROUP_SYSCALL].count++;
+	at_start(500, "g");
+	CHECK(ktau_user_stats(&st) == 0, "stats");
+	page.groups[KTAU_GROUP_SYSCALL].incl += 7;
+	page.groups[KTAU_GROUP_SYSCALL].excl += 7;
+	page.seq++;
+	at_stop(600, "g");
+	CHECK(take_rows() == 0, "rows");
+	WANT("f => g => SYSCALL", 1, 7, 7);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* Kernel time while no timer runs goes to "[outside timers]". */
+static int t_outside_timers(void)
+{
+	struct ktau_registry *reg = test_registry();
+
+	CHECK(reg && simulate(1000, 1) == 0, "setup");
+	kernel(KTAU_GROUP_SYSCALL, ID_READ, 10, 10);
+	kernel(KTAU_GROUP_SYSCALL, ID_READ, 10, 10);
+	at_start(1100, "main");
+	at_stop(1200, "main");
+	now_ns = 1300;
+	kernel(KTAU_GROUP_FAULT, KTAU_ID_FAULT_USER, 3, 3);
+	CHECK(take_rows() == 0, "rows");
+	/* Two intervals: 1000..1100 and 1200..1300. */
+	WANT(KT_OUTSIDE_NAME, 2, 200 - 23, 200);
+	WANT(KT_OUTSIDE_NAME " => SYSCALL", 2, 20, 20);
+	WANT(KT_OUTSIDE_NAME " => read", 2, 20, 20);
+	WANT(KT_OUTSIDE_NAME " => EXCEPT", 1, 3, 3);
+	WANT("main", 1, 100, 100);
+	NOROW("main => SYSCALL");
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* Kernel time beyond the wall time (another clock): incl is raised. */
+static int t_clock_adjust(void)
+{
+	char dir[600];
+
+	CHECK(simulate(0, 1) == 0, "setup");
+	at_start(0, "outer");
+	at_start(10, "x");
+	kernel(KTAU_GROUP_SCHED, KTAU_ID_SCHED_VOL, 100, 100);
+	at_stop(60, "x");
+	at_stop(70, "outer");
+	CHECK(take_rows() == 0, "rows");
+	WANT("x", 1, 0, 100);
+	WANT("outer => x => SCHED", 1, 100, 100);
+	WANT("outer", 1, 0, 100);
+	subdir(dir, sizeof(dir), "clock_adjust");
+	CHECK(ktau_user_write(dir) == 1, "write");
+	return 0;
+}
+
+static int t_unmatched_stop(void)
+{
+	struct ktau_user_stats st;
+
+	CHECK(simulate(0, 0) == 0, "setup");
+	at_start(0, "a");
+	at_start(10, "b");
+	CHECK(at_stop(20, "zzz") == -ENOENT, "a timer that is not running");
+	CHECK(ktau_user_stats(&st) == 0 && st.depth == 2 && st.unmatched == 1, "unchanged");
+	at_start(30, "c");
+	CHECK(at_stop(40, "b") == -EDEADLK, "b below c");
+	CHECK(ktau_user_stats(&st) == 0 && st.depth == 1 && st.unmatched == 2, "c and b stopped");
+	CHECK(at_stop(50, "a") == 0, "a");
+	CHECK(take_rows() == 0, "rows");
+	WANT("c", 1, 10, 10);
+	WANT("b", 1, 20, 30);
+	WANT("a => b => c", 1, 10, 10);
+	CHECK(ktau_timer_start(NULL) == -EINVAL && ktau_timer_get("") == NULL &&
+	      ktau_timer_start_name(NULL) == -EINVAL, "bad arguments");
+	CHECK(ktau_timer_get("same") == ktau_timer_get("same"), "one handle a name");
+	CHECK(ktau_timer_start_name("byname") == 0 && ktau_timer_stop_name("byname") == 0,
+	      "by name");
+	return 0;
+}
+
+/* Longest callpath: frames deeper than it belong to the deepest node. */
+static int t_depth_limit(void)
+{
+	char dir[600];
+	struct ktau_registry *reg = test_registry();
+
+	setenv("KTAU_CALLPATH_DEPTH", "2", 1);
+	CHECK(reg && simulate(0, 1) == 0, "setup");
+	at_start(0, "main");
+	at_start(10, "a");
+	at_start(20, "b");
+	at_start(30, "c");
+	kernel(KTAU_GROUP_SYSCALL, ID_WRITE, 5, 5);
+	at_stop(40, "c");
+	at_stop(50, "b");
+	at_stop(60, "a");
+	at_stop(70, "main");
+	CHECK(take_rows() == 0, "rows");
+	WANT("main => a", 1, 20, 50);	/* b's 30 ns are a child, not shown */
+	NOROW("main => a => b");
+	WANT("main => a => write", 1, 5, 5);
+	WANT("c", 1, 5, 10);
+	WANT("b", 1, 20, 30);
+	subdir(dir, sizeof(dir), "depth_limit");
+	CHECK(ktau_user_write(dir) == 1, "write");
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* Names that would break the format or collide are changed. */
+static int t_names(void)
+{
+	static const char *const bad[] = {
+		"write", "SYSCALL", KT_OUTSIDE_NAME, "quote\"d", "a => b", "  spaced   out ",
+		"ctl\n\tchars", "\xff\xfe invalid utf8", "ok", "ok [user]",
+	};
+	struct ktau_registry *reg = test_registry();
+	char dir[600];
+	size_t i, j;
+
+	CHECK(reg && simulate(0, 1) == 0, "setup");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(at_start(10 * i, bad[i]) == 0, "start %zu", i);
+		kernel(KTAU_GROUP_SYSCALL, ID_WRITE, 1, 1);
+		CHECK(at_stop(10 * i + 5, bad[i]) == 0, "stop %zu", i);
+	}
+	CHECK(take_rows() == 0, "rows");
+	WANT("write [user]", 1, 4, 5);
+	WANT("SYSCALL [user]", 1, 4, 5);
+	WANT(KT_OUTSIDE_NAME " [user]", 1, 4, 5);
+	WANT("quote'd", 1, 4, 5);
+	WANT("a =_ b", 1, 4, 5);
+	WANT("spaced out", 1, 4, 5);
+	WANT("ctl chars", 1, 4, 5);
+	WANT("?? invalid utf8", 1, 4, 5);
+	WANT("write [user] => write", 1, 1, 1);
+	WANT("write", 10, 10, 10);
+	for (i = 0; i < nrows; i++)
+		for (j = 0; j < i; j++)
+			CHECK(strcmp(rows[i].name, rows[j].name), "duplicate \"%s\"", rows[i].name);
+	subdir(dir, sizeof(dir), "names");
+	CHECK(ktau_user_write(dir) == 1, "write");
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* An event in a signal handler during another event is dropped. */
+static int in_handler_ret;
+
+static void handler(int sig)
+{
+	(void)sig;
+	in_handler_ret = ktau_timer_start_name("in_handler");
+}
+
+static void raise_once(unsigned int call)
+{
+	(void)call;
+	on_clock = NULL;
+	raise(SIGUSR1);
+}
+
+static int t_signal_nested(void)
+{
+	struct ktau_user_stats st;
+
+	signal(SIGUSR1, handler);
+	CHECK(simulate(0, 1) == 0, "setup");
+	at_start(0, "f");
+	on_clock = raise_once;
+	at_stop(10, "f");
+	CHECK(in_handler_ret == -EBUSY, "the handler's start returned %d", in_handler_ret);
+	CHECK(ktau_user_stats(&st) == 0 && st.dropped == 1 && st.depth == 0, "dropped %llu",
+	      (unsigned long long)st.dropped);
+	CHECK(take_rows() == 0, "rows");
+	NOROW("in_handler");
+	WANT("f", 1, 10, 10);
+	return 0;
+}
+
+/* Threads: each its own stack and file; finalized at thread exit. */
+static void *worker(void *arg)
+{
+	long n = (long)arg, i;
+	struct ktau_timer *w = ktau_timer_get("work"), *in = ktau_timer_get("inner");
+
+	for (i = 0; i < n; i++) {
+		ktau_timer_start(w);
+		ktau_timer_start(in);
+		ktau_timer_stop(in);
+		ktau_timer_stop(w);
+	}
+	ktau_timer_start(w);	/* left running: closed at thread exit */
+	return NULL;
+}
+
+static int t_threads(void)
+{
+	pthread_t th[3];
+	char dir[600], path[700], line[8192], tids[3][32];
+	long i;
+	FILE *f;
+	int ret;
+
+	subdir(dir, sizeof(dir), "threads");
+	CHECK(ktau_timer_start_name("main") == 0, "main");
+	for (i = 0; i < 3; i++)
+		CHECK(!pthread_create(&th[i], NULL, worker, (void *)(i + 2)), "create");
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	CHECK(ktau_timer_stop_name("main") == 0, "main");
+	ret = ktau_user_write(dir);
+	CHECK(ret == 4, "%d files", ret);
+	for (i = 1; i <= 3; i++) {
+		int found = 0;
+
+		snprintf(path, sizeof(path), "%s/profile.0.0.%ld", dir, i);
+		f = fopen(path, "r");
+		CHECK(f, "%s", path);
+		while (fgets(line, sizeof(line), f)) {
+			char *p = strstr(line, "<name>tid</name><value>");
+
+			if (p)
+				snprintf(tids[i - 1], sizeof(tids[i - 1]), "%.20s", p + 23);
+			if (!strncmp(line, "\"work\" ", 7)) {
+				unsigned long calls = strtoul(line + 7, NULL, 10);
+
+				/* Threads register in creation order or not: n + 1 calls,
+				 * n from 2 to 4; the running one closed at exit. */
+				CHECK(calls >= 3 && calls <= 5, "work calls %lu", calls);
+				found = 1;
+			}
+			if (strstr(line, "\"main\""))
+				FAIL("%s: main in a worker's file", path);
+		}
+		fclose(f);
+		CHECK(found, "%s: no work", path);
+	}
+	CHECK(strcmp(tids[0], tids[1]) && strcmp(tids[1], tids[2]), "tids not distinct");
+	snprintf(path, sizeof(path), "%s/profile.0.0.4", dir);
+	CHECK(access(path, F_OK), "an extra file");
+	return 0;
+}
+
+/* Writing while another thread times: a consistent copy of it (seqlock). */
+static volatile int spin_stop;
+
+static void *spinner(void *arg)
+{
+	struct ktau_timer *a = ktau_timer_get("spin"), *b = ktau_timer_get("spin_inner");
+	char name[32];
+	long i = 0;
+
+	(void)arg;
+	while (!spin_stop) {
+		ktau_timer_start(a);
+		ktau_timer_start(b);
+		/* New timers now and then: the tables grow while copied. */
+		if (!(++i % 64) && i < 64 * 200) {
+			snprintf(name, sizeof(name), "new_%ld", i / 64);
+			ktau_timer_start_name(name);
+			ktau_timer_stop_name(name);
+		}
+		ktau_timer_stop(b);
+		ktau_timer_stop(a);
+	}
+	ktau_timer_start(a);	/* running at exit */
+	return NULL;
+}
+
+static int t_live_thread(void)
+{
+	char dir[600], path[700], line[16384];
+	int i, ret, running = 0;
+	pthread_t th;
+	FILE *f;
+
+	subdir(dir, sizeof(dir), "live");
+	CHECK(ktau_timer_start_name("main") == 0, "main");
+	CHECK(!pthread_create(&th, NULL, spinner, NULL), "thread");
+	usleep(20000);
+	for (i = 0; i < 50; i++) {
+		ret = ktau_user_write(dir);
+		CHECK(ret == 2, "write %d: %d files", i, ret);
+	}
+	snprintf(path, sizeof(path), "%s/profile.0.0.1", dir);
+	f = fopen(path, "r");
+	CHECK(f, "%s", path);
+	while (fgets(line, sizeof(line), f))
+		running |= !!strstr(line, "<value>running at write");
+	fclose(f);
+	CHECK(running, "the thread's state is not 'running at write'");
+	spin_stop = 1;
+	pthread_join(th, NULL);
+	CHECK(ktau_timer_stop_name("main") == 0, "main");
+	/* And at exit, the thread finished: written once more. */
+	CHECK(ktau_user_output(dir) == 0, "output");
+	return 0;
+}
+
+/* fork: the child starts its own profile, written to DIR/fork-<pid>. */
+static int t_fork(void)
+{
+	char dir[600], path[800], line[8192];
+	int status, seen_child = 0, seen_before = 0;
+	pid_t pid;
+	FILE *f;
+
+	subdir(dir, sizeof(dir), "fork");
+	CHECK(ktau_user_output(dir) == 0, "output");
+	CHECK(ktau_timer_start_name("before_fork") == 0 && ktau_timer_stop_name("before_fork") == 0,
+	      "before");
+	CHECK(ktau_timer_start_name("around_fork") == 0, "around");
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		ktau_timer_start_name("in_child");
+		ktau_timer_stop_name("in_child");
+		ktau_timer_stop_name("around_fork");
+		exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "child");
+	CHECK(ktau_timer_stop_name("around_fork") == 0, "around");
+	snprintf(path, sizeof(path), "%s/fork-%d/profile.0.0.0", dir, (int)pid);
+	f = fopen(path, "r");
+	CHECK(f, "the child wrote no %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		seen_child |= !strncmp(line, "\"around_fork => in_child\" 1 ", 28);
+		seen_before |= !!strstr(line, "before_fork");
+	}
+	fclose(f);
+	CHECK(seen_child && !seen_before, "child profile: callpath %d, parent's data %d",
+	      seen_child, seen_before);
+	snprintf(path, sizeof(path), "%s/fork-%d/profile.0.0.1", dir, (int)pid);
+	CHECK(access(path, F_OK), "the child has one thread");
+	/* The parent's profile is written at exit (checked by run-tests.sh). */
+	return 0;
+}
+
+/* Without KTAU: timers work, one message with KTAU_VERBOSE, no kernel rows. */
+static void *touch(void *arg)
+{
+	(void)arg;
+	ktau_timer_start_name("t");
+	ktau_timer_stop_name("t");
+	return NULL;
+}
+
+static int t_no_ktau(void)
+{
+	char log[600], text[4096], dir[600];
+	pthread_t th;
+	size_t n;
+	FILE *f;
+	int ret;
+
+	if (!access("/proc/ktau", F_OK)) {
+		printf("# this host has /proc/ktau\n");
+		return 77;
+	}
+	subdir(log, sizeof(log), "no_ktau.log");
+	fflush(stderr);
+	CHECK(freopen(log, "w", stderr), "stderr");
+	setenv("KTAU_VERBOSE", "1", 1);
+	ret = ktau_user_init();
+	CHECK(ret == 0, "ktau_user_init: %d", ret);
+	CHECK(ktau_user_shared(1) == -ENOENT, "registration must fail with ENOENT");
+	pthread_create(&th, NULL, touch, NULL);
+	pthread_join(th, NULL);
+	CHECK(ktau_timer_start_name("x") == 0 && ktau_timer_stop_name("x") == 0, "timers");
+	fflush(stderr);
+	f = fopen(log, "r");
+	CHECK(f, "log");
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	CHECK(strstr(text, "CONFIG_KTAU=y"), "no hint: '%s'", text);
+	CHECK(!strstr(strstr(text, "libktau:") + 1, "libktau:"), "reported twice: '%s'", text);
+	CHECK(take_rows() == 0, "rows");
+	NOROW("SYSCALL");
+	subdir(dir, sizeof(dir), "no_ktau");
+	CHECK(ktau_user_write(dir) == 2, "two threads");
+	return 0;
+}
+
+static void kernel_during_write(unsigned int call)
+{
+	(void)call;
+	on_clock = NULL;
+	kernel(KTAU_GROUP_SYSCALL, ID_WRITE, 55, 55);
+}
+
+/* A profile with everything, for the strict checker. */
+static int t_write_merged(void)
+{
+	struct ktau_registry *reg = test_registry();
+	char dir[600], path[700], line[16384];
+	FILE *f;
+	int i, lines = 0;
+
+	CHECK(reg && simulate(0, 1) == 0, "setup");
+	kernel(KTAU_GROUP_SYSCALL, ID_READ, 10, 10);
+	at_start(100, "main");
+	for (i = 0; i < 3; i++) {
+		at_start(200 + i * 1000, "io");
+		at_start(300 + i * 1000, "read_file");
+		kernel(KTAU_GROUP_SYSCALL, ID_READ, 50, 40);
+		kernel(KTAU_GROUP_IRQ, KTAU_ID_IRQ, 10, 10);
+		at_stop(500 + i * 1000, "read_file");
+		kernel(KTAU_GROUP_FAULT, KTAU_ID_FAULT_USER, 30, 30);
+		at_stop(900 + i * 1000, "io");
+	}
+	at_start(5000, "sleep");
+	kernel(KTAU_GROUP_SCHED, KTAU_ID_SCHED_VOL, 9000, 9000);
+	kernel(KTAU_GROUP_SYSCALL, ID_NANOSLEEP, 9100, 100);
+	at_stop(14200, "sleep");
+	at_start(14300, "running");
+	subdir(dir, sizeof(dir), "merged");
+	now_ns = 15000;
+	on_clock = kernel_during_write;
+	CHECK(ktau_user_write(dir) == 1, "write");
+	CHECK(!on_clock, "no clock reading while writing");
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	f = fopen(path, "r");
+	CHECK(f, "%s", path);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		if (lines == 2)
+			CHECK(strstr(line, "<name>KTAU Shared Page</name><value>registered</value>") &&
+			      strstr(line, "open timers closed at the time of writing"), "metadata");
+	}
+	fclose(f);
+	CHECK(lines > 20, "%d lines", lines);
+	/* The writing's own kernel time (55) is not charged later. */
+	kernel(KTAU_GROUP_SYSCALL, ID_WRITE, 77, 77);
+	CHECK(ktau_timer_stop_name("running") == 0, "stop");
+	CHECK(take_rows() == 0, "rows");
+	WANT("main => running => write", 1, 77, 77);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} tests[] = {
+	{ "user_timers_basic", t_timers_basic },
+	{ "user_exclusive_recursion", t_exclusive_recursion },
+	{ "user_kernel_charging", t_kernel_charging },
+	{ "user_kernel_clock_units", t_kernel_clock_units },
+	{ "user_seq_odd_retry", t_seq_odd_retry },
+	{ "user_outside_timers", t_outside_timers },
+	{ "user_clock_adjust", t_clock_adjust },
+	{ "user_unmatched_stop", t_unmatched_stop },
+	{ "user_depth_limit", t_depth_limit },
+	{ "user_names", t_names },
+	{ "user_signal_nested", t_signal_nested },
+	{ "user_threads", t_threads },
+	{ "user_live_thread", t_live_thread },
+	{ "user_fork", t_fork },
+	{ "user_no_ktau", t_no_ktau },
+	{ "user_write_merged", t_write_merged },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+	int ret;
+
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			puts(tests[i].name);
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s --list | %s NAME OUTDIR\n", argv[0], argv[0]);
+		return 2;
+	}
+	snprintf(outdir, sizeof(outdir), "%s", argv[2]);
+	mkdir(outdir, 0755);
+	/* Nothing at exit unless a test asks for it (ktau_user_output). */
+	setenv("KTAU_PROFILE_DIR", "", 1);
+	unsetenv("KTAU_VERBOSE");
+	unsetenv("KTAU_CALLPATH_DEPTH");
+	unsetenv("KTAU_SHARED");
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (strcmp(argv[1], tests[i].name))
+			continue;
+		ret = tests[i].fn();
+		ktau__rows_free(rows, nrows);
+		return ret;
+	}
+	printf("# no test '%s'\n", argv[1]);
+	return 2;
+}
