@@ -245,7 +245,7 @@ if [ $kernel_ok = 1 ] && "$KTAU_TOP/scripts/build-image.sh" ktau >"$R/image.log"
 				head -3 "$d.taucheck" 2>/dev/null
 				result FAIL "taucheck: guest ${d#"$x"/}" "see $d.taucheck"
 			fi
-		done < <(find "$x" -name 'profile.*' | sed 's,/[^/]*$,,' | sort -u)
+		done < <(find "$x" -name 'profile.*' | sed -e 's,/[^/]*$,,' -e 's,/MULTI__[^/]*$,,' | sort -u)
 	done
 	case $brc in
 	0) result PASS "guest: finished, console clean" ;;

@@ -49,6 +49,9 @@ static void ktau_show_entries(struct seq_file *m, struct ktau_entry *e,
 	for (i = 0; i < n; i++) {
 		const struct ktau_func *f = e[i].id < nr ? &ktau_funcs[e[i].id] : NULL;
 
+		/* Routines with samples but no call are in binary records only. */
+		if (!e[i].count)
+			continue;
 		seq_printf(m, "%u %s %s %llu %llu %llu\n", e[i].id,
 			   f && f->name[0] ? ktau_group_names[f->group] : "?",
 			   f && f->name[0] ? f->name : "?",

@@ -87,6 +87,8 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 		return -EINVAL;
 	if (kt->shared_page)
 		return -EBUSY;
+	if (!access_ok(u64_to_user_ptr(reg.addr), sizeof(*sh)))
+		return -EFAULT;
 
 	/* Writable memory of the caller, kept in place while pinned. */
 	ret = pin_user_pages_fast(reg.addr, 1, FOLL_WRITE | FOLL_LONGTERM,

@@ -18,7 +18,7 @@
 
 #include "ktau_util.h"
 
-#define USER_ID		1000
+#define USER_ID		KTAU_USER_ID
 #define BUF_SIZE	(1024 * 1024)
 
 FIXTURE(perm) {
@@ -35,54 +35,10 @@ FIXTURE_TEARDOWN(perm)
 {
 }
 
-/*
- * @keep_permitted: keep the permitted capabilities across the switch, for
- * a caller that then raises some of them (the effective set is empty).
- */
-static void become_user(struct __test_metadata *_metadata, bool keep_permitted)
-{
-	char *status, *cap;
-
-	if (keep_permitted)
-		ASSERT_EQ(0, prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
-	ASSERT_EQ(0, setgroups(0, NULL));
-	ASSERT_EQ(0, setresgid(USER_ID, USER_ID, USER_ID));
-	ASSERT_EQ(0, setresuid(USER_ID, USER_ID, USER_ID));
-	/* An ordinary process: dumpable, as after an exec. */
-	ASSERT_EQ(0, prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
-	ASSERT_EQ(USER_ID, geteuid());
-	status = ktau_slurp("/proc/self/status", NULL);
-	ASSERT_NE(NULL, status);
-	cap = strstr(status, "CapEff:");
-	ASSERT_NE(NULL, cap);
-	EXPECT_EQ(0, strncmp(cap, "CapEff:\t0000000000000000\n", 25)) TH_LOG("%.40s", cap);
-	free(status);
-}
-
-/* Run fn as the user in a child; its failures are the test's. */
-static void run_as(struct __test_metadata *_metadata, bool keep_permitted,
-		   void (*fn)(struct __test_metadata *_metadata))
-{
-	int status;
-	pid_t pid;
-
-	fflush(stderr);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		become_user(_metadata, keep_permitted);
-		fn(_metadata);
-		_exit(_metadata->exit_code);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child died of signal %d", WTERMSIG(status));
-	ASSERT_EQ(0, WEXITSTATUS(status));
-}
-
 static void run_as_user(struct __test_metadata *_metadata,
 			void (*fn)(struct __test_metadata *_metadata))
 {
-	run_as(_metadata, false, fn);
+	ktau_run_as(_metadata, USER_ID, 0, fn);
 }
 
 /* Opening path fails with EACCES or EPERM. */
@@ -328,17 +284,12 @@ static void no_kernel_addresses(struct __test_metadata *_metadata)
  */
 static void perfmon_only(struct __test_metadata *_metadata)
 {
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2] = { 0 };
 	const struct ktau_task_rec *r;
 	struct ktau_snap snap = { 0 };
 	__u64 mask, all = (1ull << KTAU_NR_GROUPS) - 1;
 	char *text;
 	int fd;
 
-	data[CAP_PERFMON / 32].permitted = 1u << (CAP_PERFMON % 32);
-	data[CAP_PERFMON / 32].effective = 1u << (CAP_PERFMON % 32);
-	ASSERT_EQ(0, syscall(SYS_capset, &hdr, data)) TH_LOG("capset: %s", strerror(errno));
 	text = ktau_slurp("/proc/self/status", NULL);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "CapEff:\t0000004000000000\n")) TH_LOG("not CAP_PERFMON only");
@@ -369,7 +320,7 @@ static void perfmon_only(struct __test_metadata *_metadata)
 
 TEST_F_TIMEOUT(perm, perfmon_only_reads_aggregate_and_controls, 10)
 {
-	run_as(_metadata, true, perfmon_only);
+	ktau_run_as(_metadata, USER_ID, KTAU_CAP(CAP_PERFMON), perfmon_only);
 	EXPECT_TRUE(ktau_all_groups_on());
 }
 

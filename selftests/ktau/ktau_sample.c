@@ -99,11 +99,16 @@ static int read_sysctl(const char *path)
 	return v;
 }
 
-static volatile sig_atomic_t nsignals;
+static int nsignals;
 
 static void on_signal(int sig)
 {
-	nsignals++;
+	__atomic_fetch_add(&nsignals, 1, __ATOMIC_RELAXED);
+}
+
+static int signals_received(void)
+{
+	return __atomic_load_n(&nsignals, __ATOMIC_RELAXED);
 }
 
 /* Exec'd by the exec test: sampling set up before exec is gone. */
@@ -135,7 +140,7 @@ FIXTURE_SETUP(sample)
 	self->paranoid = read_sysctl(PARANOID);
 	self->kptr = read_sysctl(KPTR);
 	ASSERT_LE(-1, self->paranoid) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
-	nsignals = 0;
+	__atomic_store_n(&nsignals, 0, __ATOMIC_RELAXED);
 }
 
 FIXTURE_TEARDOWN(sample)
@@ -185,7 +190,8 @@ TEST_F(sample, rate_and_user_mode)
 		if (i)
 			EXPECT_LE(self->buf[i - 1].time_ns, self->buf[i].time_ns);
 	}
-	EXPECT_LE(r.nread * 9 / 10, user) TH_LOG("%u of %u in user mode", user, r.nread);
+	/* Most: the tick's own work is kernel time (much of it on debug kernels). */
+	EXPECT_LE(r.nread / 2, user) TH_LOG("%u of %u in user mode", user, r.nread);
 	EXPECT_LE(user * 9 / 10, ktau_rec_find(rec, KTAU_ID_USER) ?
 		  ktau_rec_find(rec, KTAU_ID_USER)->samples : 0);
 	ktau_snap_free(&snap);
@@ -214,7 +220,8 @@ TEST_F(sample, syscall_attribution)
 	}
 	TH_LOG("%u samples, %u in the kernel, %u in read", r.nread, kernel, in_read);
 	EXPECT_LE(10, kernel);
-	EXPECT_LE(kernel * 8 / 10, in_read);
+	/* Most: the rest is entry and exit work outside the syscall's frame. */
+	EXPECT_LE(kernel / 2, in_read);
 	ASSERT_NE(NULL, ktau_rec_find(rec, KTAU_ID_READ));
 	EXPECT_LE(in_read, ktau_rec_find(rec, KTAU_ID_READ)->samples);
 	ktau_snap_free(&snap);
@@ -232,30 +239,34 @@ TEST_F(sample, signal_per_watermark)
 	spin_user(SPIN_NS);
 	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
 	TH_LOG("%llu samples, %llu signals sent, %d received",
-	       (unsigned long long)r.taken, (unsigned long long)r.signals, (int)nsignals);
+	       (unsigned long long)r.taken, (unsigned long long)r.signals, signals_received());
 	EXPECT_LE(16, r.taken);
 	EXPECT_EQ(r.taken / 8, r.signals);
-	EXPECT_GE(r.signals, nsignals);
-	EXPECT_LE(r.signals, nsignals + 1);
+	EXPECT_GE(r.signals, signals_received());
+	EXPECT_LE(r.signals, signals_received() + 1);
 }
 
-/* Signal mode: watermark 1, a signal at every overflow. */
+/*
+ * Signal mode: watermark 1, a signal at every overflow. A real-time
+ * signal, which queues, so that every one arrives.
+ */
 TEST_F(sample, signal_per_sample)
 {
 	struct ktau_sample_read r;
+	int sig = SIGRTMIN + 1;
 
-	ASSERT_NE(SIG_ERR, signal(SIGUSR1, on_signal));
+	ASSERT_NE(SIG_ERR, signal(sig, on_signal));
 	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  64, 1, SIGUSR1, 0));
+				  64, 1, sig, 0));
 	spin_user(SPIN_NS / 2);
 	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	signal(sig, SIG_DFL);
 	TH_LOG("%llu samples, %d signals received", (unsigned long long)r.taken,
-	       (int)nsignals);
+	       signals_received());
 	EXPECT_LE(8, r.taken);
 	EXPECT_EQ(r.taken, r.signals);
-	/* Standard signals merge while one is pending: allow a few. */
-	EXPECT_LE(r.taken * 9 / 10, nsignals);
-	EXPECT_GE(r.taken, nsignals);
+	EXPECT_LE(r.taken - 1, signals_received());
+	EXPECT_GE(r.taken, signals_received());
 }
 
 /* A reader that never reads: a full buffer counts the rest as lost. */
@@ -470,7 +481,8 @@ TEST_F(sample, kernel_addresses)
 					  PERIOD_NS, 256, 0, 0, 0));
 		spin_read(zfd, SPIN_NS / 2);
 		ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 256, &r, true));
-		kernel = shown = 0;
+		kernel = 0;
+		shown = 0;
 		for (i = 0; i < r.nread; i++) {
 			if (self->buf[i].flags & KTAU_SAMPLE_USER) {
 				EXPECT_NE(0, self->buf[i].ip);

@@ -21,8 +21,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <grp.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
 #include <linux/ktau.h>
 
 #include "../kselftest_harness.h"
@@ -671,6 +675,77 @@ static inline __u64 ktau_rec_sum_excl(const struct ktau_task_rec *r)
 	for (i = 0; i < r->nentries; i++)
 		sum += e[i].excl_ns;
 	return sum;
+}
+
+/* The users of the permission tests: uid and gid, no supplementary groups. */
+#define KTAU_USER_ID		1000
+#define KTAU_OTHER_ID		1001
+#define KTAU_CAP(cap)		(1ull << (cap))
+
+/*
+ * Become uid (gid uid, no supplementary groups) with exactly the
+ * capabilities in caps (KTAU_CAP() bits) permitted and effective, none
+ * inheritable, and dumpable as after an exec(). Returns 0 or -errno.
+ */
+static inline int ktau_become(uid_t uid, __u64 caps)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	if (prctl(PR_SET_KEEPCAPS, caps ? 1 : 0, 0, 0, 0) || setgroups(0, NULL) ||
+	    setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return -errno;
+	data[0].permitted = (__u32)caps;
+	data[0].effective = (__u32)caps;
+	data[1].permitted = (__u32)(caps >> 32);
+	data[1].effective = (__u32)(caps >> 32);
+	if (syscall(SYS_capset, &hdr, data) ||
+	    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
+/* The effective capabilities of the calling thread, from /proc. */
+static inline int ktau_cap_eff(__u64 *caps)
+{
+	char *status = ktau_slurp("/proc/thread-self/status", NULL), *p;
+	int ret = -EBADMSG;
+
+	if (!status)
+		return -errno;
+	p = strstr(status, "\nCapEff:\t");
+	if (p && sscanf(p + 9, "%llx", (unsigned long long *)caps) == 1)
+		ret = 0;
+	free(status);
+	return ret;
+}
+
+/*
+ * Run fn in a child that has become uid with caps (see ktau_become());
+ * the child's failures are the test's.
+ */
+static inline void ktau_run_as(struct __test_metadata *_metadata, uid_t uid, __u64 caps,
+			       void (*fn)(struct __test_metadata *_metadata))
+{
+	__u64 eff = ~0ull;
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		ASSERT_EQ(0, ktau_become(uid, caps)) TH_LOG("become %u: %s", uid, strerror(errno));
+		ASSERT_EQ(uid, geteuid());
+		ASSERT_EQ(0, ktau_cap_eff(&eff));
+		ASSERT_EQ(caps, eff) TH_LOG("CapEff %llx, want %llx", eff, caps);
+		fn(_metadata);
+		_exit(_metadata->exit_code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child died of signal %d", WTERMSIG(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
 }
 
 /* Fail (never skip) on a kernel without KTAU; make sure every group is on. */

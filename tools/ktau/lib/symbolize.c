@@ -56,7 +56,8 @@ size_t ktau_ksyms_size(const struct ktau_ksyms *ks)
 
 int ktau_ksyms_parse(const char *text, size_t len, struct ktau_ksyms **out)
 {
-	const char *line = text, *end = text + len, *eol, *p, *name, *mod;
+	const char *line = text, *end = text + len, *eol;
+	char buf[1024], *p, *name, *mod;
 	struct ktau_ksyms *ks;
 	size_t cap = 0, pcap = 0, plen = 0, nlen, mlen;
 	unsigned long long addr;
@@ -67,33 +68,27 @@ int ktau_ksyms_parse(const char *text, size_t len, struct ktau_ksyms **out)
 	if (!ks)
 		return -ENOMEM;
 	for (; line < end; line = eol + 1) {
-		char type;
-
 		eol = memchr(line, '\n', end - line);
 		if (!eol)
 			eol = end;
-		/* "ffffffff81000000 T _stext" or "... t name\t[module]" */
-		addr = strtoull(line, (char **)&p, 16);
-		if (p == line || p + 3 > eol || p[0] != ' ' || p[2] != ' ')
+		/* A copy of the line, NUL-terminated whatever the text holds. */
+		if ((size_t)(eol - line) >= sizeof(buf))
 			continue;
-		type = p[1];
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		memcpy(buf, line, eol - line);
+		buf[eol - line] = '\0';
+		/* "ffffffff81000000 T _stext" or "... t name\t[module]" */
+		addr = strtoull(buf, &p, 16);
+		if (p == buf || p[0] != ' ' || !p[1] || p[2] != ' ' || !strchr("tTwW", p[1]))
 			continue;
 		if (!addr) {
 			zero++;
 			continue;
 		}
 		name = p + 3;
-		nlen = strcspn(name, "\t\n");
-		if (name + nlen > eol)
-			nlen = eol - name;
-		mod = name + nlen;
-		mlen = 0;
-		if (mod < eol && *mod == '\t') {
-			mod++;
-			mlen = eol - mod;
-		}
-		if (!nlen || nlen > 512 || mlen > 128)
+		nlen = strcspn(name, "\t");
+		mod = name[nlen] ? name + nlen + 1 : name + nlen;
+		mlen = strlen(mod);
+		if (!nlen || mlen > 128)
 			continue;
 		if (ks->n == cap) {
 			struct ksym *nv;
@@ -113,7 +108,7 @@ int ktau_ksyms_parse(const char *text, size_t len, struct ktau_ksyms **out)
 				goto nomem;
 			ks->pool = np;
 		}
-		if (plen > UINT32_MAX - 1024)
+		if (plen > UINT32_MAX - 2048)
 			break;
 		ks->v[ks->n].addr = addr;
 		ks->v[ks->n].name = (uint32_t)plen;
