@@ -10,7 +10,7 @@
 # guest's run failed, 2 when the guest did not finish (hang or crash).
 . "$(dirname "$0")/lib.sh"
 
-kname=ktau mode=check timeout=600 icount=0 smp=2 append="" out=""
+kname=ktau mode=check timeout=600 icount=0 smp=1 append="" out=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kname=$2; shift 2 ;;
@@ -33,7 +33,14 @@ mkdir -p "$out"
 rm -f "$out/console.log" "$out/results.log"
 
 cmdline="console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append"
-qemu=(qemu-system-x86_64 -machine pc -cpu max -m 1024 -smp "$smp"
+# One core per socket: the firmware's MP table (the guest has no ACPI)
+# lists one CPU per socket, so -smp 2 alone would boot one CPU.
+# Single-threaded TCG: with one host thread per vCPU (MTTCG), a vCPU can
+# run a stale translation of code that another vCPU's static key patching
+# (text_poke_bp(), int3) has already restored, and trap on an int3 the
+# kernel no longer knows: an "Oops: int3" that real CPUs cannot produce.
+qemu=(qemu-system-x86_64 -machine pc -accel tcg,thread=single -cpu max -m 1024
+	-smp "$smp,sockets=$smp,cores=1,threads=1"
 	-kernel "$kernel" -initrd "$img" -no-reboot -display none -nodefaults)
 # -icount makes one guest instruction one virtual nanosecond (benchmarks).
 # Without it, TCG guests read the host's TSC, which the guest kernel often

@@ -256,6 +256,21 @@ else
 	[ $kernel_ok = 1 ] && { tail -n 20 "$R/image.log"; }
 	result FAIL "guest: image built and booted" "kernel or image build failed; see $R/image.log"
 fi
+# Two CPUs: readers, hotplug and group switches across CPUs (the tests
+# whose figures do not depend on having the host to themselves).
+if [ $kernel_ok = 1 ] && [ -f "$KTAU_OUT/guest/initramfs.cpio.gz" ]; then
+	step "guest, 2 CPUs"
+	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp 2 --timeout 600 \
+		--append "ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit" \
+		--out "$KTAU_OUT/guest-run/smp" 2>>"$R/boot.log"
+	brc=$?
+	count_ktap "$KTAU_OUT/guest-run/smp/results.log" "smp: "
+	case $brc in
+	0) result PASS "smp: finished, console clean" ;;
+	1) result FAIL "smp: finished, console clean" "see $KTAU_OUT/guest-run/smp/console.log" ;;
+	*) result FAIL "smp: finished, console clean" "did not finish; see $KTAU_OUT/guest-run/smp/console.log" ;;
+	esac
+fi
 # The same tests on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, list
 # and object debugging, SLUB debugging): any report fails the run.
 step "debug kernel"
