@@ -127,16 +127,12 @@ TEST_F_TIMEOUT(exitprof, collector_gets_final_profile, 20)
 	int cfd;
 	pid_t pid;
 
-	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
-	ASSERT_LE(0, cfd) TH_LOG("%s: %s", KTAU_COLLECT_PATH, strerror(errno));
+	cfd = ktau_must_open_collect(_metadata);
 	/* Nothing queued yet. */
 	EXPECT_EQ(0, read(cfd, self->buf, COLLECT_BUF));
 
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = ktau_must_fork_member(_metadata, cfd);
 	if (pid == 0) {
-		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
-			_exit(2);
 		ktau_getppid_loop(N_CHILD);
 		_exit(0);
 	}
@@ -181,14 +177,10 @@ TEST_F_TIMEOUT(exitprof, collector_follows_children, 20)
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, shared);
 	*shared = 0;
-	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
-	ASSERT_LE(0, cfd);
+	cfd = ktau_must_open_collect(_metadata);
 
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = ktau_must_fork_member(_metadata, cfd);
 	if (pid == 0) {
-		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
-			_exit(2);
 		gpid = fork();
 		if (gpid < 0)
 			_exit(3);

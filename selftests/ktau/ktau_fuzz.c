@@ -2019,13 +2019,9 @@ static void fz_sanity(struct __test_metadata *_metadata)
 	ktau_snap_free(&b);
 
 	/* A collector still collects. */
-	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
-	ASSERT_LE(0, cfd);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	cfd = ktau_must_open_collect(_metadata);
+	pid = ktau_must_fork_member(_metadata, cfd);
 	if (pid == 0) {
-		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
-			_exit(1);
 		ktau_getppid_loop(100);
 		_exit(0);
 	}

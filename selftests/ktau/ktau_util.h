@@ -767,6 +767,28 @@ static inline int ktau_must_open_profiles(struct __test_metadata *_metadata)
 	return fd;
 }
 
+static inline int ktau_must_open_collect(struct __test_metadata *_metadata)
+{
+	int fd = open(KTAU_COLLECT_PATH, O_RDONLY);
+
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", KTAU_COLLECT_PATH, strerror(errno));
+	return fd;
+}
+
+/*
+ * Fork a child that joins the collector cfd: 0 in the child, once it has
+ * joined (it exits 2 if it cannot); the child's pid in the parent.
+ */
+static inline pid_t ktau_must_fork_member(struct __test_metadata *_metadata, int cfd)
+{
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0 && ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+		_exit(2);
+	return pid;
+}
+
 /* Snapshot the calling thread; its record. */
 static inline const struct ktau_task_rec *
 ktau_must_snap_self(struct __test_metadata *_metadata, int fd, struct ktau_snap *s)

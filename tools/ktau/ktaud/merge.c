@@ -1134,19 +1134,6 @@ static int add_krow(struct merged *m, char *name, char *group, unsigned long lon
 	return 0;
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	return r < 0 ? NULL : s;
-}
-
 /* The kernel rows of task t for file f (time metric). */
 static int build_merge(const struct tfile *f, const struct ktau_task *t,
 		       const struct ktau_registry *reg, const struct merge_opts *o,
@@ -1208,7 +1195,7 @@ static int build_merge(const struct tfile *f, const struct ktau_task *t,
 		m->node = 1;
 		for (i = 0; ; i++) {
 			free(m->node_name);
-			m->node_name = i ? xasprintf("%s [%zu]", KERNEL_NODE, i + 1) : strdup(KERNEL_NODE);
+			m->node_name = i ? ktau__strfmt("%s [%zu]", KERNEL_NODE, i + 1) : strdup(KERNEL_NODE);
 			if (!m->node_name || !has_name(f, m, m->node_name))
 				break;
 		}
@@ -1252,7 +1239,7 @@ static int build_merge(const struct tfile *f, const struct ktau_task *t,
 		if (!e->count)
 			continue;
 		ret = add_krow(m, strdup(names[i]),
-			       xasprintf("TAU_KERNEL_MERGE|KTAU_%s", ktau_group_class(g)),
+			       ktau__strfmt("TAU_KERNEL_MERGE|KTAU_%s", ktau_group_class(g)),
 			       e->count, e->excl_ns / 1000.0, e->incl_ns / 1000.0);
 	}
 	for (g = 0; g <= KTAU_LIB_NR_GROUPS && !ret; g++) {
@@ -1273,8 +1260,8 @@ static int build_merge(const struct tfile *f, const struct ktau_task *t,
 	for (g = 0; g <= KTAU_LIB_NR_GROUPS && !ret; g++) {
 		if (!gcalls[g])
 			continue;
-		ret = add_krow(m, xasprintf("%s => %s", parent,
-					    ktau_group_class(g < KTAU_LIB_NR_GROUPS ? g : -1)),
+		ret = add_krow(m, ktau__strfmt("%s => %s", parent,
+					       ktau_group_class(g < KTAU_LIB_NR_GROUPS ? g : -1)),
 			       strdup("TAU_CALLPATH|KERNEL_GROUPS|TAU_KERNEL_MERGE"), gcalls[g],
 			       gexcl[g], gincl[g]);
 	}
@@ -1284,8 +1271,8 @@ static int build_merge(const struct tfile *f, const struct ktau_task *t,
 		if (!e->count)
 			continue;
 		g = ktau_func_group(reg, e->id);
-		ret = add_krow(m, xasprintf("%s => %s", parent, names[i]),
-			       xasprintf("TAU_CALLPATH|TAU_KERNEL_MERGE|KTAU_%s", ktau_group_class(g)),
+		ret = add_krow(m, ktau__strfmt("%s => %s", parent, names[i]),
+			       ktau__strfmt("TAU_CALLPATH|TAU_KERNEL_MERGE|KTAU_%s", ktau_group_class(g)),
 			       e->count, e->excl_ns / 1000.0, e->incl_ns / 1000.0);
 	}
 out:
@@ -1378,11 +1365,11 @@ static int write_file(const char *path, const struct tfile *f, const char *metri
 				if (!f->f[j].callpath && !strcmp(f->f[j].name, last + 2))
 					break;
 			if (last && j < f->nf) {
-				cpg = xasprintf("TAU_CALLPATH|%s", f->f[j].group);
+				cpg = ktau__strfmt("TAU_CALLPATH|%s", f->f[j].group);
 				if (cpg)
 					group = cpg;
 			} else if (!group_has(group, "TAU_CALLPATH")) {
-				cpg = xasprintf("TAU_CALLPATH|%s", group);
+				cpg = ktau__strfmt("TAU_CALLPATH|%s", group);
 				if (cpg)
 					group = cpg;
 			}
@@ -1408,44 +1395,6 @@ static int write_file(const char *path, const struct tfile *f, const char *metri
 	if (fclose(out) && !ret)
 		ret = -errno;
 	return ret;
-}
-
-static int prepare_dir(const char *dir)
-{
-	char path[PATH_MAX], *p, *d = strdup(dir);
-	struct dirent *de;
-	DIR *dd;
-
-	if (!d)
-		return -ENOMEM;
-	for (p = d + 1; ; p++) {
-		if (*p == '/' || !*p) {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(d, 0755) && errno != EEXIST) {
-				int e = -errno;
-
-				free(d);
-				return e;
-			}
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	free(d);
-	dd = opendir(dir);
-	if (!dd)
-		return -errno;
-	while ((de = readdir(dd))) {
-		if (strncmp(de->d_name, "profile.", 8))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(dd);
-	return 0;
 }
 
 static int parse_map(const char *s, struct mapopt *m)
@@ -1642,7 +1591,7 @@ int cmd_merge(int argc, char **argv)
 	}
 
 	/* Write every metric (the same kernel rows; times only in the time metric). */
-	ret = prepare_dir(outdir);
+	ret = ktau__profile_dir(outdir, 0);
 	if (ret) {
 		err_msg("cannot create %s: %s", outdir, strerror(-ret));
 		rc = EX_KT_FAIL;
@@ -1653,7 +1602,7 @@ int cmd_merge(int argc, char **argv)
 
 		if (m->dir) {
 			snprintf(path, sizeof(path), "%s/%s", outdir, m->dir);
-			ret = prepare_dir(path);
+			ret = ktau__profile_dir(path, 0);
 			if (ret) {
 				err_msg("cannot create %s: %s", path, strerror(-ret));
 				rc = EX_KT_FAIL;

@@ -34,12 +34,12 @@ static inline NOINSTR struct ktau_timer *fn_timer(struct kt_thread *th, void *fn
 	return t;
 }
 
-void __cyg_profile_func_enter(void *fn, void *site)
+/* An entry (stop 0) or exit (stop 1) of the function at fn. */
+static inline NOINSTR void fn_event(void *fn, int stop)
 {
 	struct kt_thread *th = ktau__self();
 	struct ktau_timer *t;
 
-	(void)site;
 	if (th->state != KT_LIVE)
 		return;
 	if (ktau__gen_busy(th)) {
@@ -47,29 +47,18 @@ void __cyg_profile_func_enter(void *fn, void *site)
 		return;
 	}
 	t = fn_timer(th, fn);
-	if (!t)
-		return;
-	ktau__gen_begin(th);
-	ktau__start_in(th, t);
-	ktau__gen_end(th);
+	if (t)
+		ktau__event(th, t, stop);
+}
+
+void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	fn_event(fn, 0);
 }
 
 void __cyg_profile_func_exit(void *fn, void *site)
 {
-	struct kt_thread *th = ktau__self();
-	struct ktau_timer *t;
-
 	(void)site;
-	if (th->state != KT_LIVE)
-		return;
-	if (ktau__gen_busy(th)) {
-		th->d.dropped++;
-		return;
-	}
-	t = fn_timer(th, fn);
-	if (!t)
-		return;
-	ktau__gen_begin(th);
-	ktau__stop_in(th, t);
-	ktau__gen_end(th);
+	fn_event(fn, 1);
 }

@@ -10,6 +10,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -327,6 +329,25 @@ static int remove_stale(const char *dir, int top)
 	return 0;
 }
 
+int ktau__profile_dir(const char *dir, int multi)
+{
+	int ret = mkdir_p(dir);
+
+	return ret ? ret : remove_stale(dir, multi);
+}
+
+char *ktau__strfmt(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? NULL : s;
+}
+
 static int cmp_task_ptr(const void *a, const void *b)
 {
 	const struct ktau_task *x = *(const struct ktau_task * const *)a;
@@ -352,10 +373,7 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 	size_t i;
 	FILE *f;
 
-	ret = mkdir_p(dir);
-	if (ret)
-		return ret;
-	ret = remove_stale(dir, 1);
+	ret = ktau__profile_dir(dir, 1);
 	if (ret)
 		return ret;
 	if (!snap->ntasks)

@@ -182,6 +182,17 @@ struct ktau_timer *ktau__timer_addr(uintptr_t addr);
 /* An event, with gen already odd (ktau__gen_begin). */
 int ktau__start_in(struct kt_thread *th, struct ktau_timer *t);
 int ktau__stop_in(struct kt_thread *th, struct ktau_timer *t);
+
+/* Start or stop t: one event, with gen odd around it. */
+static inline int ktau__event(struct kt_thread *th, struct ktau_timer *t, int stop)
+{
+	int ret;
+
+	ktau__gen_begin(th);
+	ret = stop ? ktau__stop_in(th, t) : ktau__start_in(th, t);
+	ktau__gen_end(th);
+	return ret;
+}
 /* The timer of an id (under the registry lock), NULL if none. */
 struct ktau_timer *ktau__timer_by_id(uint32_t id);
 uint32_t ktau__ntimers(void);

@@ -28,7 +28,6 @@
  * odd interrupted another event of its thread (a signal handler): it is
  * dropped and counted.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -40,7 +39,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "internal.h"
@@ -1055,41 +1053,31 @@ static int kt_busy(struct kt_thread *th)
 	return -EBUSY;
 }
 
-int ktau_timer_start(struct ktau_timer *t)
+static inline int by_handle(struct ktau_timer *t, int stop)
 {
 	struct kt_thread *th = ktau__self();
-	int ret;
 
 	if (unlikely(ktau__gen_busy(th)))
 		return kt_busy(th);
 	if (unlikely(!t))
 		return -EINVAL;
-	gen_begin(th);
-	ret = ktau__start_in(th, t);
-	gen_end(th);
-	return ret;
+	return ktau__event(th, t, stop);
+}
+
+int ktau_timer_start(struct ktau_timer *t)
+{
+	return by_handle(t, 0);
 }
 
 int ktau_timer_stop(struct ktau_timer *t)
 {
-	struct kt_thread *th = ktau__self();
-	int ret;
-
-	if (unlikely(ktau__gen_busy(th)))
-		return kt_busy(th);
-	if (unlikely(!t))
-		return -EINVAL;
-	gen_begin(th);
-	ret = ktau__stop_in(th, t);
-	gen_end(th);
-	return ret;
+	return by_handle(t, 1);
 }
 
 static int by_name(const char *name, int stop)
 {
 	struct kt_thread *th = ktau__self();
 	struct ktau_timer *t;
-	int ret;
 
 	if (!name || !*name)
 		return -EINVAL;
@@ -1098,10 +1086,7 @@ static int by_name(const char *name, int stop)
 	t = ktau_timer_get(name);
 	if (!t)
 		return -ENOMEM;
-	gen_begin(th);
-	ret = stop ? ktau__stop_in(th, t) : ktau__start_in(th, t);
-	gen_end(th);
-	return ret;
+	return ktau__event(th, t, stop);
 }
 
 int ktau_timer_start_name(const char *name)
@@ -1288,31 +1273,6 @@ retry:
 	return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char *p, *d = strdup(dir);
-	int ret = 0;
-
-	if (!d)
-		return -ENOMEM;
-	for (p = d + 1; ; p++) {
-		if (*p == '/' || !*p) {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(d, 0755) && errno != EEXIST) {
-				ret = -errno;
-				break;
-			}
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	free(d);
-	return ret;
-}
-
 /* Write every thread into dir; self is the calling thread (or NULL). */
 static int kt_write_all(const char *dir, struct kt_thread *self)
 {
@@ -1363,24 +1323,7 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 	kt_unlock();
 
 	if (!ret)
-		ret = mkdir_p(dir);
-	if (!ret) {
-		/* Stale profile files of an earlier run. */
-		struct dirent *de;
-		DIR *dd = opendir(dir);
-
-		if (!dd) {
-			ret = -errno;
-		} else {
-			while ((de = readdir(dd))) {
-				if (strncmp(de->d_name, "profile.", 8))
-					continue;
-				snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-				unlink(path);
-			}
-			closedir(dd);
-		}
-	}
+		ret = ktau__profile_dir(dir, 0);
 	for (i = 0; !ret && i < n; i++) {
 		struct ktau__row *rows = NULL;
 		size_t nrows = 0;

@@ -20,7 +20,6 @@
  * so that every callpath is a part of its flat entry.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,19 +206,6 @@ static void row_add(struct rowbuf *rb, char *name, char *group, uint64_t calls, 
 	rb->v[rb->n++] = (struct ktau__row){ name, group, calls, subrs, excl > incl ? incl : excl, incl };
 }
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	return r < 0 ? NULL : s;
-}
-
 void ktau__rows_free(struct ktau__row *rows, size_t n)
 {
 	size_t i;
@@ -335,7 +321,7 @@ int ktau__rows(const struct kt_tsnap *ts, char *const *names, uint32_t nnames,
 			continue;
 		if (n->parent && !path[n->parent])
 			continue;	/* cannot happen: a parent has its child's calls */
-		path[nid] = n->parent ? str_printf("%s => %s", path[n->parent], disp[n->timer])
+		path[nid] = n->parent ? ktau__strfmt("%s => %s", path[n->parent], disp[n->timer])
 				      : strdup(disp[n->timer]);
 		if (!path[nid]) {
 			rb.err = -ENOMEM;
@@ -395,7 +381,7 @@ int ktau__rows(const struct kt_tsnap *ts, char *const *names, uint32_t nnames,
 		if (!kr[i].sum.count)
 			continue;
 		row_add(&rb, strdup(kr[i].name),
-			str_printf("TAU_KERNEL_MERGE|KTAU_%s", class_of(kr[i].group)),
+			ktau__strfmt("TAU_KERNEL_MERGE|KTAU_%s", class_of(kr[i].group)),
 			kr[i].sum.count, 0, ktau__conv(kr[i].sum.excl, d->mult, d->shift),
 			ktau__conv(kr[i].sum.incl, d->mult, d->shift));
 	}
@@ -432,13 +418,13 @@ int ktau__rows(const struct kt_tsnap *ts, char *const *names, uint32_t nnames,
 			}
 			if (!c->count)
 				continue;
-			row_add(&rb, str_printf("%s => %s", path[nid], class_of(g)),
+			row_add(&rb, ktau__strfmt("%s => %s", path[nid], class_of(g)),
 				strdup("TAU_CALLPATH|KERNEL_GROUPS|TAU_KERNEL_MERGE"), c->count, 0,
 				ktau__conv(c->excl, d->mult, d->shift),
 				ktau__conv(c->incl, d->mult, d->shift));
 		}
 		if (o.count)
-			row_add(&rb, str_printf("%s => %s", path[nid], class_of(KTAU_LIB_NR_GROUPS)),
+			row_add(&rb, ktau__strfmt("%s => %s", path[nid], class_of(KTAU_LIB_NR_GROUPS)),
 				strdup("TAU_CALLPATH|KERNEL_GROUPS|TAU_KERNEL_MERGE"), o.count, 0,
 				ktau__conv(o.excl, d->mult, d->shift),
 				ktau__conv(o.incl, d->mult, d->shift));
@@ -448,8 +434,8 @@ int ktau__rows(const struct kt_tsnap *ts, char *const *names, uint32_t nnames,
 
 			if (!k || !c->count)
 				continue;
-			row_add(&rb, str_printf("%s => %s", path[nid], k->name),
-				str_printf("TAU_CALLPATH|TAU_KERNEL_MERGE|KTAU_%s", class_of(k->group)),
+			row_add(&rb, ktau__strfmt("%s => %s", path[nid], k->name),
+				ktau__strfmt("TAU_CALLPATH|TAU_KERNEL_MERGE|KTAU_%s", class_of(k->group)),
 				c->count, 0, ktau__conv(c->excl, d->mult, d->shift),
 				ktau__conv(c->incl, d->mult, d->shift));
 		}

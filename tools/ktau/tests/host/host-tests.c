@@ -20,13 +20,10 @@
 #include <json-c/json.h>
 
 #include "libktau.h"
+#include "host-test.h"
 
 static const char *fx;		/* the fixture directory */
 static char tmpdir[256];
-
-#define FAIL(...) do { printf("# %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); \
-		       printf("\n"); return 1; } while (0)
-#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
 
 static char *slurp(const char *name, size_t *len)
 {
@@ -1099,10 +1096,7 @@ static int t_tau_rows(void)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(void);
-} tests[] = {
+static const struct host_test tests[] = {
 	{ "registry_fixture", t_registry_fixture },
 	{ "registry_rejects_bad", t_registry_rejects_bad },
 	{ "decode_process", t_decode_process },
@@ -1131,18 +1125,13 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	size_t i;
+	const struct host_test *t;
+	char cmd[300];
 	int ret;
 
-	if (argc == 2 && !strcmp(argv[1], "--list")) {
-		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-			puts(tests[i].name);
-		return 0;
-	}
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s --list | %s NAME FIXTURE-DIR\n", argv[0], argv[0]);
-		return 2;
-	}
+	ret = test_args(argc, argv, tests, NTESTS(tests), "FIXTURE-DIR");
+	if (ret >= 0)
+		return ret;
 	fx = argv[2];
 	if (access(fx, R_OK)) {
 		printf("# no fixtures at %s\n", fx);
@@ -1151,19 +1140,12 @@ int main(int argc, char **argv)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ktau-host-tests.XXXXXX");
 	if (!mkdtemp(tmpdir))
 		return 1;
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (strcmp(argv[1], tests[i].name))
-			continue;
-		ret = tests[i].fn();
-		{
-			char cmd[300];
-
-			snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-			if (system(cmd))
-				ret = ret ? ret : 1;
-		}
-		return ret;
-	}
-	printf("# no test '%s'\n", argv[1]);
-	return 2;
+	t = test_find(tests, NTESTS(tests), argv[1]);
+	if (!t)
+		return 2;
+	ret = t->fn();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd))
+		ret = ret ? ret : 1;
+	return ret;
 }

@@ -25,13 +25,10 @@
 #include <linux/ktau.h>
 
 #include "libktau.h"
+#include "host-test.h"
 #include "user-internal.h"
 
 static char outdir[512];
-
-#define FAIL(...) do { printf("# %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); \
-		       printf("\n"); return 1; } while (0)
-#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
 
 /* ---- A simulated clock and page ---------------------------------- */
 
@@ -855,10 +852,7 @@ static int t_write_merged(void)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(void);
-} tests[] = {
+static const struct host_test tests[] = {
 	{ "user_timers_basic", t_timers_basic },
 	{ "user_exclusive_recursion", t_exclusive_recursion },
 	{ "user_kernel_charging", t_kernel_charging },
@@ -879,18 +873,12 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	size_t i;
+	const struct host_test *t;
 	int ret;
 
-	if (argc == 2 && !strcmp(argv[1], "--list")) {
-		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-			puts(tests[i].name);
-		return 0;
-	}
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s --list | %s NAME OUTDIR\n", argv[0], argv[0]);
-		return 2;
-	}
+	ret = test_args(argc, argv, tests, NTESTS(tests), "OUTDIR");
+	if (ret >= 0)
+		return ret;
 	snprintf(outdir, sizeof(outdir), "%s", argv[2]);
 	mkdir(outdir, 0755);
 	/* Nothing at exit unless a test asks for it (ktau_user_output). */
@@ -898,13 +886,10 @@ int main(int argc, char **argv)
 	unsetenv("KTAU_VERBOSE");
 	unsetenv("KTAU_CALLPATH_DEPTH");
 	unsetenv("KTAU_SHARED");
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (strcmp(argv[1], tests[i].name))
-			continue;
-		ret = tests[i].fn();
-		ktau__rows_free(rows, nrows);
-		return ret;
-	}
-	printf("# no test '%s'\n", argv[1]);
-	return 2;
+	t = test_find(tests, NTESTS(tests), argv[1]);
+	if (!t)
+		return 2;
+	ret = t->fn();
+	ktau__rows_free(rows, nrows);
+	return ret;
 }
