@@ -498,14 +498,18 @@ static void kt_page_reset_copy(struct kt_thread *th)
 	th->seq = KT_SEQ_UNKNOWN;
 }
 
-/* Register a page of our own for the calling thread. */
-static int kt_register(struct kt_thread *th)
+/*
+ * Map and register a page of our own for the calling thread; *pp is the
+ * page, not yet attached to a thread (kt_page_attach()).
+ */
+static int kt_page_open(struct ktau_shared **pp)
 {
 	struct ktau_shared_reg reg;
 	struct ktau_shared *p;
 	void *m;
 	int err;
 
+	*pp = NULL;
 	if (g.fd < 0)
 		return g.fd_err ? g.fd_err : -ENOENT;
 	m = mmap(NULL, KT_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -526,6 +530,23 @@ static int kt_register(struct kt_thread *th)
 		munmap(m, KT_PAGE);
 		return -EPROTO;
 	}
+	*pp = p;
+	return 0;
+}
+
+/* A page from kt_page_open() that no thread took. */
+static void kt_page_close(struct ktau_shared *p)
+{
+	ioctl(g.fd, KTAU_IOC_SHARED_UNREGISTER);
+	munmap(p, KT_PAGE);
+}
+
+/*
+ * The thread's page from now on: the first read charges everything the
+ * page holds (since its registration) to the interval without timers.
+ */
+static void kt_page_attach(struct kt_thread *th, struct ktau_shared *p)
+{
 	th->page = p;
 	th->page_mapped = 1;
 	th->registered = 1;
@@ -533,7 +554,17 @@ static int kt_register(struct kt_thread *th)
 	th->d.had_page = 1;
 	kt_page_reset_copy(th);
 	th->seqp = &p->seq;
-	return 0;
+}
+
+/* Register a page of our own for the calling thread. */
+static int kt_register(struct kt_thread *th)
+{
+	struct ktau_shared *p;
+	int err = kt_page_open(&p);
+
+	if (!err)
+		kt_page_attach(th, p);
+	return err;
 }
 
 static void kt_unregister(struct kt_thread *th)
@@ -595,16 +626,29 @@ static void kt_thread_free(struct kt_thread *th)
 
 static struct kt_thread *kt_thread_init(void)
 {
+	struct ktau_shared *page = NULL;
 	struct kt_thread *th;
+	uint64_t t_reg;
 	uint32_t i;
+	int reg_err;
 
 	pthread_once(&g.once, kt_process_init);
 	if (atomic_load(&g.exiting)) {
 		kt_cur = &kt_dead;
 		return &kt_dead;
 	}
+	/*
+	 * The page first: what the set-up below costs in the kernel (a new
+	 * thread's first allocation creates its malloc arena: mmap, munmap,
+	 * mprotect, page faults) is then in the page, and charged to the
+	 * interval without timers, which starts here.
+	 */
+	reg_err = g.shared_off ? -ECANCELED : kt_page_open(&page);
+	t_reg = kt_clock();
 	th = calloc(1, sizeof(*th));
 	if (!th) {
+		if (page)
+			kt_page_close(page);
 		kt_cur = &kt_dead;
 		return &kt_dead;
 	}
@@ -614,6 +658,8 @@ static struct kt_thread *kt_thread_init(void)
 	th->hash = malloc(th->hash_cap * sizeof(*th->hash));
 	if (!th->last || !th->cur || !th->hash || kt_data_init(&th->d)) {
 		kt_thread_free(th);
+		if (page)
+			kt_page_close(page);
 		kt_cur = &kt_dead;
 		return &kt_dead;
 	}
@@ -634,11 +680,13 @@ static struct kt_thread *kt_thread_init(void)
 	g.last_thread = th;
 	kt_unlock();
 
-	th->reg_err = g.shared_off ? -ECANCELED : kt_register(th);
+	th->reg_err = reg_err;
+	if (page)
+		kt_page_attach(th, page);
 	if (th->reg_err)
 		report_unregistered(th->reg_err);
 	th->d.idle_open = 1;
-	th->d.idle_t0 = kt_clock();
+	th->d.idle_t0 = page ? t_reg : kt_clock();
 	return th;
 }
 
@@ -1409,9 +1457,10 @@ static void kt_atexit(void)
 
 	if (th && th != &kt_dead && th->state == KT_LIVE) {
 		gen_begin(th);
+		/* The name first: its system call is then in the last read. */
+		kt_comm(th);
 		ktau__close_all(&th->d, kt_event_time(th));
 		th->closed = 1;
-		kt_comm(th);
 		gen_end(th);
 	}
 	/* From here on, events of every thread are dropped. */
@@ -1435,9 +1484,10 @@ static void kt_thread_exit(void *arg)
 	if (!th || th == &kt_dead || th->state != KT_LIVE)
 		return;
 	gen_begin(th);
+	/* The name first: its system call is then in the last read. */
+	kt_comm(th);
 	ktau__close_all(&th->d, atomic_load(&g.exiting) ? kt_clock() : kt_event_time(th));
 	th->closed = 1;
-	kt_comm(th);
 	kt_unregister(th);
 	gen_end(th);
 	kt_lock();
