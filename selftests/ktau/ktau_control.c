@@ -150,8 +150,13 @@ static void mixed_load(struct __test_metadata *_metadata, char *pages, long page
 		__atomic_store_n(&pages[i * page], 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 10; i++)
 		ASSERT_EQ(0, raise(SIGUSR1));
+	/*
+	 * Long enough to block: a nanosleep whose timer expires before the
+	 * task gets to schedule() (debug kernels under TCG are that slow)
+	 * returns without blocking.
+	 */
 	for (i = 0; i < 5; i++)
-		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+		ktau_sleep_ns(10 * KTAU_NSEC_PER_MSEC);
 }
 
 /*
