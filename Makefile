@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb shell bench-syscall clean distclean help
+	kernel-deb shell bench-syscall fuzz clean distclean help
 
 all: kernel tools
 
@@ -20,6 +20,8 @@ help:
 	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
 	@echo "make shell        boot the guest with a shell on this terminal"
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
+	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
+	@echo "                  libktau's libFuzzer target (FUZZ_SECONDS=300 each)"
 
 prepare:
 	$(S)/prepare-tree.sh
@@ -53,6 +55,9 @@ shell: image
 
 bench-syscall:
 	$(S)/bench-syscall.sh
+
+fuzz:
+	$(S)/fuzz.sh
 
 clean:
 	rm -rf out
