@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb shell bench-syscall fuzz clean distclean help
+	kernel-deb shell bench-syscall bench fuzz clean distclean help
 
 all: kernel tools
 
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
 	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
 	@echo "                  libktau's libFuzzer target (FUZZ_SECONDS=300 each)"
+	@echo "make bench         overhead vs CONFIG_KTAU=n, ftrace and eBPF (-icount): out/bench/"
 
 prepare:
 	$(S)/prepare-tree.sh
@@ -55,6 +56,9 @@ shell: image
 
 bench-syscall:
 	$(S)/bench-syscall.sh
+
+bench:
+	$(S)/bench.sh
 
 fuzz:
 	$(S)/fuzz.sh

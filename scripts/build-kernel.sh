@@ -6,6 +6,8 @@
 #          noktau   guest base, CONFIG_KTAU=n
 #          static   like ktau, used only for W=1/sparse runs over kernel/ktau
 #          debug    like ktau, plus KASAN, lockdep, UBSAN, kmemleak, ...
+#          peer     guest base, CONFIG_KTAU=n, plus ftrace and BPF
+#                   (ktau-peer.config: the peers of scripts/bench.sh)
 # The build directory is $KTAU_BUILD/NAME; bzImage is in arch/x86/boot/.
 . "$(dirname "$0")/lib.sh"
 
@@ -15,7 +17,8 @@ case $name in
 ktau|static) frags="ktau-guest.config ktau.config" ;;
 noktau) frags="ktau-guest.config" ;;
 debug) frags="ktau-guest.config ktau.config ktau-debug.config" ;;
-*) die "unknown kernel '$name' (ktau noktau static debug)" ;;
+peer) frags="ktau-guest.config ktau-peer.config" ;;
+*) die "unknown kernel '$name' (ktau noktau static debug peer)" ;;
 esac
 [ $# -gt 0 ] || set -- bzImage modules
 
@@ -30,7 +33,7 @@ log=$KTAU_OUT/logs/kernel-$name.log
 # that is an error here, so the config is exactly what the fragments say.
 cfgs=()
 for f in $frags; do cfgs+=("$KTAU_SRC/kernel/configs/$f"); done
-[ "$name" = noktau ] && { printf "# CONFIG_KTAU is not set\n" >"$B/noktau.config"; cfgs+=("$B/noktau.config"); }
+case $name in noktau|peer) printf "# CONFIG_KTAU is not set\n" >"$B/noktau.config"; cfgs+=("$B/noktau.config") ;; esac
 cfgid=$(cat "${cfgs[@]}" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$B/.ktau-config" 2>/dev/null)" != "$cfgid" ] || [ ! -f "$B/.config" ]; then
 	msg "configuring $name kernel ($frags)"

@@ -299,4 +299,19 @@ if [ -f "$KTAU_BUILD/noktau/arch/x86/boot/bzImage" ] && [ -f "$KTAU_OUT/guest/in
 	fi
 fi
 
+# --- bench smoke (scripts/bench.sh --smoke): builds the peer kernel
+# (ftrace, BPF), boots the baseline, KTAU and peer kernels once each and
+# runs every benchmark under every configuration with tiny counts.
+step "bench smoke"
+"$KTAU_TOP/scripts/bench.sh" --smoke >"$R/bench-smoke.log" 2>&1
+if [ -s "$KTAU_OUT/bench-smoke/results.tsv" ]; then
+	while IFS=$'\t' read -r st name detail; do
+		result "$st" "$name" "$detail"
+	done <"$KTAU_OUT/bench-smoke/results.tsv"
+else
+	tail -n 20 "$R/bench-smoke.log"
+	result FAIL "bench smoke: kernels, programs and image build" "see $R/bench-smoke.log"
+fi
+# --- end bench smoke
+
 finish

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian packages the project uses, if any is missing.
-# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools all)
+# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools bench all)
 . "$(dirname "$0")/lib.sh"
 
 declare -A GROUP=(
 	[kernel]="linux-source-6.12 build-essential gcc make flex bison bc libelf-dev libssl-dev cpio kmod xz-utils rsync ccache sparse perl python3 git"
 	[guest]="qemu-system-x86 busybox-static cpio gzip"
 	[tools]="gcc make pkg-config libjson-c-dev libxml2-dev gnuplot-nox clang libclang-rt-14-dev"
+	[bench]="gcc make clang libbpf-dev libelf-dev zlib1g-dev gnuplot-nox busybox-static qemu-system-x86 cpio gzip"
 )
 
 want=()
@@ -16,7 +17,7 @@ for g in "$@"; do
 	if [ "$g" = all ]; then
 		for k in "${!GROUP[@]}"; do want+=(${GROUP[$k]}); done
 	else
-		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools all)"
+		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools bench all)"
 		want+=(${GROUP[$g]})
 	fi
 done

@@ -1,0 +1,372 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench: KTAU's overhead against the unpatched kernel, ftrace and eBPF,
+# in guest instructions.
+#
+# Builds three kernels from the same base (kernel/configs/ktau-guest.config):
+# baseline (CONFIG_KTAU=n), KTAU, and the peer kernel (CONFIG_KTAU=n plus
+# ftrace and BPF, kernel/configs/ktau-peer.config); boots each in QEMU (TCG)
+# with -icount shift=0,sleep=off, one CPU, so that one guest instruction is
+# one virtual nanosecond; and runs the same benchmarks (ktau-micro, see
+# tools/ktau/bench/micro.c, driven by scripts/guest/bench-suite.sh) under
+# every configuration: baseline; KTAU with every group off, each group
+# alone, every group on, every group on with a shared page registered; the
+# peer kernel idle, with ftrace's raw_syscalls events, with ftrace's function
+# profiler, and with an eBPF program doing per-task, per-syscall count and
+# latency accounting (tools/ktau/bench/syscount.bpf.c).
+#
+# Usage: scripts/bench.sh [--smoke] [--jobs N]
+#   --smoke   tiny iteration counts, one boot per kernel: proves that every
+#             configuration boots and every benchmark runs (make check);
+#             writes $KTAU_OUT/bench-smoke/results.tsv (PASS/FAIL lines)
+#   --jobs N  guests booted at once (default 2; the figures do not depend
+#             on it: guest time counts guest instructions)
+#   --report  only make the tables and the chart again from the guest logs
+#             of the last run
+# Environment: KTAU_BENCH_CONFIGS="cfg ..." only these configurations,
+# KTAU_BENCH_ONLY=bench,... only these benchmarks (both for trying out).
+# Output in $KTAU_OUT/bench/: bench.csv, bench.md (tables of instructions
+# per operation and ratios to the baseline), bench.rst (the same for
+# Documentation/trace/ktau.rst), bench.png (gnuplot), and the
+# guest logs in guest-*/.
+. "$(dirname "$0")/lib.sh"
+
+smoke=0 jobs=2 append="" report=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) smoke=1; shift ;;
+	--report) report=1; shift ;;
+	--jobs) jobs=$2; shift 2 ;;
+	*) die "bench.sh: unknown argument '$1' (see the header of scripts/bench.sh)" ;;
+	esac
+done
+t0=$(date +%s)
+
+if [ $smoke = 1 ]; then
+	# Without -icount: much faster to boot (the kernel's busy-wait
+	# calibration of the local APIC timer runs slowly under -icount).
+	B=$KTAU_OUT/bench-smoke scale=smoke timeout=600 icount=""
+	# One boot per kernel, every configuration of it.
+	runs="baseline:noktau: ktau:ktau: peer:peer:"
+else
+	# tsc=reliable: the TSC is a valid clocksource for high-resolution
+	# timers at once (there is no HPET or ACPI PM timer to check it
+	# against); under -icount shift=0 it runs at exactly 1 GHz.
+	# norandmaps: no address-space randomization of user processes (it
+	# changes how many page tables a fork copies), so that a run repeats
+	# to the instruction.
+	B=$KTAU_OUT/bench scale=full timeout=3600
+	icount="--icount" append="tsc=reliable tsc_early_khz=1000000 norandmaps"
+	# One boot per configuration: each starts from the same state, and
+	# runs the benchmarks in the same order. The longest first.
+	runs=""
+	for c in ${KTAU_BENCH_CONFIGS:-peer-ftrace-profiler peer-ftrace-syscalls peer-bpf-syscount peer-idle
+		 baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal
+		 ktau-all ktau-all-shared}; do
+		case $c in
+		baseline) k=noktau ;;
+		ktau-*) k=ktau ;;
+		peer-*) k=peer ;;
+		*) die "unknown configuration '$c'" ;;
+		esac
+		runs="$runs $c:$k:$c"
+	done
+fi
+[ -z "${KTAU_BENCH_ONLY:-}" ] || append="$append ktauonly=$KTAU_BENCH_ONLY"
+W=$B/work
+boot_s=0
+if [ $report = 0 ]; then
+# Only this script's files: out/bench also has scripts/bench-syscall.sh's.
+rm -rf "$B"/guest-* "$B"/work "$B"/bench.* "$B"/chart.dat "$B"/gnuplot.log "$B"/results.tsv
+mkdir -p "$B"
+"$KTAU_TOP/scripts/deps.sh" bench guest kernel
+
+for k in noktau ktau peer; do
+	"$KTAU_TOP/scripts/build-kernel.sh" "$k"
+done
+
+# The guest programs and a small image of their own: busybox, /init, the
+# suite as /ktau/bench.sh, ktau-micro, the eBPF peer and its loader.
+logged "$W/programs.log" make -C "$KTAU_TOP/tools/ktau/bench" O="$W/bin"
+root=$W/root
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,ktau/bench}
+cp /bin/busybox "$root/bin/busybox"
+install -m 0755 "$KTAU_TOP/scripts/guest/init" "$root/init"
+install -m 0644 "$KTAU_TOP/scripts/guest/bench-suite.sh" "$root/ktau/bench.sh"
+cp "$W"/bin/ktau-micro "$W"/bin/ktau-syscount "$W"/bin/syscount.bpf.o "$root/ktau/bench/"
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
+printf 'root:x:0:\n' >"$root/etc/group"
+# The same bytes every time (file times fixed): a different image changes
+# the instructions of the boot, which moves the timer interrupts against
+# the benchmarks and their figures by a little.
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . -print0 | sort -z | cpio --null -o -H newc --quiet -R 0:0 --reproducible) |
+	gzip -1 -n >"$W/initramfs.cpio.gz"
+
+# Boot the guests, $jobs at a time.
+boot() {	# name kernel configs
+	local cfg=""
+	[ -n "$3" ] && cfg="ktaucfg=$3"
+	KTAU_IMAGE=$W/initramfs.cpio.gz "$KTAU_TOP/scripts/boot.sh" --kernel "$2" \
+		--mode bench $icount --smp 1 --timeout $timeout \
+		--append "ktaubench=$scale $cfg ${append:-}" --out "$B/guest-$1" 2>"$B/guest-$1.err"
+	echo $? >"$B/guest-$1.rc"
+}
+msg "booting the guests ($scale), $jobs at a time; logs in $B/guest-*/"
+tb=$(date +%s)
+for r in $runs; do
+	IFS=: read -r name kernel cfgs <<<"$r"
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+	boot "$name" "$kernel" "$cfgs" &
+done
+wait
+boot_s=$(( $(date +%s) - tb ))
+fi
+
+# Collect: "kernel,config,benchmark,insns_per_op".
+csv=$B/bench.csv
+echo "kernel,config,benchmark,insns_per_op,ratio_to_baseline" >"$csv"
+: >"$B/bench.raw"
+failed=0
+for r in $runs; do
+	IFS=: read -r name kernel cfgs <<<"$r"
+	rc=$(cat "$B/guest-$name.rc" 2>/dev/null || echo 2)
+	if [ "$rc" != 0 ]; then
+		failed=1
+		msg "guest run $name ($kernel) failed (exit $rc): $(head -c 300 "$B/guest-$name.err"); console: $B/guest-$name/console.log"
+	fi
+	tr -d '\r' <"$B/guest-$name/results.log" 2>/dev/null |
+		awk -v k="$kernel" '$1 == "BENCH" {print k, $2, $3, $4}' >>"$B/bench.raw"
+done
+awk '$2 == "baseline" {base[$3] = $4} {row[NR] = $0}
+     END {
+	for (i = 1; i <= NR; i++) {
+		split(row[i], f, " ")
+		ratio = (f[3] in base && base[f[3]] > 0) ? sprintf("%.4f", f[4] / base[f[3]]) : ""
+		printf "%s,%s,%s,%s,%s\n", f[1], f[2], f[3], f[4], ratio
+	}
+     }' "$B/bench.raw" >>"$csv"
+
+if [ $smoke = 1 ]; then
+	# One PASS/FAIL line per configuration: it ran, every benchmark gave a
+	# figure. For scripts/check.sh.
+	res=$B/results.tsv
+	: >"$res"
+	for r in $runs; do
+		IFS=: read -r name kernel cfgs <<<"$r"
+		log=$B/guest-$name/results.log
+		rc=$(cat "$B/guest-$name.rc" 2>/dev/null || echo 2)
+		if [ "$rc" = 2 ] || ! grep -q '^# kernel:' "$log" 2>/dev/null; then
+			printf 'FAIL\tbench smoke: %s kernel boots and runs the suite\t%s\n' "$kernel" \
+				"see $B/guest-$name/console.log" >>"$res"
+			continue
+		fi
+		printf '%s\tbench smoke: %s kernel boots and runs the suite\t%s\n' \
+			"$([ "$rc" = 0 ] && echo PASS || echo FAIL)" "$kernel" \
+			"$([ "$rc" = 0 ] || echo "exit $rc; see $B/guest-$name/")" >>"$res"
+		for c in $(sed -n 's/^# kernel: .*configurations: \(.*\), scale:.*/\1/p' "$log" | tr -d '\r'); do
+			n=$(grep -c "^BENCH $c " "$log" || true)
+			bad=$(grep "^BENCHFAIL $c " "$log" | cut -d' ' -f3 | tr -d '\r' | tr '\n' ' ' || true)
+			if [ "$n" -ge 11 ] && [ -z "$bad" ]; then
+				printf 'PASS\tbench smoke: %s: every benchmark runs\t\n' "$c" >>"$res"
+			else
+				printf 'FAIL\tbench smoke: %s: every benchmark runs\t%s\n' "$c" \
+					"$n figures; failed: ${bad:-none}; see $log" >>"$res"
+			fi
+		done
+	done
+	msg "bench smoke took $(( $(date +%s) - t0 ))s (guests ${boot_s}s); results in $res"
+	! grep -q '^FAIL' "$res"
+	exit
+fi
+
+# Tables: instructions per operation, and ratio to the baseline.
+order="baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-all ktau-all-shared peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount"
+micro="getppid pipe fork fault nanosleep udp work"
+scal="getppid tasks1 tasks16 tasks256 fulltable"
+table() {	# kind(value|ratio) benchmarks...
+	local kind=$1
+	shift
+	awk -v kind="$kind" -v order="$order" -v benches="$*" '
+	function fmt(v) {
+		if (kind == "ratio") return sprintf("%.3f", v)
+		return v >= 100000 ? sprintf("%.0f", v) : sprintf("%.1f", v)
+	}
+	$2 == "baseline" {base[$3] = $4}
+	{v[$2, $3] = $4; have[$2] = 1}
+	END {
+		nb = split(benches, b, " ")
+		nc = split(order, c, " ")
+		printf "| configuration |"
+		for (j = 1; j <= nb; j++) printf " %s |", b[j]
+		printf "\n|---|"
+		for (j = 1; j <= nb; j++) printf "---:|"
+		printf "\n"
+		for (i = 1; i <= nc; i++) {
+			if (!(c[i] in have)) continue
+			printf "| %s |", c[i]
+			for (j = 1; j <= nb; j++) {
+				if (!((c[i], b[j]) in v)) { printf " - |"; continue }
+				x = v[c[i], b[j]]
+				if (kind == "ratio")
+					printf " %s |", (base[b[j]] > 0 ? fmt(x / base[b[j]]) : "-")
+				else
+					printf " %s |", fmt(x)
+			}
+			printf "\n"
+		}
+	}' "$B/bench.raw"
+}
+delta() {	# benchmark: instructions over the baseline per configuration
+	awk -v bench="$1" -v order="$order" '
+	$2 == "baseline" && $3 == bench {base = $4}
+	$3 == bench {v[$2] = $4}
+	END {
+		n = split(order, c, " ")
+		for (i = 1; i <= n; i++)
+			if (c[i] in v)
+				printf "| %s | %.1f | %+.1f | %+.2f%% |\n", c[i], v[c[i]], v[c[i]] - base, 100 * (v[c[i]] - base) / base
+	}' "$B/bench.raw"
+}
+{
+	echo "# KTAU overhead benchmarks"
+	echo
+	echo "Guest instructions per operation (QEMU TCG, -icount shift=0,sleep=off, one CPU: one"
+	echo "instruction is one virtual ns), best of the runs; made by \`make bench\`"
+	echo "($(date -u +%Y-%m-%d), $(git -C "$KTAU_TOP" describe --always --dirty 2>/dev/null))."
+	echo
+	echo "Benchmarks: getppid = null system call; pipe = one round trip of a byte between two"
+	echo "processes; fork = fork+exit+wait; fault = one page fault (mmap 64 pages, write each,"
+	echo "munmap); nanosleep = nanosleep(100 us) less the 100 us (timer slack 1 ns: the"
+	echo "system call, the timer interrupt and the wake-up; the idle time is skipped by"
+	echo "-icount sleep=off); udp = a 64-byte datagram to itself over loopback and back"
+	echo "(NET_RX softirq); work = busybox tar | gzip -6 of a 512 KiB tree of 64 text files,"
+	echo "then gzip -d | tar -x (per run); tasksN = getppid with N processes running at once;"
+	echo "fulltable = getppid in a task whose KTAU table is nearly full (60 of 64 slots)."
+	echo "One boot per configuration; baseline = CONFIG_KTAU=n; peer-* = the peer kernel"
+	echo "(CONFIG_KTAU=n, ftrace and BPF built in): idle, ftrace raw_syscalls events to the"
+	echo "ring buffer, ftrace function profiler, eBPF per-task per-syscall count+latency."
+	echo
+	echo "## Instructions per operation"
+	echo
+	table value $micro
+	echo
+	echo "## Ratio to the baseline (CONFIG_KTAU=n)"
+	echo
+	table ratio $micro
+	echo
+	echo "## Null system call: instructions over the baseline"
+	echo
+	echo "| configuration | insns per getppid | over baseline | overhead |"
+	echo "|---|---:|---:|---:|"
+	delta getppid
+	echo
+	echo "## Scaling: getppid with 1, 16 and 256 tasks, and with a nearly full table"
+	echo
+	table value $scal
+	echo
+	table ratio $scal
+	echo
+	echo "## Repeatability"
+	echo
+	echo "Largest spread between the runs of one benchmark in one boot, (max - min) / min,"
+	echo "over every configuration; the tables show the best run. Two runs of make bench"
+	echo "agree to within about 0.05% (-icount, norandmaps, the same image)."
+	echo
+	cat "$B"/guest-*/results.log | tr -d '\r' | awk -v benches="$micro $scal" '$1 == "#" && $2 == "runs" {
+		min = max = $5
+		for (i = 6; i <= NF; i++) { if ($i < min) min = $i; if ($i > max) max = $i }
+		if (min > 0 && (max - min) / min > worst[$4]) { worst[$4] = (max - min) / min; where[$4] = $3 }
+		seen[$4] = 1
+	} END {
+		printf "| benchmark | largest spread | in |\n|---|---:|---|\n"
+		n = split(benches, o, " ")
+		for (i = 1; i <= n; i++)
+			if (o[i] in seen && !(o[i] in done)) {
+				printf "| %s | %.2f%% | %s |\n", o[i], 100 * worst[o[i]], where[o[i]]
+				done[o[i]] = 1
+			}
+	}'
+	echo
+	echo "## Notes from the guests"
+	echo
+	grep -h '^# ' "$B"/guest-*/results.log | tr -d '\r' | grep -v '^# runs ' |
+		grep -E 'distinct calls|peer-|syscount:|kernel:' | sed 's/^# /    /'
+} >"$B/bench.md"
+
+# The same figures as reST tables, for Documentation/trace/ktau.rst.
+rst() {	# benchmarks...
+	awk -v order="$order" -v benches="$*" '
+	function fmt(x) { return x >= 100000 ? sprintf("%.0f", x) : sprintf("%.1f", x) }
+	function pct(p) {
+		return (p < 10 && p > -10) ? sprintf("%+.2f%%", p) : (p < 100 ? sprintf("%+.1f%%", p) : sprintf("%+.0f%%", p))
+	}
+	function line(  j) {
+		printf "%s", "===================="
+		for (j = 1; j <= nb; j++) printf "  %s", "========="
+		printf "\n"
+	}
+	$2 == "baseline" {base[$3] = $4}
+	{v[$2, $3] = $4; have[$2] = 1}
+	END {
+		nb = split(benches, b, " "); nc = split(order, c, " ")
+		line()
+		printf "%-20s", "configuration"
+		for (j = 1; j <= nb; j++) printf "  %9s", b[j]
+		printf "\n"
+		line()
+		for (i = 1; i <= nc; i++) {
+			if (!(c[i] in have)) continue
+			printf "%-20s", c[i]
+			for (j = 1; j <= nb; j++) {
+				x = v[c[i], b[j]]
+				if (c[i] == "baseline" || !(b[j] in base)) cell = fmt(x)
+				else cell = pct(100 * (x - base[b[j]]) / base[b[j]])
+				printf "  %9s", cell
+			}
+			printf "\n"
+		}
+		line()
+	}' "$B/bench.raw" | sed 's/[[:space:]]*$//'
+}
+{ rst $micro; echo; rst $scal; } >"$B/bench.rst"
+
+# Chart: ratio to the baseline per benchmark, for the main configurations.
+chart_cfgs="ktau-off ktau-all ktau-all-shared peer-idle peer-bpf-syscount peer-ftrace-syscalls peer-ftrace-profiler"
+awk -v cfgs="$chart_cfgs" -v benches="$micro" '
+	$2 == "baseline" {base[$3] = $4}
+	{v[$2, $3] = $4}
+	END {
+		nc = split(cfgs, c, " "); nb = split(benches, b, " ")
+		printf "bench"
+		for (i = 1; i <= nc; i++) printf " %s", c[i]
+		printf "\n"
+		for (j = 1; j <= nb; j++) {
+			printf "%s", b[j]
+			for (i = 1; i <= nc; i++)
+				printf " %s", ((c[i], b[j]) in v && base[b[j]] > 0) ? v[c[i], b[j]] / base[b[j]] : "NaN"
+			printf "\n"
+		}
+	}' "$B/bench.raw" >"$B/chart.dat"
+ncols=$(echo $chart_cfgs | wc -w)
+gnuplot <<EOF >"$B/gnuplot.log" 2>&1 || msg "gnuplot failed; see $B/gnuplot.log"
+set terminal pngcairo size 1200,600 noenhanced font ",10"
+set output "$B/bench.png"
+set title "Cost per operation relative to CONFIG_KTAU=n (guest instructions, QEMU -icount)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set logscale y 2
+set yrange [0.8:*]
+set ytics (1, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16)
+set grid ytics
+set ylabel "ratio to baseline (log scale)"
+set key outside right top vertical
+plot for [i=2:$((ncols + 1))] "$B/chart.dat" using i:xtic(1) title columnheader(i)
+EOF
+
+cat "$B/bench.md"
+elapsed=$(( $(date +%s) - t0 ))
+msg "bench took ${elapsed}s (guests ${boot_s}s); results in $B/: bench.csv bench.md bench.rst bench.png"
+[ $failed = 0 ] || die "some guest runs failed; see above"

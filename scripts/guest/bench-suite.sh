@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: GPL-2.0
+# The overhead suite of scripts/bench.sh, in the guest (it is /ktau/bench.sh
+# of the bench image, run by ktaurun=bench, normally under -icount).
+# Kernel command line:
+#   ktaubench=full|smoke    iteration counts (smoke: tiny, proves each runs)
+#   ktaucfg=a,b,...         configurations to run on this kernel (default:
+#                           every one the kernel has)
+#   ktauonly=a,b,...        only these benchmarks (default: all)
+#   ktauruns=N              runs per benchmark (default: 3, smoke 1)
+# Prints "BENCH <config> <benchmark> <ns-per-op>" lines (ns are guest
+# instructions under -icount shift=0; the best of the runs), "# runs
+# <config> <benchmark> <every run>", other "# ..." notes, and one
+# "BENCHFAIL <config> <benchmark>" line for every benchmark that failed.
+B=/ktau/bench
+M=$B/ktau-micro
+T=/sys/kernel/tracing
+param() { sed -n "s/.*$1=\([a-z0-9,-]*\).*/\1/p" /proc/cmdline; }
+scale=$(param ktaubench)
+cfgs=$(param ktaucfg | tr , ' ')
+only=$(param ktauonly)
+rc=0
+
+if [ "$scale" = smoke ]; then
+	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50
+	NTASKS=2560 FILES=8 KIB=4 WRUNS=1
+else
+	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000
+	NTASKS=256000 FILES=64 KIB=8 WRUNS=3
+fi
+[ -n "$(param ktauruns)" ] && R=$(param ktauruns) WRUNS=$(param ktauruns)
+
+# Which kernel: KTAU, the peer (ftrace and BPF) or the baseline.
+if [ -e /proc/ktau/control ]; then
+	all="ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-all ktau-all-shared"
+elif mount -t tracefs nodev $T 2>/dev/null && [ -e $T/function_profile_enabled ]; then
+	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount"
+else
+	all="baseline"
+fi
+if [ -n "$cfgs" ]; then	# only those of this kernel
+	c=$cfgs cfgs=""
+	for x in $c; do
+		case " $all " in
+		*" $x "*) cfgs="$cfgs $x" ;;
+		*) echo "BENCHFAIL $x kernel (not a configuration of this kernel)"; rc=1 ;;
+		esac
+	done
+else
+	cfgs=$all
+fi
+echo "# kernel: $(uname -r), configurations: $cfgs, scale: ${scale:-full}"
+
+# The real workload: a file tree made once, archived and compressed, then
+# decompressed and unpacked, by busybox tar and gzip. A fixed wall clock
+# (the guest's comes from the host's RTC), so that the file times in the
+# archive, and the work of compressing it, are the same at every run.
+date -s '2024-11-17 00:00:00' >/dev/null
+$M mktree /tmp/tree $FILES $KIB || rc=1
+work='tar -cf - -C /tmp tree | gzip -6 >/tmp/t.tgz && mkdir -p /tmp/x && gzip -dc /tmp/t.tgz | tar -xf - -C /tmp/x && rm -rf /tmp/x /tmp/t.tgz'
+
+b() {	# name micro-args...
+	local name=$1 out
+	shift
+	case ",${only:-$name}," in *",$name,"*) ;; *) return 0 ;; esac
+	if out=$($M -v $flags "$@" 2>/tmp/bench.err); then
+		set -- $out
+		echo "BENCH $cfg $name $2"
+		echo "# runs $cfg $name $(sed -n 's/.*: run [0-9]*: //p' /tmp/bench.err | tr '\n' ' ')"
+	else
+		echo "BENCHFAIL $cfg $name"
+		sed 's/^/# /' /tmp/bench.err
+		rc=1
+	fi
+	grep -h 'distinct calls' /tmp/bench.err 2>/dev/null | sed "s/^/# $cfg: /"
+}
+
+suite() {
+	b getppid -r $R -n $NSYS getppid
+	b pipe -r $R -n $NPIPE pipe
+	b fork -r $R -n $NFORK fork
+	b fault -r $R -n $NFAULT fault
+	b nanosleep -r $R -n $NSLEEP nanosleep
+	b udp -r $R -n $NUDP udp
+	b work -r $WRUNS exec sh -c "$work"
+	b tasks1 -r $R -n $NTASKS tasks 1
+	b tasks16 -r $R -n $NTASKS tasks 16
+	b tasks256 -r $R -n $NTASKS tasks 256
+	b fulltable -r $R -n $NSYS fulltable
+}
+
+# Switch a configuration on (setup) and off (teardown).
+setup() {
+	flags=""
+	case $1 in
+	ktau-all-shared)
+		echo "all on" >/proc/ktau/control; flags=-s ;;
+	ktau-*)
+		echo "all off" >/proc/ktau/control
+		g=${1#ktau-}
+		[ "$g" = off ] || echo "$g on" >/proc/ktau/control ;;
+	peer-ftrace-syscalls)
+		echo 1 >$T/events/raw_syscalls/enable ;;
+	peer-ftrace-profiler)
+		echo 1 >$T/function_profile_enabled ;;
+	peer-bpf-syscount)
+		rm -f /tmp/bpf.ready
+		$B/ktau-syscount $B/syscount.bpf.o /tmp/bpf.ready >/tmp/bpf.out 2>&1 &
+		bpfpid=$!
+		i=0
+		while [ ! -e /tmp/bpf.ready ] && [ $i -lt 600 ]; do
+			kill -0 $bpfpid 2>/dev/null || break
+			sleep 0.1; i=$((i + 1))
+		done
+		[ -e /tmp/bpf.ready ] || { sed 's/^/# /' /tmp/bpf.out; return 1; } ;;
+	esac
+	[ -e /proc/ktau/control ] && echo "# $1: $(grep ' on$' /proc/ktau/control | cut -d' ' -f1 | tr '\n' ' ')"
+	return 0
+}
+
+teardown() {
+	case $1 in
+	peer-ftrace-syscalls)
+		echo 0 >$T/events/raw_syscalls/enable
+		echo "# $1: $(grep -h -E '^(entries|overrun)' $T/per_cpu/cpu0/stats | tr '\n' ' ')"
+		echo >$T/trace ;;
+	peer-ftrace-profiler)
+		echo 0 >$T/function_profile_enabled
+		echo "# $1: $(grep -c . $T/trace_stat/function0) functions profiled" ;;
+	peer-bpf-syscount)
+		kill -TERM $bpfpid
+		wait $bpfpid || { echo "BENCHFAIL $1 accounting"; rc=1; }
+		sed 's/^/# /' /tmp/bpf.out ;;
+	esac
+}
+
+for cfg in $cfgs; do
+	if setup $cfg; then
+		suite
+		teardown $cfg
+	else
+		echo "BENCHFAIL $cfg setup"
+		rc=1
+	fi
+done
+[ -e /proc/ktau/control ] && echo "all on" >/proc/ktau/control
+exit $rc
