@@ -12,20 +12,11 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "syscount.h"
 
 struct start {
 	__u64 ts;	/* bpf_ktime_get_ns() at sys_enter */
 	__u64 nr;	/* system call number */
-};
-
-struct key {
-	__u32 tid;
-	__u32 nr;
-};
-
-struct sc_stat {
-	__u64 count;
-	__u64 total_ns;
 };
 
 struct {

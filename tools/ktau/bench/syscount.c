@@ -17,16 +17,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-
-struct key {
-	__u32 tid;
-	__u32 nr;
-};
-
-struct sc_stat {
-	__u64 count;
-	__u64 total_ns;
-};
+#include "syscount.h"
 
 static volatile sig_atomic_t stop;
 
