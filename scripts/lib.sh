@@ -85,12 +85,21 @@ overlay_files() {
 series_entries() {
 	local p
 	[ -f "$KTAU_TOP/patches/series" ] || return 0
-	sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$KTAU_TOP/patches/series" |
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/[[:space:]]\{1,\}squash$//' "$KTAU_TOP/patches/series" |
 	while read -r p; do
 		[ -n "$p" ] || continue
 		[ -f "$KTAU_TOP/patches/$p" ] || die "patches/series names $p, which does not exist"
 		printf '%s\n' "$KTAU_TOP/patches/$p"
 	done
+}
+
+# Patches marked "squash" in patches/series: in the export they join the
+# commit before them (an overlay commit that needs an upstream edit, such
+# as its boot parameters' documentation, in the same patch).
+series_squashed() {
+	[ -f "$KTAU_TOP/patches/series" ] || return 0
+	sed -n -e 's/#.*//' -e 's/^\([^[:space:]]*\.patch\)[[:space:]]\{1,\}squash[[:space:]]*$/\1/p' \
+		"$KTAU_TOP/patches/series"
 }
 
 # Only the patches of the series.
@@ -109,6 +118,7 @@ check_series() {
 	[ -f "$KTAU_TOP/patches/series" ] || return 0
 	while read -r p; do
 		[ -n "$p" ] || continue
+		p=${p%%[[:space:]]*}
 		[ -f "$KTAU_TOP/patches/$p" ] || die "patches/series names $p, which does not exist"
 		case $p in
 		*.patch|overlay/*.msg) ;;

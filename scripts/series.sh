@@ -12,7 +12,8 @@
 # overlay commit messages (patches/overlay/*.msg). An overlay message is a
 # commit message whose "Files:" lines name the overlay files (tree paths,
 # shell globs) that the commit adds. Every overlay file must be in exactly
-# one overlay commit. patches/cover-letter.txt is the cover letter.
+# one overlay commit. A patch marked "squash" joins the commit before it.
+# patches/cover-letter.txt is the cover letter.
 . "$(dirname "$0")/lib.sh"
 
 what=${1:-export}
@@ -48,12 +49,19 @@ reset_to() {	# branch
 # Build the series as commits on branch "ktau".
 reset_to ktau
 mapfile -t OVL < <(overlay_files | cut -f2)
-declare -A DONE=()
+declare -A DONE=() SQUASH=()
+while read -r p; do SQUASH[$p]=1; done < <(series_squashed)
 while read -r e; do
 	case $e in
 	*.patch)
-		g am -q --whitespace=nowarn "$e" >/dev/null 2>&1 ||
-			{ g am --abort >/dev/null 2>&1; die "patches/${e##*/}: git am failed on the pristine tree"; }
+		if [ -n "${SQUASH[${e##*/}]:-}" ]; then
+			g apply --index --whitespace=nowarn "$e" ||
+				die "patches/${e##*/}: git apply failed on the pristine tree"
+			g commit -q --amend --no-edit
+		else
+			g am -q --whitespace=nowarn "$e" >/dev/null 2>&1 ||
+				{ g am --abort >/dev/null 2>&1; die "patches/${e##*/}: git am failed on the pristine tree"; }
+		fi
 		;;
 	*.msg)
 		globs=$(sed -n 's/^Files:[[:space:]]*//p' "$e")
