@@ -217,6 +217,18 @@ if [ -f "$KTAU_TOP/tools/ktau/Makefile" ]; then
 	fi
 fi
 
+# The verdict on one boot.sh run: PREFIX, its output dir under
+# guest-run/, and boot.sh's status (1: a failed test or a console report,
+# else: it did not finish).
+boot_result() {
+	local log=$KTAU_OUT/guest-run/$2/console.log
+	case $3 in
+	0) result PASS "$1: finished, console clean" ;;
+	1) result FAIL "$1: finished, console clean" "see $log" ;;
+	*) result FAIL "$1: finished, console clean" "did not finish; see $log" ;;
+	esac
+}
+
 step "guest"
 if [ $kernel_ok = 1 ] && "$KTAU_TOP/scripts/build-image.sh" ktau >"$R/image.log" 2>&1; then
 	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --timeout "${KTAU_GUEST_TIMEOUT:-900}" \
@@ -248,11 +260,7 @@ if [ $kernel_ok = 1 ] && "$KTAU_TOP/scripts/build-image.sh" ktau >"$R/image.log"
 			fi
 		done < <(find "$x" -name 'profile.*' | sed -e 's,/[^/]*$,,' -e 's,/MULTI__[^/]*$,,' | sort -u)
 	done
-	case $brc in
-	0) result PASS "guest: finished, console clean" ;;
-	1) result FAIL "guest: finished, console clean" "see $KTAU_OUT/guest-run/check/console.log" ;;
-	*) result FAIL "guest: finished, console clean" "did not finish; see $KTAU_OUT/guest-run/check/console.log" ;;
-	esac
+	boot_result guest check $brc
 else
 	[ $kernel_ok = 1 ] && { tail -n 20 "$R/image.log"; }
 	result FAIL "guest: image built and booted" "kernel or image build failed; see $R/image.log"
@@ -266,11 +274,7 @@ if [ $kernel_ok = 1 ] && [ -f "$KTAU_OUT/guest/initramfs.cpio.gz" ]; then
 		--out "$KTAU_OUT/guest-run/smp" 2>>"$R/boot.log"
 	brc=$?
 	count_ktap "$KTAU_OUT/guest-run/smp/results.log" "smp: "
-	case $brc in
-	0) result PASS "smp: finished, console clean" ;;
-	1) result FAIL "smp: finished, console clean" "see $KTAU_OUT/guest-run/smp/console.log" ;;
-	*) result FAIL "smp: finished, console clean" "did not finish; see $KTAU_OUT/guest-run/smp/console.log" ;;
-	esac
+	boot_result smp smp $brc
 fi
 # The same tests on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, list
 # and object debugging, SLUB debugging): any report fails the run.
@@ -281,11 +285,7 @@ if "$KTAU_TOP/scripts/build-kernel.sh" debug; then
 		--append ktaudebug=1 --out "$KTAU_OUT/guest-run/debug" 2>>"$R/boot.log"
 	brc=$?
 	count_ktap "$KTAU_OUT/guest-run/debug/results.log" "debug: "
-	case $brc in
-	0) result PASS "debug: finished, console clean" ;;
-	1) result FAIL "debug: finished, console clean" "see $KTAU_OUT/guest-run/debug/console.log" ;;
-	*) result FAIL "debug: finished, console clean" "did not finish; see $KTAU_OUT/guest-run/debug/console.log" ;;
-	esac
+	boot_result debug debug $brc
 else
 	result FAIL "build: debug kernel (KASAN, lockdep, UBSAN, kmemleak)" "see $KTAU_OUT/logs/kernel-debug.log"
 fi

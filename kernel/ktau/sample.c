@@ -147,11 +147,17 @@ static void ktau_sampler_put(struct ktau_sampler *sp)
 	call_rcu(&sp->rcu, ktau_sampler_free_rcu);
 }
 
-/* Stop the counter; the buffer stays for readers holding a reference. */
-static void ktau_sampler_stop(struct ktau_sampler *sp)
+/* Stop the counter and any signal on its way; the buffer stays. */
+static void ktau_sampler_halt(struct ktau_sampler *sp)
 {
 	perf_event_release_kernel(sp->event);
 	irq_work_sync(&sp->signal_work);
+}
+
+/* Halt, and drop the attachment's reference (readers may hold more). */
+static void ktau_sampler_stop(struct ktau_sampler *sp)
+{
+	ktau_sampler_halt(sp);
 	ktau_sampler_put(sp);
 }
 
@@ -475,8 +481,7 @@ long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
 		if (!sp)
 			goto out_task;
 		/* The counter stops; the last samples are read below. */
-		perf_event_release_kernel(sp->event);
-		irq_work_sync(&sp->signal_work);
+		ktau_sampler_halt(sp);
 	} else {
 		sp = ktau_sampler_get(t);
 		if (!sp)

@@ -62,32 +62,22 @@ static long slab_settled(void)
 
 static int shared_reg(int fd, void *page)
 {
-	struct ktau_shared_reg reg = {
-		.addr = (uintptr_t)page, .size = sizeof(struct ktau_shared),
-	};
-
-	return ioctl(fd, KTAU_IOC_SHARED_REGISTER, &reg) ? -errno : 0;
+	return ktau_shared_register(fd, page, sizeof(struct ktau_shared), 0);
 }
 
+/* User-mode samples of @tid (0: the caller), no signal. */
 static int sample_on(int fd, pid_t tid)
 {
-	struct ktau_sample_attr a = {
-		.size = sizeof(a), .tid = tid, .event = KTAU_SAMPLE_CPU_CLOCK,
-		.period = 1000000, .capacity = 64,
-		.flags = KTAU_SAMPLE_NO_KERNEL,
-	};
-
-	return ioctl(fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0;
+	return ktau_sample_start(fd, tid, KTAU_SAMPLE_CPU_CLOCK, 1000000, 64, 0, 0,
+				 KTAU_SAMPLE_NO_KERNEL);
 }
 
 static int sample_off(int fd, pid_t tid)
 {
-	struct ktau_sample r = { 0 };
-	struct ktau_sample_read rd = {
-		.size = sizeof(rd), .tid = tid, .buf = (uintptr_t)&r, .max = 1,
-	};
+	struct ktau_sample_read r;
+	struct ktau_sample s;
 
-	return ioctl(fd, KTAU_IOC_SAMPLE_STOP, &rd) ? -errno : 0;
+	return ktau_sample_read(fd, tid, &s, 1, &r, true);
 }
 
 /* System calls, with the shared page and sampling switched on and off. */
@@ -112,7 +102,7 @@ static void *worker_fn(void *arg)
 				w->sample_err = ret;
 		}
 		if (page != MAP_FAILED && i % 64 == 32) {
-			ioctl(w->fd, KTAU_IOC_SHARED_UNREGISTER);
+			ktau_shared_unregister(w->fd);
 			sample_off(w->fd, 0);
 		}
 	}
@@ -252,7 +242,7 @@ TEST_F_TIMEOUT(churn, fork_exec_storm, 60)
 		n++;
 	}
 	unsetenv(EXEC_ENV);
-	ioctl(self->fd, KTAU_IOC_SHARED_UNREGISTER);
+	ktau_shared_unregister(self->fd);
 	munmap(page, 4096);
 	TH_LOG("%u children", n);
 	check_after(_metadata, self);

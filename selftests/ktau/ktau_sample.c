@@ -17,29 +17,6 @@
 #define PARANOID	"/proc/sys/kernel/perf_event_paranoid"
 #define KPTR		"/proc/sys/kernel/kptr_restrict"
 
-static int sample_start(int fd, pid_t tid, __u32 event, __u64 period, __u32 cap,
-			__u32 watermark, int signo, __u32 flags)
-{
-	struct ktau_sample_attr a = {
-		.size = sizeof(a), .flags = flags, .tid = tid, .event = event,
-		.period = period, .capacity = cap, .watermark = watermark,
-		.signo = signo,
-	};
-
-	return ioctl(fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0;
-}
-
-static int sample_read(int fd, pid_t tid, struct ktau_sample *buf, __u32 max,
-		       struct ktau_sample_read *r, bool stop)
-{
-	memset(r, 0, sizeof(*r));
-	r->size = sizeof(*r);
-	r->tid = tid;
-	r->buf = (uintptr_t)buf;
-	r->max = max;
-	return ioctl(fd, stop ? KTAU_IOC_SAMPLE_STOP : KTAU_IOC_SAMPLE_READ, r) ? -errno : 0;
-}
-
 static __u64 thread_cpu_ns(void)
 {
 	struct timespec ts;
@@ -122,7 +99,7 @@ __attribute__((constructor)) static void exec_child(void)
 	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
 	if (fd < 0)
 		_exit(10);
-	_exit(sample_read(fd, 0, NULL, 0, &r, false) == -ENOENT ? 0 : 11);
+	_exit(ktau_sample_read(fd, 0, NULL, 0, &r, false) == -ENOENT ? 0 : 11);
 }
 
 FIXTURE(sample) {
@@ -147,7 +124,7 @@ FIXTURE_TEARDOWN(sample)
 {
 	struct ktau_sample_read r;
 
-	sample_read(self->fd, 0, NULL, 0, &r, true);
+	ktau_sample_read(self->fd, 0, NULL, 0, &r, true);
 	if (self->paranoid >= -1)
 		write_sysctl(PARANOID, self->paranoid);
 	if (self->kptr >= 0)
@@ -169,13 +146,13 @@ TEST_F(sample, rate_and_user_mode)
 	__u64 cpu0, cpu, expect;
 	__u32 i, user = 0;
 
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  1024, 0, 0, 0));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       1024, 0, 0, 0));
 	cpu0 = thread_cpu_ns();
 	spin_user(SPIN_NS);
 	cpu = thread_cpu_ns() - cpu0;
 	rec = ktau_must_snap_self(_metadata, self->fd, &snap);
-	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 1024, &r, true));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 1024, &r, true));
 	expect = cpu / PERIOD_NS;
 	TH_LOG("%llu ns of CPU: %llu samples, %u read, expected about %llu",
 	       (unsigned long long)cpu, (unsigned long long)r.taken, r.nread,
@@ -207,11 +184,11 @@ TEST_F(sample, syscall_attribution)
 	int zfd = open("/dev/zero", O_RDONLY);
 
 	ASSERT_LE(0, zfd);
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  1024, 0, 0, 0));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       1024, 0, 0, 0));
 	spin_read(zfd, SPIN_NS);
 	rec = ktau_must_snap_self(_metadata, self->fd, &snap);
-	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 1024, &r, true));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 1024, &r, true));
 	for (i = 0; i < r.nread; i++) {
 		if (self->buf[i].flags & KTAU_SAMPLE_USER)
 			continue;
@@ -234,10 +211,10 @@ TEST_F(sample, signal_per_watermark)
 	struct ktau_sample_read r;
 
 	ASSERT_NE(SIG_ERR, signal(SIGUSR1, on_signal));
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  64, 8, SIGUSR1, 0));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       64, 8, SIGUSR1, 0));
 	spin_user(SPIN_NS);
-	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 64, &r, true));
 	TH_LOG("%llu samples, %llu signals sent, %d received",
 	       (unsigned long long)r.taken, (unsigned long long)r.signals, signals_received());
 	EXPECT_LE(16, r.taken);
@@ -256,10 +233,10 @@ TEST_F(sample, signal_per_sample)
 	int sig = SIGRTMIN + 1;
 
 	ASSERT_NE(SIG_ERR, signal(sig, on_signal));
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  64, 1, sig, 0));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       64, 1, sig, 0));
 	spin_user(SPIN_NS / 2);
-	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 64, &r, true));
 	signal(sig, SIG_DFL);
 	TH_LOG("%llu samples, %d signals received", (unsigned long long)r.taken,
 	       signals_received());
@@ -274,14 +251,14 @@ TEST_F(sample, full_buffer_counts_lost)
 {
 	struct ktau_sample_read r;
 
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  16, 0, 0, 0));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       16, 0, 0, 0));
 	spin_user(SPIN_NS);
-	ASSERT_EQ(0, sample_read(self->fd, 0, NULL, 0, &r, false));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, false));
 	EXPECT_LE(32, r.taken);
 	EXPECT_EQ(16, r.buffered);
 	EXPECT_EQ(r.taken - 16, r.lost);
-	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 64, &r, true));
 	EXPECT_EQ(16, r.nread);
 	EXPECT_EQ(0, r.buffered);
 	EXPECT_EQ(r.taken - 16, r.lost);
@@ -293,11 +270,11 @@ TEST_F(sample, overwrite_keeps_newest)
 	struct ktau_sample_read r;
 	__u64 now;
 
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				  16, 0, 0, KTAU_SAMPLE_OVERWRITE));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       16, 0, 0, KTAU_SAMPLE_OVERWRITE));
 	spin_user(SPIN_NS);
 	now = ktau_now_ns();
-	ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 64, &r, true));
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 64, &r, true));
 	EXPECT_LE(32, r.taken);
 	EXPECT_EQ(16, r.nread);
 	EXPECT_EQ(r.taken - 16, r.lost);
@@ -313,7 +290,7 @@ TEST_F(sample, bad_arguments)
 	struct ktau_sample_read r;
 	int ret;
 
-#define BAD(...) EXPECT_EQ(-EINVAL, sample_start(self->fd, __VA_ARGS__))
+#define BAD(...) EXPECT_EQ(-EINVAL, ktau_sample_start(self->fd, __VA_ARGS__))
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 0, 16, 0, 0, 0);			/* zero period */
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 1ULL << 62, 16, 0, 0, 0);		/* huge period */
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, 1000, 16, 0, 0, 0);		/* clock < 10 us */
@@ -340,21 +317,21 @@ TEST_F(sample, bad_arguments)
 	a.reserved = 1;
 	EXPECT_EQ(-EINVAL, ioctl(self->fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0);
 	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_START, NULL) ? -errno : 0);
-	EXPECT_EQ(-ESRCH, sample_start(self->fd, 0x3fffffff, KTAU_SAMPLE_CPU_CLOCK,
-				       PERIOD_NS, 16, 0, 0, 0));
+	EXPECT_EQ(-ESRCH, ktau_sample_start(self->fd, 0x3fffffff, KTAU_SAMPLE_CPU_CLOCK,
+					    PERIOD_NS, 16, 0, 0, 0));
 	/* No PMU in this guest: a hardware event does not exist here. */
-	ret = sample_start(self->fd, 0, KTAU_SAMPLE_CYCLES, 1000000, 16, 0, 0, 0);
+	ret = ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CYCLES, 1000000, 16, 0, 0, 0);
 	if (!ret)
-		sample_read(self->fd, 0, NULL, 0, &r, true);
+		ktau_sample_read(self->fd, 0, NULL, 0, &r, true);
 	else
 		EXPECT_EQ(-ENOENT, ret);
-	EXPECT_EQ(-ENOENT, sample_read(self->fd, 0, NULL, 0, &r, false));
-	EXPECT_EQ(-ENOENT, sample_read(self->fd, 0, NULL, 0, &r, true));
+	EXPECT_EQ(-ENOENT, ktau_sample_read(self->fd, 0, NULL, 0, &r, false));
+	EXPECT_EQ(-ENOENT, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
 
-	ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_TASK_CLOCK, PERIOD_NS,
-				  16, 0, 0, 0));
-	EXPECT_EQ(-EBUSY, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_TASK_CLOCK, PERIOD_NS,
 				       16, 0, 0, 0));
+	EXPECT_EQ(-EBUSY, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+					    16, 0, 0, 0));
 	memset(&r, 0, sizeof(r));
 	r.size = sizeof(r) + 8;
 	EXPECT_EQ(-EINVAL, ioctl(self->fd, KTAU_IOC_SAMPLE_READ, &r) ? -errno : 0);
@@ -364,14 +341,14 @@ TEST_F(sample, bad_arguments)
 	r.buf = 0xffffffff81000000ull;
 	spin_user(20 * KTAU_NSEC_PER_MSEC);
 	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_READ, &r) ? -errno : 0);
-	EXPECT_EQ(0, sample_read(self->fd, 0, NULL, 0, &r, true));
+	EXPECT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
 }
 
 static void *sample_and_exit(void *p)
 {
 	int *fd = p;
 
-	fd[1] = sample_start(fd[0], 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, 0, 0);
+	fd[1] = ktau_sample_start(fd[0], 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, 0, 0);
 	fd[2] = gettid();
 	spin_user(20 * KTAU_NSEC_PER_MSEC);
 	return NULL;
@@ -389,13 +366,13 @@ TEST_F(sample, exit_and_exec_release)
 	ASSERT_EQ(0, pthread_create(&t, NULL, sample_and_exit, args));
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	ASSERT_EQ(0, args[1]);
-	EXPECT_EQ(-ESRCH, sample_read(self->fd, args[2], NULL, 0, &r, false));
+	EXPECT_EQ(-ESRCH, ktau_sample_read(self->fd, args[2], NULL, 0, &r, false));
 
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		if (sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
-				 0, 0, 0))
+		if (ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				      0, 0, 0))
 			_exit(20);
 		setenv(EXEC_ENV, "1", 1);
 		execv("/proc/self/exe", argv);
@@ -432,18 +409,18 @@ TEST_F(sample, permissions)
 
 		if (drop_to(65534))
 			_exit(30);
-		if (sample_start(self->fd, getppid(), KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
-				 16, 0, 0, KTAU_SAMPLE_NO_KERNEL) != -EACCES)
+		if (ktau_sample_start(self->fd, getppid(), KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				      16, 0, 0, KTAU_SAMPLE_NO_KERNEL) != -EACCES)
 			code |= 1;
-		if (sample_read(self->fd, getppid(), NULL, 0, &r, false) != -EACCES)
+		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, false) != -EACCES)
 			code |= 2;
-		if (sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
-				 0, 0, 0) != -EACCES)
+		if (ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				      0, 0, 0) != -EACCES)
 			code |= 4;	/* kernel samples at paranoid 2 */
-		if (sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
-				 0, 0, KTAU_SAMPLE_NO_KERNEL) != 0)
+		if (ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				      0, 0, KTAU_SAMPLE_NO_KERNEL) != 0)
 			code |= 8;	/* own user samples are fine */
-		if (sample_read(self->fd, 0, NULL, 0, &r, true))
+		if (ktau_sample_read(self->fd, 0, NULL, 0, &r, true))
 			code |= 16;
 		_exit(code);
 	}
@@ -457,8 +434,8 @@ TEST_F(sample, permissions)
 	if (pid == 0) {
 		if (drop_to(65534))
 			_exit(30);
-		_exit(sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
-				   0, 0, KTAU_SAMPLE_NO_KERNEL) == -EACCES ? 0 : 1);
+		_exit(ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+					0, 0, KTAU_SAMPLE_NO_KERNEL) == -EACCES ? 0 : 1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
@@ -477,10 +454,10 @@ TEST_F(sample, kernel_addresses)
 	ASSERT_LE(0, zfd);
 	for (restrict_level = 1; restrict_level <= 2; restrict_level++) {
 		ASSERT_EQ(0, write_sysctl(KPTR, restrict_level));
-		ASSERT_EQ(0, sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK,
-					  PERIOD_NS, 256, 0, 0, 0));
+		ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK,
+					       PERIOD_NS, 256, 0, 0, 0));
 		spin_read(zfd, SPIN_NS / 2);
-		ASSERT_EQ(0, sample_read(self->fd, 0, self->buf, 256, &r, true));
+		ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 256, &r, true));
 		kernel = 0;
 		shown = 0;
 		for (i = 0; i < r.nread; i++) {

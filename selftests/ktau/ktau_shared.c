@@ -17,20 +17,6 @@
 #define LOOPS		1000
 #define EXEC_ENV	"KTAU_SHARED_EXEC_FD"
 
-static int shared_register(int fd, void *addr, __u32 size, __u32 flags)
-{
-	struct ktau_shared_reg reg = {
-		.addr = (uintptr_t)addr, .size = size, .flags = flags,
-	};
-
-	return ioctl(fd, KTAU_IOC_SHARED_REGISTER, &reg) ? -errno : 0;
-}
-
-static int shared_unregister(int fd)
-{
-	return ioctl(fd, KTAU_IOC_SHARED_UNREGISTER) ? -errno : 0;
-}
-
 static void *page_map(void)
 {
 	void *p = mmap(NULL, SHARED_SIZE, PROT_READ | PROT_WRITE,
@@ -121,7 +107,7 @@ __attribute__((constructor)) static void exec_child(void)
 	ktau_getppid_loop(LOOPS);
 	if (shared_seq(sh) != seq)
 		_exit(12);	/* still written after exec */
-	ret = shared_unregister(pfd);
+	ret = ktau_shared_unregister(pfd);
 	if (ret != -ENOENT)
 		_exit(13);	/* registration survived exec */
 	_exit(0);
@@ -142,7 +128,7 @@ FIXTURE_SETUP(shared)
 
 FIXTURE_TEARDOWN(shared)
 {
-	shared_unregister(self->fd);
+	ktau_shared_unregister(self->fd);
 	munmap(self->page, SHARED_SIZE);
 	close(self->fd);
 }
@@ -153,7 +139,7 @@ TEST_F(shared, header)
 	struct ktau_shared sh;
 
 	memset(self->page, 0xa5, SHARED_SIZE);
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	shared_copy(self->page, &sh);
 	EXPECT_EQ(0, sh.seq & 1);
 	EXPECT_EQ(SHARED_SIZE, sh.size);
@@ -182,7 +168,7 @@ TEST_F(shared, syscall_counts)
 	struct ktau_val d;
 	__u64 ns;
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	shared_copy(self->page, &a);
 	r0 = ktau_must_snap_self(_metadata, self->fd, &s0);
 	ktau_getppid_loop(LOOPS);
@@ -213,7 +199,7 @@ TEST_F(shared, sleep_is_sched_time)
 	struct ktau_shared a, b;
 	__u64 off;
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	shared_copy(self->page, &a);
 	ktau_sleep_ns(50 * KTAU_NSEC_PER_MSEC);
 	shared_copy(self->page, &b);
@@ -240,7 +226,7 @@ TEST_F(shared, compute_is_quiet)
 	__u64 i;
 	__u32 seq;
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	shared_copy(self->page, &a);
 	seq = shared_seq(sh);
 	for (i = 0; i < 2000000; i++) {
@@ -265,7 +251,7 @@ TEST_F(shared, groups_sum_entries)
 	struct ktau_shared b;
 	unsigned int g, i;
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	ktau_getppid_loop(LOOPS);
 	ktau_sleep_ns(5 * KTAU_NSEC_PER_MSEC);
 	shared_copy(self->page, &b);
@@ -295,36 +281,36 @@ TEST_F(shared, bad_registrations)
 	struct ktau_shared *sh = self->page;
 	void *ro, *gone;
 
-	EXPECT_EQ(-EINVAL, shared_register(self->fd, (char *)self->page + 8, SHARED_SIZE, 0));
-	EXPECT_EQ(-EINVAL, shared_register(self->fd, self->page, SHARED_SIZE - 8, 0));
-	EXPECT_EQ(-EINVAL, shared_register(self->fd, self->page, SHARED_SIZE + 8, 0));
-	EXPECT_EQ(-EINVAL, shared_register(self->fd, self->page, SHARED_SIZE, 1));
-	EXPECT_EQ(-EINVAL, shared_register(self->fd, NULL, SHARED_SIZE, 0));
+	EXPECT_EQ(-EINVAL, ktau_shared_register(self->fd, (char *)self->page + 8, SHARED_SIZE, 0));
+	EXPECT_EQ(-EINVAL, ktau_shared_register(self->fd, self->page, SHARED_SIZE - 8, 0));
+	EXPECT_EQ(-EINVAL, ktau_shared_register(self->fd, self->page, SHARED_SIZE + 8, 0));
+	EXPECT_EQ(-EINVAL, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 1));
+	EXPECT_EQ(-EINVAL, ktau_shared_register(self->fd, NULL, SHARED_SIZE, 0));
 	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SHARED_REGISTER, NULL) ? -errno : 0);
 
 	ro = mmap(NULL, SHARED_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
-	EXPECT_EQ(-EFAULT, shared_register(self->fd, ro, SHARED_SIZE, 0));
+	EXPECT_EQ(-EFAULT, ktau_shared_register(self->fd, ro, SHARED_SIZE, 0));
 	munmap(ro, SHARED_SIZE);
 
 	gone = page_map();
 	ASSERT_NE(NULL, gone);
 	munmap(gone, SHARED_SIZE);
-	EXPECT_EQ(-EFAULT, shared_register(self->fd, gone, SHARED_SIZE, 0));
+	EXPECT_EQ(-EFAULT, ktau_shared_register(self->fd, gone, SHARED_SIZE, 0));
 
 	/* Kernel addresses are not the caller's memory. */
-	EXPECT_EQ(-EFAULT, shared_register(self->fd, (void *)0xffffffff81000000ul,
-					   SHARED_SIZE, 0));
+	EXPECT_EQ(-EFAULT, ktau_shared_register(self->fd, (void *)0xffffffff81000000ul,
+						SHARED_SIZE, 0));
 
 	/* None of that registered anything. */
-	EXPECT_EQ(-ENOENT, shared_unregister(self->fd));
+	EXPECT_EQ(-ENOENT, ktau_shared_unregister(self->fd));
 	ktau_getppid_loop(10);
 	EXPECT_EQ(0, shared_seq(sh));
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
-	EXPECT_EQ(-EBUSY, shared_register(self->fd, self->page, SHARED_SIZE, 0));
-	EXPECT_EQ(0, shared_unregister(self->fd));
-	EXPECT_EQ(-ENOENT, shared_unregister(self->fd));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	EXPECT_EQ(-EBUSY, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	EXPECT_EQ(0, ktau_shared_unregister(self->fd));
+	EXPECT_EQ(-ENOENT, ktau_shared_unregister(self->fd));
 }
 
 /* After unregistering, the kernel no longer writes the page. */
@@ -333,16 +319,16 @@ TEST_F(shared, unregister_stops_updates)
 	struct ktau_shared *sh = self->page;
 	__u32 seq;
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	ktau_getppid_loop(10);
-	ASSERT_EQ(0, shared_unregister(self->fd));
+	ASSERT_EQ(0, ktau_shared_unregister(self->fd));
 	seq = shared_seq(sh);
 	EXPECT_NE(0, seq);
 	ktau_getppid_loop(LOOPS);
 	ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
 	EXPECT_EQ(seq, shared_seq(sh));
 	/* A page can be registered again, and starts from zero. */
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	EXPECT_GE(2, shared_seq(sh));
 }
 
@@ -359,12 +345,12 @@ static void *thread_fn(void *p)
 	struct ktau_shared c;
 
 	/* Not inherited from the thread that created it. */
-	a->before = shared_unregister(a->fd);
-	a->reg = shared_register(a->fd, a->page, SHARED_SIZE, 0);
+	a->before = ktau_shared_unregister(a->fd);
+	a->reg = ktau_shared_register(a->fd, a->page, SHARED_SIZE, 0);
 	ktau_getppid_loop(LOOPS);
 	shared_copy(a->page, &c);
 	a->getppid = shared_count(&c, KTAU_ID_GETPPID);
-	a->after = shared_unregister(a->fd);
+	a->after = ktau_shared_unregister(a->fd);
 	return NULL;
 }
 
@@ -378,7 +364,7 @@ TEST_F(shared, threads)
 
 	a.page = page_map();
 	ASSERT_NE(NULL, a.page);
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	mine = shared_count_now(sh, KTAU_ID_GETPPID);
 	ASSERT_EQ(0, pthread_create(&t, NULL, thread_fn, &a));
 	ASSERT_EQ(0, pthread_join(t, NULL));
@@ -399,7 +385,7 @@ static void *exit_fn(void *p)
 {
 	struct thread_arg *a = p;
 
-	a->reg = shared_register(a->fd, a->page, SHARED_SIZE, 0);
+	a->reg = ktau_shared_register(a->fd, a->page, SHARED_SIZE, 0);
 	ktau_getppid_loop(10);
 	return NULL;
 }
@@ -437,16 +423,16 @@ TEST_F(shared, fork_not_inherited)
 	int status;
 	pid_t pid;
 
-	ASSERT_EQ(0, shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	before = shared_count_now(sh, KTAU_ID_GETPPID);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct ktau_shared c;
 
-		if (shared_unregister(self->fd) != -ENOENT)
+		if (ktau_shared_unregister(self->fd) != -ENOENT)
 			_exit(1);
-		if (shared_register(self->fd, self->page, SHARED_SIZE, 0))
+		if (ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0))
 			_exit(2);
 		ktau_getppid_loop(LOOPS);
 		shared_copy(self->page, &c);
@@ -481,7 +467,7 @@ TEST_F(shared, exec_releases)
 	if (pid == 0) {
 		static char * const argv[] = { "ktau_shared", NULL };
 
-		if (shared_register(self->fd, sh, SHARED_SIZE, 0))
+		if (ktau_shared_register(self->fd, sh, SHARED_SIZE, 0))
 			_exit(20);
 		ktau_getppid_loop(10);
 		snprintf(fdstr, sizeof(fdstr), "%d", mfd);

@@ -748,6 +748,44 @@ static inline void ktau_run_as(struct __test_metadata *_metadata, uid_t uid, __u
 	ASSERT_EQ(0, WEXITSTATUS(status));
 }
 
+/* Shared pages and sampling (ABI 1.1); 0 or -errno. */
+static inline int ktau_shared_register(int fd, void *addr, __u32 size, __u32 flags)
+{
+	struct ktau_shared_reg reg = {
+		.addr = (uintptr_t)addr, .size = size, .flags = flags,
+	};
+
+	return ioctl(fd, KTAU_IOC_SHARED_REGISTER, &reg) ? -errno : 0;
+}
+
+static inline int ktau_shared_unregister(int fd)
+{
+	return ioctl(fd, KTAU_IOC_SHARED_UNREGISTER) ? -errno : 0;
+}
+
+static inline int ktau_sample_start(int fd, pid_t tid, __u32 event, __u64 period,
+				    __u32 cap, __u32 watermark, int signo, __u32 flags)
+{
+	struct ktau_sample_attr a = {
+		.size = sizeof(a), .flags = flags, .tid = tid, .event = event,
+		.period = period, .capacity = cap, .watermark = watermark,
+		.signo = signo,
+	};
+
+	return ioctl(fd, KTAU_IOC_SAMPLE_START, &a) ? -errno : 0;
+}
+
+static inline int ktau_sample_read(int fd, pid_t tid, struct ktau_sample *buf,
+				   __u32 max, struct ktau_sample_read *r, bool stop)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->tid = tid;
+	r->buf = (uintptr_t)buf;
+	r->max = max;
+	return ioctl(fd, stop ? KTAU_IOC_SAMPLE_STOP : KTAU_IOC_SAMPLE_READ, r) ? -errno : 0;
+}
+
 /* Fail (never skip) on a kernel without KTAU; make sure every group is on. */
 static inline void ktau_must_have_ktau(struct __test_metadata *_metadata)
 {
