@@ -32,6 +32,19 @@ out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
 mkdir -p "$out"
 rm -f "$out/console.log" "$out/results.log"
 
+# Modules must be those of the kernel booted (the image has the ktau
+# kernel's): the example modules of samples/ktau go in a second archive,
+# which the kernel unpacks over the first.
+mods=$KTAU_BUILD/$kname/samples/ktau
+if [ -z "${KTAU_IMAGE:-}" ] && ls "$mods"/*.ko >/dev/null 2>&1; then
+	m=$out/modules-root
+	rm -rf "$m"
+	mkdir -p "$m/ktau/modules"
+	cp "$mods"/*.ko "$m/ktau/modules/"
+	{ cat "$img"; (cd "$m" && find . | sort | cpio -o -H newc --quiet -R 0:0 | gzip -1); } >"$out/initramfs.cpio.gz"
+	img=$out/initramfs.cpio.gz
+fi
+
 cmdline="console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append"
 # One core per socket: the firmware's MP table (the guest has no ACPI)
 # lists one CPU per socket, so -smp 2 alone would boot one CPU.

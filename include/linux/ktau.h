@@ -24,6 +24,8 @@ struct pid;
 
 #include <linux/jump_label.h>
 #include <linux/jump_label_ratelimit.h>
+#include <linux/static_call.h>
+#include <linux/list.h>
 #include <linux/percpu.h>
 #include <asm/local64.h>
 #include <linux/sched.h>
@@ -98,10 +100,60 @@ struct ktau_task {
 
 extern struct static_key_true ktau_keys[KTAU_NR_GROUPS];
 
-#define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
+/*
+ * In-kernel handlers (ktau_handler_register()): called at each start,
+ * stop or event of the groups in their mask; with one registered, by a
+ * static call straight to it.
+ */
+enum ktau_hevent_kind {
+	KTAU_HEV_START,
+	KTAU_HEV_STOP,
+	KTAU_HEV_EVENT,
+};
 
-/* On while any task has a shared page registered. */
-extern struct static_key_false_deferred ktau_shared_key;
+struct ktau_hevent {
+	unsigned int kind;	/* KTAU_HEV_* */
+	unsigned int group;	/* KTAU_GROUP_* */
+	u32 id;			/* function ID */
+	u64 clock;		/* ktau_clock() at the start, stop or event */
+	u64 incl;		/* STOP: inclusive time, in clock units */
+};
+
+struct ktau_handler {
+	void (*func)(struct ktau_handler *h, const struct ktau_hevent *ev);
+	unsigned long groups;	/* BIT(KTAU_GROUP_*) of the events wanted */
+	struct list_head node;	/* private to KTAU */
+};
+
+extern unsigned long ktau_handler_groups;
+extern struct ktau_handler *ktau_handler_one;
+void ktau_handler_dispatch(struct ktau_handler *h, const struct ktau_hevent *ev);
+DECLARE_STATIC_CALL(ktau_handler_call, ktau_handler_dispatch);
+
+/*
+ * On while any task has a shared page registered or any handler is
+ * registered: the work of the hooks beyond the task's own table. Off, it
+ * costs each hook one patched-out jump for both.
+ */
+extern struct static_key_false_deferred ktau_extra_key;
+
+#define ktau_extra_on()	static_branch_unlikely(&ktau_extra_key.key)
+
+/* Tell the handlers, if one wants @group; under ktau_extra_on(). */
+static __always_inline void ktau_notify(unsigned int kind, unsigned int group,
+					u32 id, u64 clock, u64 incl)
+{
+	if (READ_ONCE(ktau_handler_groups) & BIT(group)) {
+		struct ktau_hevent ev = {
+			.kind = kind, .group = group, .id = id,
+			.clock = clock, .incl = incl,
+		};
+
+		static_call(ktau_handler_call)(READ_ONCE(ktau_handler_one), &ev);
+	}
+}
+
+#define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
 
 /*
  * The clock: the TSC on x86, converted to nanoseconds only when a profile
@@ -123,6 +175,8 @@ void ktau_exit(struct task_struct *tsk);
 
 void __ktau_start(unsigned int group, unsigned int id);
 void __ktau_stop(unsigned int group);
+void __ktau_stop_id(unsigned int group, u32 id);
+void __ktau_event(unsigned int group, u32 id);
 void __ktau_pop_slow(struct ktau_task *kt, unsigned int group);
 struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id);
 void __ktau_irq_enter(void);
@@ -137,6 +191,8 @@ void ktau_exec(void);
 /* Dynamic function IDs, for modules and run-time probes. */
 int ktau_register_point(const char *name, unsigned int group);
 void ktau_unregister_point(int id);
+int ktau_handler_register(struct ktau_handler *h);
+void ktau_handler_unregister(struct ktau_handler *h);
 
 /* A statically named point whose ID is registered when first used. */
 struct ktau_site {
@@ -163,14 +219,21 @@ static __always_inline u32 ktau_frame_id(u64 tag, unsigned int group)
 						 KTAU_ID_SYSCALL_BAD;
 }
 
-/* Add a routine that ended to the task's shared page, if it has one. */
-static __always_inline void ktau_shared_pop(struct ktau_task *kt,
-					    struct ktau_slot *s,
-					    unsigned int group, u64 incl,
-					    u64 excl, bool recursive)
+/*
+ * A routine ended: add it to the task's shared page, if it has one, and
+ * tell the handlers.
+ */
+static __always_inline void ktau_pop_extra(struct ktau_task *kt,
+					   struct ktau_slot *s,
+					   unsigned int group, u32 id,
+					   u64 start, u64 incl, u64 excl,
+					   bool recursive)
 {
-	if (static_branch_unlikely(&ktau_shared_key.key) && kt->shared)
-		__ktau_shared_add(kt, s, group, incl, excl, recursive);
+	if (ktau_extra_on()) {
+		if (kt->shared)
+			__ktau_shared_add(kt, s, group, incl, excl, recursive);
+		ktau_notify(KTAU_HEV_STOP, group, id, start + incl, incl);
+	}
 }
 
 /*
@@ -214,8 +277,8 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	kt->depth = d;
 	if (d)
 		kt->stack[d - 1].child += incl;
-	ktau_shared_pop(kt, s, group, incl, incl - f->child,
-			tag & KTAU_TAG_RECURSIVE);
+	ktau_pop_extra(kt, s, group, id, f->start, incl, incl - f->child,
+		       tag & KTAU_TAG_RECURSIVE);
 }
 
 /*
@@ -236,6 +299,9 @@ static __always_inline void __ktau_syscall_enter(u64 tag)
 	f->child = 0;
 	f->start = ktau_clock();
 	kt->depth = 1;
+	if (ktau_extra_on())
+		ktau_notify(KTAU_HEV_START, KTAU_GROUP_SYSCALL,
+			    ktau_frame_id(tag, KTAU_GROUP_SYSCALL), f->start, 0);
 }
 
 /* The frame's tag is the number, as 32 bits: see KTAU_TAG_SYSCALL_COMPAT. */
@@ -367,6 +433,13 @@ static __always_inline void ktau_point_stop(void)
 		__ktau_stop(KTAU_GROUP_DYNAMIC);
 }
 
+/* Count one occurrence of point @id, without time: an event. */
+static __always_inline void ktau_point_event(unsigned int id)
+{
+	if (ktau_group_on(KTAU_GROUP_DYNAMIC))
+		__ktau_event(KTAU_GROUP_DYNAMIC, id);
+}
+
 #else /* !CONFIG_KTAU */
 
 static inline void ktau_init(void) { }
@@ -395,12 +468,21 @@ static inline void ktau_signal_enter(bool pending) { }
 static inline void ktau_signal_exit(void) { }
 static inline void ktau_point_start(unsigned int id) { }
 static inline void ktau_point_stop(void) { }
+static inline void ktau_point_event(unsigned int id) { }
 static inline int ktau_register_point(const char *name, unsigned int group)
 {
 	return -EOPNOTSUPP;
 }
 
 static inline void ktau_unregister_point(int id) { }
+
+struct ktau_handler;
+static inline int ktau_handler_register(struct ktau_handler *h)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void ktau_handler_unregister(struct ktau_handler *h) { }
 
 #endif /* CONFIG_KTAU */
 

@@ -37,6 +37,9 @@
 #endif
 
 DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
+DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_extra_key, HZ);
+/* Modules time their own points behind the dynamic group's key. */
+EXPORT_SYMBOL_GPL(ktau_keys);
 
 #define KTAU_ALL_GROUPS		(BIT(KTAU_NR_GROUPS) - 1)
 
@@ -414,6 +417,8 @@ void ktau_reset_all(void)
 	struct task_struct *p, *t;
 	unsigned long flags;
 
+	ktau_probe_remove_all();
+
 	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
 	memset(ktau_exited, 0, KTAU_MAX_IDS * sizeof(*ktau_exited));
 	memset(ktau_exited_overflows, 0, sizeof(ktau_exited_overflows));
@@ -471,6 +476,8 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	f->child = 0;
 	f->start = ktau_clock();
 	kt->depth = d + 1;
+	if (ktau_extra_on())
+		ktau_notify(KTAU_HEV_START, group, id, f->start, 0);
 }
 
 /*
@@ -575,7 +582,8 @@ void __ktau_syscall_exit(void)
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
 	kt->depth = 0;
-	ktau_shared_pop(kt, s, KTAU_GROUP_SYSCALL, incl, incl - f->child, false);
+	ktau_pop_extra(kt, s, KTAU_GROUP_SYSCALL, KTAU_ID_SYSCALL_BASE + tag,
+		       f->start, incl, incl - f->child, false);
 }
 
 /*
@@ -630,6 +638,66 @@ void __ktau_stop(unsigned int group)
 	local_irq_restore(flags);
 }
 EXPORT_SYMBOL_GPL(__ktau_stop);
+
+/*
+ * Close the nearest frame of (@group, @id) and drop the frames above it,
+ * which were left open: for exits that know which routine ends, such as
+ * a dynamic probe's return.
+ */
+void __ktau_stop_id(unsigned int group, u32 id)
+{
+	struct ktau_task *kt = current->ktau;
+	u64 tag = KTAU_TAG(group, id);
+	unsigned long flags;
+	unsigned int d;
+	int i;
+
+	if (unlikely(!kt) || in_nmi())
+		return;
+	local_irq_save(flags);
+	d = kt->depth;
+	if (d > KTAU_STACK_DEPTH) {
+		kt->depth = d - 1;
+		goto out;
+	}
+	for (i = (int)d - 1; i >= 0; i--)
+		if ((kt->stack[i].tag & ~KTAU_TAG_RECURSIVE) == tag)
+			break;
+	if (i < 0) {
+		kt->unmatched++;
+		goto out;
+	}
+	kt->unmatched += d - 1 - i;
+	kt->depth = i + 1;
+	__ktau_pop(kt, group);
+out:
+	local_irq_restore(flags);
+}
+EXPORT_SYMBOL_GPL(__ktau_stop_id);
+
+/* An event: one more call of @id, with no time. */
+void __ktau_event(unsigned int group, u32 id)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+	struct ktau_slot *s;
+
+	if (unlikely(!kt) || in_nmi() || id == KTAU_ID_NONE ||
+	    id >= ktau_nr_ids())
+		return;
+	local_irq_save(flags);
+	s = &kt->slots[id & kt->mask];
+	if (unlikely(s->id != id))
+		s = __ktau_slot_slow(kt, id);
+	local64_inc(&s->count);
+	if (ktau_extra_on()) {
+		if (kt->shared)
+			__ktau_shared_add(kt, s, group, 0, 0, false);
+		ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
+	}
+	local_irq_restore(flags);
+}
+EXPORT_SYMBOL_GPL(__ktau_event);
 
 DEFINE_PER_CPU(struct ktau_site *, ktau_irq_hint);
 

@@ -25,6 +25,7 @@ extern struct ktau_func *ktau_funcs;
 int ktau_registry_init(void);
 unsigned int ktau_nr_ids(void);
 int ktau_register(const char *name, unsigned int group);
+int ktau_register_again(const char *name, unsigned int group);
 int ktau_group_by_name(const char *name, size_t len);
 
 /* Per-task tables. */
@@ -136,6 +137,14 @@ static inline unsigned int ktau_sample_entries(struct ktau_task *kt,
 {
 	return n;
 }
+#endif
+
+/* Dynamic probes. */
+extern const struct proc_ops ktau_probes_ops;	/* with CONFIG_FPROBE */
+#ifdef CONFIG_FPROBE
+void ktau_probe_remove_all(void);
+#else
+static inline void ktau_probe_remove_all(void) { }
 #endif
 
 /* /proc/ktau */

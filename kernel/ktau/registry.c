@@ -99,6 +99,32 @@ int ktau_register_point(const char *name, unsigned int group)
 }
 EXPORT_SYMBOL_GPL(ktau_register_point);
 
+/*
+ * A point that was registered and is gone, registered again under the
+ * same name and group (a probe added a second time): its old ID, so that
+ * the profiles of both times add up; otherwise a new ID.
+ */
+int ktau_register_again(const char *name, unsigned int group)
+{
+	unsigned int nr = ktau_nr_ids(), id;
+	char want[KTAU_NAME_LEN];
+	unsigned long flags;
+
+	strscpy(want, name, sizeof(want));
+	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
+	for (id = KTAU_ID_SYSCALL_BASE + NR_syscalls; id < nr; id++) {
+		struct ktau_func *f = &ktau_funcs[id];
+
+		if (!f->live && f->group == group && !strcmp(f->name, want)) {
+			WRITE_ONCE(f->live, 1);
+			raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
+			return id;
+		}
+	}
+	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
+	return ktau_register(name, group);
+}
+
 /**
  * ktau_unregister_point - mark a dynamic point as gone
  * @id: an ID returned by ktau_register_point()

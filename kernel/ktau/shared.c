@@ -22,8 +22,6 @@
 #include <linux/uaccess.h>
 #include "internal.h"
 
-DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_shared_key, HZ);
-
 static_assert(sizeof(struct ktau_shared) <= PAGE_SIZE);
 static_assert(KTAU_SHARED_GROUPS >= KTAU_NR_GROUPS);
 
@@ -106,7 +104,7 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 	sh->clock_shift = cv.shift;
 	sh->tid = task_pid_vnr(current);
 
-	static_branch_deferred_inc(&ktau_shared_key);
+	static_branch_deferred_inc(&ktau_extra_key);
 	kt->shared_page = page;
 	/* The page's header before the pointer the hooks test. */
 	barrier();
@@ -129,7 +127,7 @@ void ktau_shared_release(struct ktau_task *kt)
 	barrier();	/* the pointer is clear before the page goes */
 	kt->shared_page = NULL;
 	unpin_user_page(page);
-	static_branch_slow_dec_deferred(&ktau_shared_key);
+	static_branch_slow_dec_deferred(&ktau_extra_key);
 }
 
 long ktau_shared_unregister(void)

@@ -362,6 +362,27 @@ static int op_sample_read_other(struct pm_ctx *c)
  * The table. Keep it and the one in Documentation/trace/ktau.rst equal:
  * KTAU_PERMMATRIX_RST=1 prints it in the form of the rst.
  */
+/* Dynamic probes (ABI 1.2). */
+static int op_read_probes(struct pm_ctx *c)
+{
+	return pm_read_file("/proc/ktau/probes", NULL);
+}
+
+static int op_probe(struct pm_ctx *c)
+{
+	struct ktau_probe_req req = { .size = sizeof(req) };
+	int fd = open("/proc/ktau/probes", O_RDONLY), ret;
+
+	if (fd < 0)
+		return errno;
+	snprintf(req.name, sizeof(req.name), "%s", "vfs_read");
+	ret = pm_errno(ioctl(fd, KTAU_IOC_PROBE_ADD, &req));
+	if (!ret && ioctl(fd, KTAU_IOC_PROBE_REMOVE, &req))
+		ret = PM_BROKEN;
+	close(fd);
+	return ret;
+}
+
 static const struct pm_row pm_rows[] = {
 	{ "read ``version``, ``functions``, ``control``",
 	  { "yes", "yes", "yes", "yes" }, op_read_public },
@@ -399,6 +420,10 @@ static const struct pm_row pm_rows[] = {
 	  { "yes", "yes [#d]_", "EACCES", "yes" }, op_sample_other },
 	{ "read another task's samples",
 	  { "yes", "yes [#d]_", "EACCES", "yes" }, op_sample_read_other },
+	{ "read ``/proc/ktau/probes``",
+	  { "yes", "yes", "yes", "yes" }, op_read_probes },
+	{ "add or remove a dynamic probe",
+	  { "yes", "EPERM", "EPERM", "yes" }, op_probe },
 };
 
 #define PM_NROWS	ARRAY_SIZE(pm_rows)

@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	1
+#define KTAU_ABI_VERSION_MINOR	2
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -293,5 +293,34 @@ struct ktau_sample_read {
 #define KTAU_IOC_SAMPLE_START	_IOW(KTAU_IOC_MAGIC, 9, struct ktau_sample_attr)
 #define KTAU_IOC_SAMPLE_READ	_IOWR(KTAU_IOC_MAGIC, 10, struct ktau_sample_read)
 #define KTAU_IOC_SAMPLE_STOP	_IOWR(KTAU_IOC_MAGIC, 11, struct ktau_sample_read)
+
+/*
+ * Dynamic probes (ABI 1.2): entry/exit timers on a kernel function at run
+ * time, through the kernel's function-entry/exit probing (fprobe). A probe
+ * is added with KTAU_IOC_PROBE_ADD on an open file of /proc/ktau/probes
+ * (CAP_PERFMON or CAP_SYS_ADMIN) and belongs to that open file: it is
+ * removed with KTAU_IOC_PROBE_REMOVE, when the file is closed (the tool
+ * exits or is killed), when the module that holds the function is
+ * unloaded, and by KTAU_IOC_RESET (or "reset" in /proc/ktau/control).
+ * The function gets a function ID in group "dynamic", named after it; the
+ * same function probed again gets the same ID. Its calls are timed in the
+ * per-task profiles like every other routine, nested in whatever was in
+ * progress. Reading /proc/ktau/probes lists the probes, one per line:
+ * "<id> <function> <owner pid> <missed>".
+ */
+#define KTAU_PROBE_NAME_LEN	64	/* "function" or "module:function" */
+#define KTAU_PROBE_MAX		64	/* probes at one time, system-wide */
+
+struct ktau_probe_req {
+	__u32 size;		/* in: sizeof(struct ktau_probe_req) */
+	__u32 flags;		/* in: zero */
+	__s32 id;		/* out (ADD): the function ID; */
+				/* in (REMOVE): used when name is empty */
+	__u32 reserved;		/* in: zero */
+	char name[KTAU_PROBE_NAME_LEN];	/* in: NUL-terminated */
+};
+
+#define KTAU_IOC_PROBE_ADD	_IOWR(KTAU_IOC_MAGIC, 12, struct ktau_probe_req)
+#define KTAU_IOC_PROBE_REMOVE	_IOW(KTAU_IOC_MAGIC, 13, struct ktau_probe_req)
 
 #endif /* _UAPI_LINUX_KTAU_H */

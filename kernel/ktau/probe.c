@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU dynamic probes: entry/exit timers on any traceable kernel function,
+ * added at run time through fprobe. A probed function gets a function ID
+ * in group "dynamic" and is timed in the per-task profiles like every
+ * other routine.
+ *
+ * A probe belongs to the open file of /proc/ktau/probes it was added on
+ * and goes away with it, with the module that holds the function, and at
+ * reset. Adding and removing take ktau_probe_lock (a mutex); the handlers
+ * take nothing: they push and pop a frame of the current task.
+ */
+
+#include <linux/fprobe.h>
+#include <linux/ftrace.h>
+#include <linux/kallsyms.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/pid_namespace.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include "internal.h"
+
+/*
+ * Return slots per probe: calls of the function in progress at one time,
+ * over all tasks (a task blocked inside holds one). More are counted as
+ * missed. 64 probes of 128 slots take about 600 KiB.
+ */
+#define KTAU_PROBE_ACTIVE	128
+
+struct ktau_probe {
+	struct fprobe fp;
+	struct list_head node;
+	struct file *owner;	/* identity only: the file it was added on */
+	struct pid *owner_pid;
+	unsigned long addr;
+	u32 id;
+	char name[KTAU_PROBE_NAME_LEN];
+};
+
+static LIST_HEAD(ktau_probes);
+static unsigned int ktau_nr_probes;
+static DEFINE_MUTEX(ktau_probe_lock);
+
+/*
+ * Functions that open or close a KTAU frame of their own and return in
+ * between: a probe on them would interleave with that frame, not nest.
+ */
+static const char * const ktau_probe_deny[] = {
+	"irq_enter", "irq_enter_rcu", "irq_exit", "irq_exit_rcu",
+};
+
+static int ktau_probe_entry(struct fprobe *fp, unsigned long ip,
+			    unsigned long ret_ip, struct pt_regs *regs,
+			    void *data)
+{
+	struct ktau_probe *p = container_of(fp, struct ktau_probe, fp);
+
+	/* Nonzero: no exit handler call for this entry. */
+	if (!ktau_group_on(KTAU_GROUP_DYNAMIC) || !current->ktau || in_nmi())
+		return 1;
+	__ktau_start(KTAU_GROUP_DYNAMIC, p->id);
+	return 0;
+}
+
+static void ktau_probe_exit(struct fprobe *fp, unsigned long ip,
+			    unsigned long ret_ip, struct pt_regs *regs,
+			    void *data)
+{
+	struct ktau_probe *p = container_of(fp, struct ktau_probe, fp);
+
+	__ktau_stop_id(KTAU_GROUP_DYNAMIC, p->id);
+}
+
+static struct ktau_probe *ktau_probe_find(const char *name, int id)
+{
+	struct ktau_probe *p;
+
+	list_for_each_entry(p, &ktau_probes, node)
+		if (name[0] ? !strcmp(p->name, name) : p->id == id)
+			return p;
+	return NULL;
+}
+
+/* Unregister and free @p; under ktau_probe_lock. */
+static void ktau_probe_free(struct ktau_probe *p)
+{
+	unregister_fprobe(&p->fp);
+	list_del(&p->node);
+	ktau_nr_probes--;
+	ktau_unregister_point(p->id);
+	put_pid(p->owner_pid);
+	/* The handlers run with preemption off. */
+	synchronize_rcu();
+	kfree(p);
+}
+
+/* The address of @name if it is a function that may be probed. */
+static int ktau_probe_check(const char *name, unsigned long *addrp)
+{
+	unsigned long addr, size, off;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ktau_probe_deny); i++)
+		if (!strcmp(name, ktau_probe_deny[i]))
+			return -EINVAL;
+	addr = kallsyms_lookup_name(name);
+	if (!addr)
+		return -ENOENT;
+	/* A function's first byte, with an ftrace site: not notrace. */
+	if (!kallsyms_lookup_size_offset(addr, &size, &off) || off)
+		return -EINVAL;
+	addr = ftrace_location(addr);
+	if (!addr)
+		return -EINVAL;
+	*addrp = addr;
+	return 0;
+}
+
+static long ktau_probe_add(struct file *file, struct ktau_probe_req *req)
+{
+	struct ktau_probe *p;
+	unsigned long addr;
+	int ret, id;
+
+	ret = ktau_probe_check(req->name, &addr);
+	if (ret)
+		return ret;
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	strscpy(p->name, req->name, sizeof(p->name));
+	p->addr = addr;
+	p->owner = file;
+	p->fp.entry_handler = ktau_probe_entry;
+	p->fp.exit_handler = ktau_probe_exit;
+	p->fp.nr_maxactive = KTAU_PROBE_ACTIVE;
+
+	mutex_lock(&ktau_probe_lock);
+	ret = -EEXIST;
+	if (ktau_probe_find(p->name, 0))
+		goto fail;
+	ret = -ENOSPC;
+	if (ktau_nr_probes >= KTAU_PROBE_MAX)
+		goto fail;
+	id = ktau_register_again(p->name, KTAU_GROUP_DYNAMIC);
+	ret = id;
+	if (id < 0)
+		goto fail;
+	p->id = id;
+	ret = register_fprobe_ips(&p->fp, &p->addr, 1);
+	if (ret) {
+		ktau_unregister_point(id);
+		goto fail;
+	}
+	p->owner_pid = get_task_pid(current, PIDTYPE_TGID);
+	list_add_tail(&p->node, &ktau_probes);
+	ktau_nr_probes++;
+	mutex_unlock(&ktau_probe_lock);
+	req->id = id;
+	return 0;
+fail:
+	mutex_unlock(&ktau_probe_lock);
+	kfree(p);
+	return ret;
+}
+
+static long ktau_probe_remove(struct ktau_probe_req *req)
+{
+	struct ktau_probe *p;
+	long ret = -ENOENT;
+
+	mutex_lock(&ktau_probe_lock);
+	p = ktau_probe_find(req->name, req->id);
+	if (p) {
+		ktau_probe_free(p);
+		ret = 0;
+	}
+	mutex_unlock(&ktau_probe_lock);
+	return ret;
+}
+
+/* Reset: every probe goes. */
+void ktau_probe_remove_all(void)
+{
+	struct ktau_probe *p, *tmp;
+
+	mutex_lock(&ktau_probe_lock);
+	list_for_each_entry_safe(p, tmp, &ktau_probes, node)
+		ktau_probe_free(p);
+	mutex_unlock(&ktau_probe_lock);
+}
+
+static long ktau_probes_ioctl(struct file *file, unsigned int cmd,
+			      unsigned long arg)
+{
+	struct ktau_probe_req __user *ureq = (void __user *)arg;
+	struct ktau_probe_req req;
+	long ret;
+	u32 size;
+
+	if (cmd != KTAU_IOC_PROBE_ADD && cmd != KTAU_IOC_PROBE_REMOVE)
+		return -ENOTTY;
+	if (!ktau_capable())
+		return -EPERM;
+	if (get_user(size, &ureq->size))
+		return -EFAULT;
+	if (size != sizeof(req))
+		return -EINVAL;
+	if (copy_from_user(&req, ureq, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.reserved ||
+	    strnlen(req.name, sizeof(req.name)) == sizeof(req.name))
+		return -EINVAL;
+	if (cmd == KTAU_IOC_PROBE_REMOVE)
+		return ktau_probe_remove(&req);
+	if (!req.name[0])
+		return -EINVAL;
+	ret = ktau_probe_add(file, &req);
+	if (!ret && put_user(req.id, &ureq->id)) {
+		/* The caller cannot learn the ID: take the probe back. */
+		req.name[0] = '\0';
+		ktau_probe_remove(&req);
+		ret = -EFAULT;
+	}
+	return ret;
+}
+
+/* The probes' list, each with the process that added it. */
+static int ktau_probes_show(struct seq_file *m, void *v)
+{
+	struct pid_namespace *ns = proc_pid_ns(file_inode(m->file)->i_sb);
+	struct ktau_probe *p;
+
+	seq_puts(m, "# id function owner missed\n");
+	mutex_lock(&ktau_probe_lock);
+	list_for_each_entry(p, &ktau_probes, node)
+		seq_printf(m, "%u %s %d %lu\n", p->id, p->name,
+			   pid_nr_ns(p->owner_pid, ns), READ_ONCE(p->fp.nmissed));
+	mutex_unlock(&ktau_probe_lock);
+	return 0;
+}
+
+static int ktau_probes_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ktau_probes_show, NULL);
+}
+
+/* The last reference to the file is gone: so are its probes. */
+static int ktau_probes_release(struct inode *inode, struct file *file)
+{
+	struct ktau_probe *p, *tmp;
+
+	mutex_lock(&ktau_probe_lock);
+	list_for_each_entry_safe(p, tmp, &ktau_probes, node)
+		if (p->owner == file)
+			ktau_probe_free(p);
+	mutex_unlock(&ktau_probe_lock);
+	return single_release(inode, file);
+}
+
+const struct proc_ops ktau_probes_ops = {
+	.proc_open		= ktau_probes_open,
+	.proc_read		= seq_read,
+	.proc_lseek		= seq_lseek,
+	.proc_release		= ktau_probes_release,
+	.proc_ioctl		= ktau_probes_ioctl,
+#ifdef CONFIG_COMPAT
+	.proc_compat_ioctl	= compat_ptr_ioctl,
+#endif
+};
+
+/* A module going away takes the probes on its functions with it. */
+static int ktau_probe_module_notify(struct notifier_block *nb,
+				    unsigned long action, void *data)
+{
+	struct module *mod = data;
+	struct ktau_probe *p, *tmp;
+
+	if (action != MODULE_STATE_GOING)
+		return NOTIFY_DONE;
+	mutex_lock(&ktau_probe_lock);
+	list_for_each_entry_safe(p, tmp, &ktau_probes, node)
+		if (within_module(p->addr, mod))
+			ktau_probe_free(p);
+	mutex_unlock(&ktau_probe_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block ktau_probe_module_nb = {
+	.notifier_call = ktau_probe_module_notify,
+};
+
+static int __init ktau_probe_init(void)
+{
+	return register_module_notifier(&ktau_probe_module_nb);
+}
+core_initcall(ktau_probe_init);

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU example: a module that times a routine of its own.
+ *
+ * It registers a function ID for ktau_self_work() and one for an event,
+ * and offers /proc/ktau_self: writing N runs the routine N times in the
+ * writing task, each timed with ktau_point_start()/ktau_point_stop() and
+ * counted as one "ktau_self_event". The routine then shows in that task's
+ * profile (/proc/PID/ktau, group "dynamic") with N calls.
+ *
+ *	insmod ktau_self.ko
+ *	echo 100 > /proc/ktau_self
+ *
+ * ktau_self_work() is also an ordinary traceable function, so that a
+ * dynamic probe can be put on it and removed when the module goes.
+ */
+
+#include <linux/delay.h>
+#include <linux/kernel.h>
+#include <linux/ktau.h>
+#include <linux/module.h>
+#include <linux/proc_fs.h>
+#include <linux/uaccess.h>
+
+#define KTAU_SELF_MAX_RUNS	100000
+
+static int work_id, event_id;
+static struct proc_dir_entry *self_entry;
+
+/* The routine to time: a short busy wait. */
+static noinline void ktau_self_work(void)
+{
+	ktau_point_start(work_id);
+	udelay(5);
+	ktau_point_event(event_id);
+	ktau_point_stop();
+}
+
+static ssize_t ktau_self_write(struct file *file, const char __user *ubuf,
+			       size_t count, loff_t *ppos)
+{
+	unsigned int n, i;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, count, 0, &n);
+	if (ret)
+		return ret;
+	if (n > KTAU_SELF_MAX_RUNS)
+		return -ERANGE;
+	for (i = 0; i < n; i++) {
+		ktau_self_work();
+		cond_resched();
+	}
+	return count;
+}
+
+static const struct proc_ops ktau_self_ops = {
+	.proc_write	= ktau_self_write,
+	.proc_lseek	= noop_llseek,
+};
+
+static int __init ktau_self_init(void)
+{
+	work_id = ktau_register_point("ktau_self_work", KTAU_GROUP_DYNAMIC);
+	if (work_id < 0)
+		return work_id;
+	event_id = ktau_register_point("ktau_self_event", KTAU_GROUP_DYNAMIC);
+	if (event_id < 0) {
+		ktau_unregister_point(work_id);
+		return event_id;
+	}
+	self_entry = proc_create("ktau_self", 0200, NULL, &ktau_self_ops);
+	if (!self_entry) {
+		ktau_unregister_point(event_id);
+		ktau_unregister_point(work_id);
+		return -ENOMEM;
+	}
+	pr_info("ktau_self: function IDs %d (work) and %d (event)\n",
+		work_id, event_id);
+	return 0;
+}
+
+static void __exit ktau_self_exit(void)
+{
+	proc_remove(self_entry);
+	ktau_unregister_point(event_id);
+	ktau_unregister_point(work_id);
+}
+
+module_init(ktau_self_init);
+module_exit(ktau_self_exit);
+MODULE_DESCRIPTION("KTAU example: a module that times a routine of its own");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The in-kernel KTAU API, through the example modules of samples/ktau:
+ * ktau_self times a routine of its own and counts an event; ktau_handler
+ * registers a handler and counts what it sees. Also: a dynamic probe on a
+ * module's function goes when the module is unloaded.
+ *
+ * The modules are loaded from $KTAU_MODULES (default /ktau/modules).
+ */
+#include <sys/utsname.h>
+#include "ktau_util.h"
+
+#define SELF_RUNS	100
+#define WATCH_CALLS	1000
+
+static const char *mod_dir(void)
+{
+	const char *d = getenv("KTAU_MODULES");
+
+	return d && *d ? d : "/ktau/modules";
+}
+
+static int mod_load(const char *name, const char *params)
+{
+	char path[512];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.ko", mod_dir(), name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int mod_unload(const char *name)
+{
+	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
+}
+
+static void must_load(struct __test_metadata *_metadata, const char *name,
+		      const char *params)
+{
+	int ret = mod_load(name, params);
+
+	ASSERT_EQ(0, ret) TH_LOG("loading %s/%s.ko: %s", mod_dir(), name, strerror(-ret));
+}
+
+static int func_id(struct __test_metadata *_metadata, const char *name)
+{
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *f;
+	int id = -1;
+
+	EXPECT_EQ(0, ktau_funcs_load(&fs));
+	/* The last entry of that name: an earlier load's ID is gone. */
+	for (size_t i = 0; i < fs.n; i++)
+		if (!strcmp(fs.v[i].name, name))
+			id = fs.v[i].id;
+	f = id > 0 ? ktau_func_by_id(&fs, id) : NULL;
+	if (f)
+		EXPECT_STREQ("dynamic", f->group);
+	ktau_funcs_free(&fs);
+	return id;
+}
+
+static int self_run(unsigned int n)
+{
+	int fd = open("/proc/ktau_self", O_WRONLY);
+	char buf[16];
+	int len, ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%u\n", n);
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* ktau_self: its routine in the writer's profile, nested in write(). */
+TEST(self_module_times_its_routine)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_snap a = { 0 }, b = { 0 };
+	struct ktau_val work, ev, wr;
+	int pfd, work_id, ev_id;
+
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "");
+	work_id = func_id(_metadata, "ktau_self_work");
+	ev_id = func_id(_metadata, "ktau_self_event");
+	ASSERT_LT(0, work_id);
+	ASSERT_LT(0, ev_id);
+	pfd = ktau_must_open_profiles(_metadata);
+	ra = ktau_must_snap_self(_metadata, pfd, &a);
+	ASSERT_EQ(0, self_run(SELF_RUNS));
+	rb = ktau_must_snap_self(_metadata, pfd, &b);
+	work = ktau_val_delta(ra, rb, work_id);
+	ev = ktau_val_delta(ra, rb, ev_id);
+	wr = ktau_val_delta(ra, rb, KTAU_ID_SYSCALL_BASE + SYS_write);
+	EXPECT_EQ(SELF_RUNS, work.count);
+	/* udelay(5) each. */
+	EXPECT_LE(SELF_RUNS * 5000ULL, work.incl);
+	EXPECT_EQ(SELF_RUNS, ev.count);
+	EXPECT_EQ(0, ev.incl);
+	EXPECT_LE(work.incl, wr.incl - wr.excl);
+	close(pfd);
+	ktau_snap_free(&a);
+	ktau_snap_free(&b);
+	EXPECT_EQ(0, mod_unload("ktau_self"));
+}
+
+/* ktau_handler: exactly the starts and stops of one routine of ours. */
+TEST(handler_sees_every_start_and_stop)
+{
+	unsigned long long st, sp, incl, starts[KTAU_NR_GROUPS], stops[KTAU_NR_GROUPS];
+	unsigned long long events;
+	char params[128], *text, *line, *save;
+	unsigned int g, watch;
+	int n = 0, ret;
+
+	ktau_must_have_ktau(_metadata);
+	snprintf(params, sizeof(params), "groups=0x1 tgid=%d watch_id=%u",
+		 getpid(), KTAU_ID_GETPPID);
+	must_load(_metadata, "ktau_handler", params);
+	ktau_getppid_loop(WATCH_CALLS);
+	text = ktau_slurp("/proc/ktau_handler", NULL);
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(0, mod_unload("ktau_handler"));
+	st = 0;
+	sp = 0;
+	incl = 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "watch %u %llu %llu %llu", &watch, &st, &sp, &incl) == 4)
+			continue;
+		ret = sscanf(line, "%u %llu %llu %llu", &g, &starts[n], &stops[n], &events);
+		ASSERT_EQ(4, ret) TH_LOG("line '%s'", line);
+		ASSERT_GT(KTAU_NR_GROUPS, n);
+		ASSERT_EQ(n, g);
+		n++;
+	}
+	free(text);
+	ASSERT_EQ(KTAU_NR_GROUPS, n);
+	EXPECT_EQ(WATCH_CALLS, st);
+	EXPECT_EQ(WATCH_CALLS, sp);
+	EXPECT_LT(0, incl);
+	/* System calls only (groups=0x1), and each seen twice. */
+	EXPECT_LE(WATCH_CALLS, starts[0]);
+	/* Loading ended a call begun before; reading began one not ended. */
+	EXPECT_GE(2, starts[0] > stops[0] ? starts[0] - stops[0] : stops[0] - starts[0]);
+	for (g = 1; g < KTAU_NR_GROUPS; g++) {
+		EXPECT_EQ(0, starts[g]);
+		EXPECT_EQ(0, stops[g]);
+	}
+}
+
+/* The handler sees the module's events too; nothing after unloading. */
+TEST(handler_sees_module_events)
+{
+	unsigned long long s, p, e;
+	char params[64], *text, *line, *save;
+	unsigned int g;
+	int found = 0;
+
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "");
+	snprintf(params, sizeof(params), "groups=0x40 tgid=%d", getpid());
+	must_load(_metadata, "ktau_handler", params);
+	ASSERT_EQ(0, self_run(SELF_RUNS));
+	text = ktau_slurp("/proc/ktau_handler", NULL);
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, mod_unload("ktau_handler"));
+	EXPECT_EQ(0, mod_unload("ktau_self"));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %llu %llu %llu", &g, &s, &p, &e) != 4 ||
+		    g != KTAU_GROUP_DYNAMIC)
+			continue;
+		found = 1;
+		EXPECT_EQ(SELF_RUNS, s);
+		EXPECT_EQ(SELF_RUNS, p);
+		EXPECT_EQ(SELF_RUNS, e);
+	}
+	free(text);
+	EXPECT_TRUE(found);
+}
+
+/* A probe on a module's function is removed when the module goes. */
+TEST(probe_goes_with_module)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_snap a = { 0 }, b = { 0 };
+	struct ktau_probe_req req = { .size = sizeof(req) };
+	char *list;
+	int fd, pfd;
+
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "");
+	fd = open("/proc/ktau/probes", O_RDONLY);
+	ASSERT_LE(0, fd);
+	snprintf(req.name, sizeof(req.name), "%s", "ktau_self:ktau_self_work");
+	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_PROBE_ADD, &req)) TH_LOG("add: %s", strerror(errno));
+	pfd = ktau_must_open_profiles(_metadata);
+	ra = ktau_must_snap_self(_metadata, pfd, &a);
+	ASSERT_EQ(0, self_run(10));
+	rb = ktau_must_snap_self(_metadata, pfd, &b);
+	EXPECT_EQ(10, ktau_val_delta(ra, rb, req.id).count);
+	ASSERT_EQ(0, mod_unload("ktau_self"));
+	list = ktau_slurp("/proc/ktau/probes", NULL);
+	ASSERT_NE(NULL, list);
+	EXPECT_EQ(NULL, strstr(list, "ktau_self_work")) TH_LOG("%s", list);
+	free(list);
+	EXPECT_EQ(-1, ioctl(fd, KTAU_IOC_PROBE_REMOVE, &req));
+	EXPECT_EQ(ENOENT, errno);
+	close(fd);
+	close(pfd);
+	ktau_snap_free(&a);
+	ktau_snap_free(&b);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU dynamic probes (ABI 1.2): KTAU_IOC_PROBE_ADD/REMOVE on
+ * /proc/ktau/probes. A probed function is timed in the per-task profile
+ * with exact counts, nested in the routine that calls it; probes are
+ * refused where they cannot work; they go with their file, at reset, and
+ * counting stays right while they come and go under load.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include "ktau_util.h"
+
+#define KTAU_PROBES_PATH	"/proc/ktau/probes"
+#define PROBE_CALLS		1000
+#define LOAD_ROUNDS		20
+
+static int probe_req(int fd, unsigned long cmd, const char *name, int id)
+{
+	struct ktau_probe_req req = { .size = sizeof(req), .id = id };
+
+	snprintf(req.name, sizeof(req.name), "%s", name);
+	if (ioctl(fd, cmd, &req))
+		return -errno;
+	return cmd == KTAU_IOC_PROBE_ADD ? req.id : 0;
+}
+
+static int probe_add(int fd, const char *name)
+{
+	return probe_req(fd, KTAU_IOC_PROBE_ADD, name, 0);
+}
+
+static int probe_remove(int fd, const char *name)
+{
+	return probe_req(fd, KTAU_IOC_PROBE_REMOVE, name, 0);
+}
+
+/* The owner pid /proc/ktau/probes lists for @name; -ENOENT if absent. */
+static int probe_listed(const char *name)
+{
+	char *text = ktau_slurp(KTAU_PROBES_PATH, NULL), *line, *save;
+	char fn[KTAU_PROBE_NAME_LEN];
+	unsigned long missed;
+	int ret = -ENOENT;
+	unsigned int id;
+	int owner;
+
+	if (!text)
+		return -errno;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%u %63s %d %lu", &id, fn, &owner, &missed) != 4) {
+			ret = -EBADMSG;
+			break;
+		}
+		if (!strcmp(fn, name)) {
+			ret = owner;
+			break;
+		}
+	}
+	free(text);
+	return ret;
+}
+
+static int nr_listed(void)
+{
+	char *text = ktau_slurp(KTAU_PROBES_PATH, NULL), *p;
+	int n = 0;
+
+	if (!text)
+		return -errno;
+	for (p = text; *p; p++)
+		if (*p == '\n')
+			n++;
+	free(text);
+	return n - 1;	/* the header */
+}
+
+static int open_probes(struct __test_metadata *_metadata)
+{
+	int fd = open(KTAU_PROBES_PATH, O_RDONLY);
+
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s (kernel without CONFIG_FPROBE?)",
+				KTAU_PROBES_PATH, strerror(errno));
+	return fd;
+}
+
+FIXTURE(probe) {
+	int fd;		/* /proc/ktau/probes */
+	int pfd;	/* /proc/ktau/profiles */
+	struct ktau_snap a, b;
+};
+
+FIXTURE_SETUP(probe)
+{
+	ktau_must_have_ktau(_metadata);
+	self->fd = open_probes(_metadata);
+	self->pfd = ktau_must_open_profiles(_metadata);
+	memset(&self->a, 0, sizeof(self->a));
+	memset(&self->b, 0, sizeof(self->b));
+}
+
+FIXTURE_TEARDOWN(probe)
+{
+	close(self->fd);
+	close(self->pfd);
+	ktau_snap_free(&self->a);
+	ktau_snap_free(&self->b);
+}
+
+/* Exact counts, nested in the system call, listed and named. */
+TEST_F(probe, times_function_exactly)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_val p, sys;
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *f;
+	int id;
+
+	id = probe_add(self->fd, "__x64_sys_getppid");
+	ASSERT_LT(0, id) TH_LOG("add: %s", strerror(-id));
+	ASSERT_EQ(getpid(), probe_listed("__x64_sys_getppid"));
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	f = ktau_func_by_id(&fs, id);
+	ASSERT_NE(NULL, f);
+	EXPECT_STREQ("dynamic", f->group);
+	EXPECT_STREQ("__x64_sys_getppid", f->name);
+	ktau_funcs_free(&fs);
+
+	ra = ktau_must_snap_self(_metadata, self->pfd, &self->a);
+	ktau_getppid_loop(PROBE_CALLS);
+	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
+	p = ktau_val_delta(ra, rb, id);
+	sys = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
+	EXPECT_EQ(PROBE_CALLS, p.count);
+	EXPECT_EQ(PROBE_CALLS, sys.count);
+	EXPECT_LT(0, p.incl);
+	EXPECT_LE(p.excl, p.incl);
+	/* Nested: the call's exclusive time leaves the probe's out. */
+	EXPECT_LE(p.incl, sys.incl - sys.excl)
+		TH_LOG("probe incl %llu, getppid incl %llu excl %llu",
+		       p.incl, sys.incl, sys.excl);
+
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	ASSERT_EQ(-ENOENT, probe_listed("__x64_sys_getppid"));
+	ra = ktau_must_snap_self(_metadata, self->pfd, &self->a);
+	ktau_getppid_loop(100);
+	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
+	EXPECT_EQ(0, ktau_val_delta(ra, rb, id).count);
+}
+
+/* Two probes on one path nest in each other: read -> vfs_read. */
+TEST_F(probe, probes_nest)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_val outer, inner;
+	int i, devnull, o, in;
+	char c;
+
+	devnull = open("/dev/null", O_RDONLY);
+	ASSERT_LE(0, devnull);
+	o = probe_add(self->fd, "__x64_sys_read");
+	ASSERT_LT(0, o) TH_LOG("add: %s", strerror(-o));
+	in = probe_add(self->fd, "vfs_read");
+	ASSERT_LT(0, in) TH_LOG("add: %s", strerror(-in));
+	ra = ktau_must_snap_self(_metadata, self->pfd, &self->a);
+	for (i = 0; i < PROBE_CALLS; i++)
+		ASSERT_EQ(0, read(devnull, &c, 1));
+	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
+	outer = ktau_val_delta(ra, rb, o);
+	inner = ktau_val_delta(ra, rb, in);
+	EXPECT_EQ(PROBE_CALLS, outer.count);
+	EXPECT_EQ(PROBE_CALLS, inner.count);
+	EXPECT_LE(inner.incl, outer.incl - outer.excl);
+	EXPECT_EQ(0, rb->unmatched - ra->unmatched);
+	close(devnull);
+}
+
+/* The same function probed again keeps its ID. */
+TEST_F(probe, same_function_same_id)
+{
+	int id1, id2;
+
+	id1 = probe_add(self->fd, "__x64_sys_getppid");
+	ASSERT_LT(0, id1);
+	ASSERT_EQ(-EEXIST, probe_add(self->fd, "__x64_sys_getppid"));
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	id2 = probe_add(self->fd, "__x64_sys_getppid");
+	EXPECT_EQ(id1, id2);
+	/* Remove by ID (empty name). */
+	ASSERT_EQ(0, probe_req(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
+	ASSERT_EQ(-ENOENT, probe_req(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
+}
+
+/* Refused, each with its errno, and nothing added. */
+TEST_F(probe, refused)
+{
+	struct ktau_probe_req req;
+	int before = nr_listed();
+
+	EXPECT_EQ(-ENOENT, probe_add(self->fd, "ktau_no_such_function"));
+	/* KTAU's own code is built without ftrace sites. */
+	EXPECT_EQ(-EINVAL, probe_add(self->fd, "ktau_set_groups"));
+	/* noinstr entry code. */
+	EXPECT_EQ(-EINVAL, probe_add(self->fd, "exc_page_fault"));
+	/* Opens a KTAU frame and returns: would interleave. */
+	EXPECT_EQ(-EINVAL, probe_add(self->fd, "irq_enter_rcu"));
+	EXPECT_EQ(-EINVAL, probe_add(self->fd, ""));
+	EXPECT_EQ(-ENOENT, probe_remove(self->fd, "vfs_read"));
+
+	memset(&req, 0, sizeof(req));
+	req.size = sizeof(req) - 1;
+	snprintf(req.name, sizeof(req.name), "%s", "vfs_read");
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_PROBE_ADD, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.size = sizeof(req);
+	req.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_PROBE_ADD, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.flags = 0;
+	req.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_PROBE_ADD, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.reserved = 0;
+	memset(req.name, 'a', sizeof(req.name));	/* no NUL */
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_PROBE_ADD, &req));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_PROBE_ADD, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, KTAU_IOC_PROBE_ADD + 1, &req));
+	EXPECT_EQ(ENOTTY, errno);
+	/* Probes are added on /proc/ktau/probes only. */
+	snprintf(req.name, sizeof(req.name), "%s", "vfs_read");
+	EXPECT_EQ(-1, ioctl(self->pfd, KTAU_IOC_PROBE_ADD, &req));
+	EXPECT_EQ(ENOTTY, errno);
+	EXPECT_EQ(before, nr_listed());
+}
+
+/* At most KTAU_PROBE_MAX at once: system call wrappers, all traceable. */
+TEST_F(probe, limit)
+{
+	char *text = ktau_slurp("/proc/kallsyms", NULL), *line, *save;
+	char name[128], type;
+	unsigned long long addr;
+	int added = 0, ret;
+
+	ASSERT_NE(NULL, text);
+	for (line = strtok_r(text, "\n", &save); line && added < KTAU_PROBE_MAX + 1;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) != 3 ||
+		    strncmp(name, "__x64_sys_", 10) || strchr(line, '['))
+			continue;
+		ret = probe_add(self->fd, name);
+		if (ret == -EINVAL || ret == -EEXIST)
+			continue;
+		if (added == KTAU_PROBE_MAX) {
+			EXPECT_EQ(-ENOSPC, ret);
+			added++;
+			break;
+		}
+		ASSERT_LT(0, ret) TH_LOG("add %s: %s", name, strerror(-ret));
+		added++;
+	}
+	free(text);
+	ASSERT_EQ(KTAU_PROBE_MAX + 1, added) TH_LOG("too few system call wrappers to fill");
+	EXPECT_EQ(KTAU_PROBE_MAX, nr_listed());
+	close(self->fd);
+	self->fd = open_probes(_metadata);
+	EXPECT_EQ(0, nr_listed());
+}
+
+/* Without CAP_PERFMON nothing can be added; the list is readable. */
+static void add_as_user(struct __test_metadata *_metadata)
+{
+	int fd = open(KTAU_PROBES_PATH, O_RDONLY);
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EPERM, probe_add(fd, "vfs_read"));
+	EXPECT_EQ(-EPERM, probe_remove(fd, "vfs_read"));
+	EXPECT_LE(0, nr_listed());
+	close(fd);
+}
+
+static void add_as_perfmon(struct __test_metadata *_metadata)
+{
+	int fd = open(KTAU_PROBES_PATH, O_RDONLY);
+
+	ASSERT_LE(0, fd);
+	EXPECT_LT(0, probe_add(fd, "vfs_read"));
+	EXPECT_EQ(0, probe_remove(fd, "vfs_read"));
+	close(fd);
+}
+
+TEST(permissions)
+{
+	ktau_must_have_ktau(_metadata);
+	ktau_run_as(_metadata, KTAU_USER_ID, 0, add_as_user);
+	ktau_run_as(_metadata, KTAU_USER_ID, KTAU_CAP(CAP_PERFMON), add_as_perfmon);
+}
+
+/* The holder is killed: its probes go with its file. */
+TEST(killed_owner_loses_probes)
+{
+	int sync[2], fd;
+	pid_t pid;
+	char c;
+
+	ktau_must_have_ktau(_metadata);
+	ASSERT_EQ(0, pipe(sync));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		fd = open(KTAU_PROBES_PATH, O_RDONLY);
+		if (fd < 0 || probe_add(fd, "vfs_read") <= 0)
+			_exit(1);
+		if (write(sync[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(sync[1]);
+	ASSERT_EQ(1, read(sync[0], &c, 1));
+	EXPECT_EQ(pid, probe_listed("vfs_read"));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	EXPECT_EQ(-ENOENT, probe_listed("vfs_read"));
+	close(sync[0]);
+}
+
+/* A file shared with a child keeps the probes until the last close. */
+TEST(last_close_removes)
+{
+	int fd = open(KTAU_PROBES_PATH, O_RDONLY), fd2;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LT(0, probe_add(fd, "vfs_read"));
+	fd2 = dup(fd);
+	close(fd);
+	EXPECT_EQ(getpid(), probe_listed("vfs_read"));
+	close(fd2);
+	EXPECT_EQ(-ENOENT, probe_listed("vfs_read"));
+}
+
+TEST_F(probe, reset_removes)
+{
+	ASSERT_LT(0, probe_add(self->fd, "vfs_read"));
+	ASSERT_EQ(0, ktau_control("reset"));
+	EXPECT_EQ(-ENOENT, probe_listed("vfs_read"));
+	EXPECT_EQ(-ENOENT, probe_remove(self->fd, "vfs_read"));
+}
+
+/* Probes added and removed while another thread runs through them. */
+struct load {
+	int stop;		/* __atomic */
+	unsigned long calls;
+	int pfd;
+	pid_t tid;
+};
+
+static void *load_fn(void *arg)
+{
+	struct load *l = arg;
+
+	__atomic_store_n(&l->tid, gettid(), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
+		syscall(SYS_getppid);
+		l->calls++;
+	}
+	return NULL;
+}
+
+TEST_F(probe, add_remove_under_load)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct load l = { 0 };
+	const struct ktau_entry *e;
+	struct ktau_val p, sys;
+	pthread_t th;
+	int i, id = 0;
+	__u32 k;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, load_fn, &l));
+	while (!__atomic_load_n(&l.tid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	ASSERT_EQ(0, ktau_snap(self->pfd, &self->a, KTAU_SNAP_PIDS, &l.tid, 1));
+	ra = ktau_snap_find(&self->a, l.tid);
+	ASSERT_NE(NULL, ra);
+	for (i = 0; i < LOAD_ROUNDS; i++) {
+		id = probe_add(self->fd, "__x64_sys_getppid");
+		ASSERT_LT(0, id);
+		usleep(2000);
+		ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	}
+	ASSERT_EQ(0, ktau_snap(self->pfd, &self->b, KTAU_SNAP_PIDS, &l.tid, 1));
+	__atomic_store_n(&l.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	rb = ktau_snap_find(&self->b, l.tid);
+	ASSERT_NE(NULL, rb) TH_LOG("the thread's record is gone");
+	p = ktau_val_delta(ra, rb, id);
+	sys = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
+	TH_LOG("%lu calls, %llu probed", l.calls, p.count);
+	EXPECT_LE(p.count, sys.count);
+	EXPECT_LE(p.incl, sys.incl - sys.excl);
+	/* A probe removed while a call was inside leaves that frame open. */
+	EXPECT_LE(rb->unmatched - ra->unmatched, LOAD_ROUNDS);
+	e = ktau_rec_entries(rb);
+	for (k = 0; k < rb->nentries; k++)
+		EXPECT_LE(e[k].excl_ns, e[k].incl_ns) TH_LOG("id %u", e[k].id);
+}
+
+TEST_HARNESS_MAIN
