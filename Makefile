@@ -21,7 +21,7 @@ help:
 	@echo "make shell        boot the guest with a shell on this terminal"
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
 	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
-	@echo "                  libktau's libFuzzer target (FUZZ_SECONDS=300 each)"
+	@echo "                  the host parsers' libFuzzer targets (FUZZ_SECONDS=300 each)"
 	@echo "make bench         overhead vs CONFIG_KTAU=n, ftrace and eBPF (-icount): out/bench/"
 
 prepare:

@@ -19,6 +19,10 @@ for k in noktau ktau; do
 		--timeout 900 --out "$B/run-$k" ||
 		die "the bench guest ($k) failed; console log: $B/run-$k/console.log"
 	grep '^BENCH ' "$B/run-$k/results.log" >>"$B/syscall.raw"
+	if grep -q '^BENCHFAIL' "$B/run-$k/results.log"; then
+		grep -h -B5 '^BENCHFAIL' "$B/run-$k/results.log" >&2
+		die "a benchmark failed in the $k guest; see $B/run-$k/results.log"
+	fi
 done
 base=$(awk '$2 == "noktau" {print $4}' "$B/syscall.raw")
 [ -n "$base" ] || die "no baseline figure in $B/syscall.raw"

@@ -13,7 +13,11 @@
 # alone, every group on, every group on with a shared page registered; the
 # peer kernel idle, with ftrace's raw_syscalls events, with ftrace's function
 # profiler, and with an eBPF program doing per-task, per-syscall count and
-# latency accounting (tools/ktau/bench/syscount.bpf.c).
+# latency accounting (tools/ktau/bench/syscount.bpf.c). On the KTAU kernel,
+# in ktau-all, also the cost of one sample (KTAU buffered, KTAU signal per
+# sample, perf's mmap ring: tools/ktau/bench/sample-cost.c) and of a libktau
+# user timer start/stop pair with and without the shared page
+# (tools/ktau/bench/user-timer.c).
 #
 # Usage: scripts/bench.sh [--smoke] [--jobs N]
 #   --smoke   tiny iteration counts, one boot per kernel: proves that every
@@ -24,7 +28,8 @@
 #   --report  only make the tables and the chart again from the guest logs
 #             of the last run
 # Environment: KTAU_BENCH_CONFIGS="cfg ..." only these configurations,
-# KTAU_BENCH_ONLY=bench,... only these benchmarks (both for trying out).
+# KTAU_BENCH_ONLY=bench,... only these benchmarks (both for trying out;
+# "sample" and "timer" are the sampling and user timer programs).
 # Output in $KTAU_OUT/bench/: bench.csv, bench.md (tables of instructions
 # per operation and ratios to the baseline), bench.rst (the same for
 # Documentation/trace/ktau.rst), bench.png (gnuplot), and the
@@ -88,12 +93,17 @@ done
 # The guest programs and a small image of their own: busybox, /init, the
 # suite as /ktau/bench.sh, ktau-micro, the eBPF peer and its loader.
 logged "$W/programs.log" make -C "$KTAU_TOP/tools/ktau/bench" O="$W/bin"
+# The sampling and user timer benchmarks (the latter links libktau).
+tools=$(mkdir -p "$W/tools" && cd "$W/tools" && pwd)
+logged "$W/tools.log" make -C "$KTAU_TOP/tools/ktau" O="$tools" STATIC=1 \
+	"$tools/guest/ktau-bench-sample-cost" "$tools/guest/ktau-bench-user-timer"
 root=$W/root
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,ktau/bench}
 cp /bin/busybox "$root/bin/busybox"
 install -m 0755 "$KTAU_TOP/scripts/guest/init" "$root/init"
 install -m 0644 "$KTAU_TOP/scripts/guest/bench-suite.sh" "$root/ktau/bench.sh"
-cp "$W"/bin/ktau-micro "$W"/bin/ktau-syscount "$W"/bin/syscount.bpf.o "$root/ktau/bench/"
+cp "$W"/bin/ktau-micro "$W"/bin/ktau-syscount "$W"/bin/syscount.bpf.o \
+	"$tools"/guest/ktau-bench-sample-cost "$tools"/guest/ktau-bench-user-timer "$root/ktau/bench/"
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\n' >"$root/etc/group"
 # The same bytes every time (file times fixed): a different image changes
@@ -173,6 +183,14 @@ if [ $smoke = 1 ]; then
 				printf 'FAIL\tbench smoke: %s: every benchmark runs\t%s\n' "$c" \
 					"$n figures; failed: ${bad:-none}; see $log" >>"$res"
 			fi
+			[ "$c" = ktau-all ] || continue
+			n=$(grep -c -E "^BENCH $c (sample|timer)-" "$log" || true)
+			if [ "$n" -eq 8 ]; then
+				printf 'PASS\tbench smoke: %s: sampling and user timer costs\t\n' "$c" >>"$res"
+			else
+				printf 'FAIL\tbench smoke: %s: sampling and user timer costs\t%s\n' "$c" \
+					"$n of 8 figures; see $log" >>"$res"
+			fi
 		done
 	done
 	msg "bench smoke took $(( $(date +%s) - t0 ))s (guests ${boot_s}s); results in $res"
@@ -216,6 +234,57 @@ table() {	# kind(value|ratio) benchmarks...
 			printf "\n"
 		}
 	}' "$B/bench.raw"
+}
+# Figures without a baseline (the KTAU kernel only): sampling and timers.
+sampling="sample-buffered sample-signal sample-perf sample-ratio-buffered-signal sample-ratio-buffered-perf"
+timers="timer-pair-page timer-pair-nopage timer-pair-page-delta"
+extra() {	# md|rst benchmarks...: one row per configuration that has them
+	local kind=$1
+	shift
+	awk -v kind="$kind" -v order="$order" -v benches="$*" '
+	BEGIN {
+		label["sample-buffered"] = "buffered"; label["sample-signal"] = "signal"
+		label["sample-perf"] = "perf"
+		label["sample-ratio-buffered-signal"] = "buffered/signal"
+		label["sample-ratio-buffered-perf"] = "buffered/perf"
+		label["timer-pair-page"] = "with page"; label["timer-pair-nopage"] = "without page"
+		label["timer-pair-page-delta"] = "delta"
+	}
+	function fmt(b, x) { return b ~ /ratio/ ? sprintf("%.3f", x) : sprintf("%.1f", x) }
+	function line(  j, s) {
+		s = "===================="
+		for (j = 1; j <= nb; j++) s = s "  =================="
+		return s "\n"
+	}
+	{v[$2, $3] = $4; have[$2, $3] = 1}
+	END {
+		nb = split(benches, b, " "); nc = split(order, c, " ")
+		rows = ""
+		for (i = 1; i <= nc; i++) {
+			if (!((c[i], b[1]) in have)) continue
+			rows = rows sprintf(kind == "md" ? "| %s |" : "%-20s", c[i])
+			for (j = 1; j <= nb; j++) {
+				x = ((c[i], b[j]) in have) ? fmt(b[j], v[c[i], b[j]]) : "-"
+				rows = rows sprintf(kind == "md" ? " %s |" : "  %18s", x)
+			}
+			rows = rows "\n"
+		}
+		if (rows == "") {
+			if (kind == "md") print "(no figures: the KTAU kernel did not run ktau-all)"
+			exit
+		}
+		if (kind == "md") {
+			printf "| configuration |"
+			for (j = 1; j <= nb; j++) printf " %s |", label[b[j]]
+			printf "\n|---|"
+			for (j = 1; j <= nb; j++) printf "---:|"
+			printf "\n%s", rows
+		} else {
+			printf "%s%-20s", line(), "configuration"
+			for (j = 1; j <= nb; j++) printf "  %18s", label[b[j]]
+			printf "\n%s%s%s", line(), rows, line()
+		}
+	}' "$B/bench.raw" | sed 's/[[:space:]]*$//'
 }
 delta() {	# benchmark: instructions over the baseline per configuration
 	awk -v bench="$1" -v order="$order" '
@@ -267,6 +336,25 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo
 	table ratio $scal
 	echo
+	echo "## Sampling: instructions per sample"
+	echo
+	echo "ktau-bench-sample-cost in ktau-all: cpu-clock every 100 us over user-mode work, in one"
+	echo "process: KTAU buffered (the kernel appends each sample, one READ at the end), KTAU"
+	echo "signal per sample (watermark 1, an empty SIGPROF handler: what an interpreter uses)"
+	echo "and perf's mmap ring buffer (as perf record). Instructions per sample: (time with"
+	echo "sampling - time without) / samples, the median of the rounds. Targets: buffered/signal"
+	echo "<= 0.33, buffered/perf <= 1.00."
+	echo
+	extra md $sampling
+	echo
+	echo "## User timers: instructions per start/stop pair"
+	echo
+	echo "ktau-bench-user-timer in ktau-all: a libktau timer start/stop pair with the thread's"
+	echo "shared page registered (kernel time charged at every event) and without, the empty"
+	echo "loop subtracted, the best of the rounds; delta = the page's cost per pair."
+	echo
+	extra md $timers
+	echo
 	echo "## Repeatability"
 	echo
 	echo "Largest spread between the runs of one benchmark in one boot, (max - min) / min,"
@@ -291,7 +379,7 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "## Notes from the guests"
 	echo
 	grep -h '^# ' "$B"/guest-*/results.log | tr -d '\r' | grep -v '^# runs ' |
-		grep -E 'distinct calls|peer-|syscount:|kernel:' | sed 's/^# /    /'
+		grep -E 'distinct calls|peer-|syscount:|kernel:|sample: buffered/signal|timer: difference' | sed 's/^# /    /'
 } >"$B/bench.md"
 
 # The same figures as reST tables, for Documentation/trace/ktau.rst.
@@ -329,7 +417,7 @@ rst() {	# benchmarks...
 		line()
 	}' "$B/bench.raw" | sed 's/[[:space:]]*$//'
 }
-{ rst $micro; echo; rst $scal; } >"$B/bench.rst"
+{ rst $micro; echo; rst $scal; echo; extra rst $sampling; echo; extra rst $timers; } >"$B/bench.rst"
 
 # Chart: ratio to the baseline per benchmark, for the main configurations.
 chart_cfgs="ktau-off ktau-all ktau-all-shared peer-idle peer-bpf-syscount peer-ftrace-syscalls peer-ftrace-profiler"

@@ -40,6 +40,21 @@ if [ -f "$KTAU_TOP/tools/ktau/Makefile" ] && [ -z "${KTAU_NO_TOOLS:-}" ]; then
 	logged "$log.tools" make -C "$KTAU_TOP/tools/ktau" O="$G/tools" \
 		KHDR_INCLUDES="-isystem $H" STATIC=1 guest
 	cp -a "$G/tools/guest/." "$root/ktau/bin/"
+	# The kernel's call graph for 'ktaud drill', made by the static ktaud
+	# just built (it runs here too); kept in $B while vmlinux and ktaud stay.
+	calls=$B/vmlinux.calls
+	if [ ! -f "$B/vmlinux" ]; then
+		msg "no $B/vmlinux: the image has no call graph for 'ktaud drill'"
+	else
+		if [ ! -s "$calls" ] || [ "$B/vmlinux" -nt "$calls" ] ||
+		   [ "$G/tools/guest/ktaud" -nt "$calls" ]; then
+			logged "$log.callgraph" "$G/tools/guest/ktaud" callgraph -o "$calls.tmp" "$B/vmlinux"
+			mv "$calls.tmp" "$calls"
+		fi
+		mkdir -p "$root/ktau/share"
+		cp "$calls" "$root/ktau/share/vmlinux.calls"
+		msg "call graph: /ktau/share/vmlinux.calls ($(du -h "$calls" | cut -f1), $(wc -l <"$calls") lines)"
+	fi
 	# Guest tests of the tools: executables that print KTAP.
 	if [ -d "$KTAU_TOP/tools/ktau/tests/guest" ]; then
 		mkdir -p "$root/ktau/tests"

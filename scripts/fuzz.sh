@@ -5,8 +5,13 @@
 #      debug kernel (KASAN, lockdep, kmemleak, ...) for FUZZ_SECONDS per
 #      variant (root, user, CAP_PERFMON only; default 300), seed from
 #      KTAU_FUZZ_SEED or random (printed);
-#   2. the libFuzzer target of libktau's decoders and parsers for
-#      FUZZ_SECONDS (tools/ktau: make fuzz).
+#   2. the libFuzzer targets of the host-side parsers, FUZZ_SECONDS each
+#      (tools/ktau: make fuzz): decode (libktau's binary records, snapshot
+#      files, registry and kallsyms text), tau (TAU profile files and
+#      directories: the strict checker and ktaud merge's reader), symbols
+#      (/proc/PID/maps text, ELF symbol tables, the sample spec), callgraph
+#      (the kernel's call graph from an ELF file or as text, the probes
+#      list).
 # Any crash, kernel report, leak or failed invariant fails the run.
 . "$(dirname "$0")/lib.sh"
 
@@ -30,7 +35,7 @@ else
 	rc=1
 fi
 
-msg "libFuzzer on libktau's decoders for ${secs}s"
+msg "libFuzzer on the host-side parsers, ${secs}s per target"
 if ! make -C "$KTAU_TOP/tools/ktau" O="$KTAU_OUT/host" fuzz FUZZ_TIME="$secs"; then
 	msg "the libFuzzer run failed; crashes in $KTAU_OUT/host/fuzz/crashes/"
 	rc=1

@@ -102,8 +102,8 @@ extern struct static_key_true ktau_keys[KTAU_NR_GROUPS];
 
 /*
  * In-kernel handlers (ktau_handler_register()): called at each start,
- * stop or event of the groups in their mask; with one registered, by a
- * static call straight to it.
+ * stop or event of the groups in their mask, through __ktau_notify(),
+ * which makes a static call straight to the handler when there is one.
  */
 enum ktau_hevent_kind {
 	KTAU_HEV_START,
@@ -139,19 +139,8 @@ extern struct static_key_false_deferred ktau_extra_key;
 
 #define ktau_extra_on()	static_branch_unlikely(&ktau_extra_key.key)
 
-/* Tell the handlers, if one wants @group; under ktau_extra_on(). */
-static __always_inline void ktau_notify(unsigned int kind, unsigned int group,
-					u32 id, u64 clock, u64 incl)
-{
-	if (READ_ONCE(ktau_handler_groups) & BIT(group)) {
-		struct ktau_hevent ev = {
-			.kind = kind, .group = group, .id = id,
-			.clock = clock, .incl = incl,
-		};
-
-		static_call(ktau_handler_call)(READ_ONCE(ktau_handler_one), &ev);
-	}
-}
+void __ktau_notify(unsigned int kind, unsigned int group, u32 id, u64 clock,
+		   u64 incl);
 
 #define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
 
@@ -219,22 +208,8 @@ static __always_inline u32 ktau_frame_id(u64 tag, unsigned int group)
 						 KTAU_ID_SYSCALL_BAD;
 }
 
-/*
- * A routine ended: add it to the task's shared page, if it has one, and
- * tell the handlers.
- */
-static __always_inline void ktau_pop_extra(struct ktau_task *kt,
-					   struct ktau_slot *s,
-					   unsigned int group, u32 id,
-					   u64 start, u64 incl, u64 excl,
-					   bool recursive)
-{
-	if (ktau_extra_on()) {
-		if (kt->shared)
-			__ktau_shared_add(kt, s, group, incl, excl, recursive);
-		ktau_notify(KTAU_HEV_STOP, group, id, start + incl, incl);
-	}
-}
+void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
+		      struct ktau_frame *f, unsigned int group, u64 incl);
 
 /*
  * Close the frame on top of the stack, which must belong to @group, and
@@ -277,8 +252,9 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	kt->depth = d;
 	if (d)
 		kt->stack[d - 1].child += incl;
-	ktau_pop_extra(kt, s, group, id, f->start, incl, incl - f->child,
-		       tag & KTAU_TAG_RECURSIVE);
+	/* Out of line, last: the fast path keeps its registers. */
+	if (ktau_extra_on())
+		__ktau_pop_extra(kt, s, f, group, incl);
 }
 
 /*
@@ -300,8 +276,8 @@ static __always_inline void __ktau_syscall_enter(u64 tag)
 	f->start = ktau_clock();
 	kt->depth = 1;
 	if (ktau_extra_on())
-		ktau_notify(KTAU_HEV_START, KTAU_GROUP_SYSCALL,
-			    ktau_frame_id(tag, KTAU_GROUP_SYSCALL), f->start, 0);
+		__ktau_notify(KTAU_HEV_START, KTAU_GROUP_SYSCALL,
+			      ktau_frame_id(tag, KTAU_GROUP_SYSCALL), f->start, 0);
 }
 
 /* The frame's tag is the number, as 32 bits: see KTAU_TAG_SYSCALL_COMPAT. */

@@ -477,7 +477,7 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	f->start = ktau_clock();
 	kt->depth = d + 1;
 	if (ktau_extra_on())
-		ktau_notify(KTAU_HEV_START, group, id, f->start, 0);
+		__ktau_notify(KTAU_HEV_START, group, id, f->start, 0);
 }
 
 /*
@@ -582,8 +582,8 @@ void __ktau_syscall_exit(void)
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
 	kt->depth = 0;
-	ktau_pop_extra(kt, s, KTAU_GROUP_SYSCALL, KTAU_ID_SYSCALL_BASE + tag,
-		       f->start, incl, incl - f->child, false);
+	if (ktau_extra_on())
+		__ktau_pop_extra(kt, s, f, KTAU_GROUP_SYSCALL, incl);
 }
 
 /*
@@ -640,6 +640,21 @@ void __ktau_stop(unsigned int group)
 EXPORT_SYMBOL_GPL(__ktau_stop);
 
 /*
+ * The work after a pop beyond the task's table, while ktau_extra_key is
+ * on: the task's shared page and the handlers. @f is the closed frame,
+ * still intact.
+ */
+void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
+		      struct ktau_frame *f, unsigned int group, u64 incl)
+{
+	if (kt->shared)
+		__ktau_shared_add(kt, s, group, incl, incl - f->child,
+				  f->tag & KTAU_TAG_RECURSIVE);
+	__ktau_notify(KTAU_HEV_STOP, group, ktau_frame_id(f->tag, group),
+		      f->start + incl, incl);
+}
+
+/*
  * Close the nearest frame of (@group, @id) and drop the frames above it,
  * which were left open: for exits that know which routine ends, such as
  * a dynamic probe's return.
@@ -693,7 +708,7 @@ void __ktau_event(unsigned int group, u32 id)
 	if (ktau_extra_on()) {
 		if (kt->shared)
 			__ktau_shared_add(kt, s, group, 0, 0, false);
-		ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
+		__ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
 	}
 	local_irq_restore(flags);
 }

@@ -8,9 +8,10 @@
  * around the scheduler or call KTAU.
  *
  * With no handler registered (and no shared page) the hooks pass over a
- * patched-out jump, ktau_extra_key. With one, they make a static call to
- * its function; with more, the static call goes to
- * ktau_handler_dispatch(), which calls each whose mask has the group.
+ * patched-out jump, ktau_extra_key. With one, they call __ktau_notify(),
+ * which makes a static call to its function; with more, the static call
+ * goes to ktau_handler_dispatch(), which calls each whose mask has the
+ * group.
  */
 
 #include <linux/mutex.h>
@@ -23,6 +24,25 @@ DEFINE_STATIC_CALL(ktau_handler_call, ktau_handler_dispatch);
 
 static LIST_HEAD(ktau_handlers);
 static DEFINE_MUTEX(ktau_handler_lock);
+
+/*
+ * A start, stop or event of @group: to the handlers, if one wants it.
+ * Called by the hooks while ktau_extra_key is on.
+ */
+void __ktau_notify(unsigned int kind, unsigned int group, u32 id, u64 clock,
+		   u64 incl)
+{
+	struct ktau_hevent ev;
+
+	if (!(READ_ONCE(ktau_handler_groups) & BIT(group)))
+		return;
+	ev.kind = kind;
+	ev.group = group;
+	ev.id = id;
+	ev.clock = clock;
+	ev.incl = incl;
+	static_call(ktau_handler_call)(READ_ONCE(ktau_handler_one), &ev);
+}
 
 /* More than one handler: each one whose mask has the event's group. */
 void ktau_handler_dispatch(struct ktau_handler *unused,

@@ -11,6 +11,9 @@
 # instructions under -icount shift=0; the best of the runs), "# runs
 # <config> <benchmark> <every run>", other "# ..." notes, and one
 # "BENCHFAIL <config> <benchmark>" line for every benchmark that failed.
+# In ktau-all, also the cost of sampling and of user timers (sampling(),
+# below): sample-* per sample, timer-* per start/stop pair, and the ratios
+# sample-ratio-buffered-signal and sample-ratio-buffered-perf.
 B=/ktau/bench
 M=$B/ktau-micro
 T=/sys/kernel/tracing
@@ -22,10 +25,10 @@ rc=0
 
 if [ "$scale" = smoke ]; then
 	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50
-	NTASKS=2560 FILES=8 KIB=4 WRUNS=1
+	NTASKS=2560 FILES=8 KIB=4 WRUNS=1 NSAMPLEWORK=2000000 NPAIRS=20000
 else
 	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000
-	NTASKS=256000 FILES=64 KIB=8 WRUNS=3
+	NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000
 fi
 [ -n "$(param ktauruns)" ] && R=$(param ktauruns) WRUNS=$(param ktauruns)
 
@@ -58,10 +61,15 @@ date -s '2024-11-17 00:00:00' >/dev/null
 $M mktree /tmp/tree $FILES $KIB || rc=1
 work='tar -cf - -C /tmp tree | gzip -6 >/tmp/t.tgz && mkdir -p /tmp/x && gzip -dc /tmp/t.tgz | tar -xf - -C /tmp/x && rm -rf /tmp/x /tmp/t.tgz'
 
+want() {	# benchmark: is it to run (ktauonly)?
+	case ",${only:-$1}," in *",$1,"*) return 0 ;; esac
+	return 1
+}
+
 b() {	# name micro-args...
 	local name=$1 out
 	shift
-	case ",${only:-$name}," in *",$name,"*) ;; *) return 0 ;; esac
+	want "$name" || return 0
 	if out=$($M -v $flags "$@" 2>/tmp/bench.err); then
 		set -- $out
 		echo "BENCH $cfg $name $2"
@@ -86,6 +94,54 @@ suite() {
 	b tasks16 -r $R -n $NTASKS tasks 16
 	b tasks256 -r $R -n $NTASKS tasks 256
 	b fulltable -r $R -n $NSYS fulltable
+}
+
+# A program of tools/ktau/bench whose output the awk program turns into
+# BENCH lines (its own lines become notes); BENCHFAIL when it fails or the
+# awk program finds no figure.
+parsed() {	# name awk-program command...
+	local name=$1 prog=$2
+	shift 2
+	want "$name" || return 0
+	if "$@" >/tmp/bench.out 2>/tmp/bench.err && awk -v c="$cfg" "$prog" /tmp/bench.out; then
+		sed "s/^/# $cfg: $name: /" /tmp/bench.out
+	else
+		echo "BENCHFAIL $cfg $name"
+		sed 's/^/# /' /tmp/bench.out /tmp/bench.err
+		rc=1
+	fi
+}
+
+# Sampling and user timers, in ktau-all only: the same on every KTAU
+# configuration. sample: ktau-bench-sample-cost, instructions per sample of
+# cpu-clock every 100 us, KTAU buffered (one READ at the end), KTAU signal
+# per sample (watermark 1, SIGPROF) and perf's mmap ring, in one process,
+# the medians of the rounds. timer: ktau-bench-user-timer, a libktau timer
+# start/stop pair with the shared page registered and without, the best of
+# the rounds.
+sample_awk='
+$1 == "ktau" && $2 == "buffered" {b = $(NF - 1)}
+$1 == "ktau" && $2 == "signal" {s = $(NF - 1)}
+$1 == "perf" && $2 == "mmap" {p = $(NF - 1)}
+END {
+	if (!(b > 0 && s > 0 && p > 0)) exit 1
+	printf "BENCH %s sample-buffered %s\nBENCH %s sample-signal %s\n", c, b, c, s
+	printf "BENCH %s sample-perf %s\n", c, p
+	printf "BENCH %s sample-ratio-buffered-signal %.4f\n", c, b / s
+	printf "BENCH %s sample-ratio-buffered-perf %.4f\n", c, b / p
+}'
+timer_awk='
+$1 == "with" && $2 == "page:" {w = $3}
+$1 == "without" && $2 == "page:" {wo = $3}
+END {
+	if (w == "" || wo == "") exit 1
+	printf "BENCH %s timer-pair-page %s\nBENCH %s timer-pair-nopage %s\n", c, w, c, wo
+	printf "BENCH %s timer-pair-page-delta %.1f\n", c, w - wo
+}'
+sampling() {
+	parsed sample "$sample_awk" \
+		$B/ktau-bench-sample-cost -e cpu-clock -p 100000 -n $NSAMPLEWORK -r $((R + 2))
+	parsed timer "$timer_awk" $B/ktau-bench-user-timer -n $NPAIRS -r $R
 }
 
 # Switch a configuration on (setup) and off (teardown).
@@ -136,6 +192,7 @@ teardown() {
 for cfg in $cfgs; do
 	if setup $cfg; then
 		suite
+		[ "$cfg" = ktau-all ] && sampling
 		teardown $cfg
 	else
 		echo "BENCHFAIL $cfg setup"

@@ -15,6 +15,30 @@ if [ -w /proc/ktau/control ]; then
 	done
 	echo "all on" >/proc/ktau/control
 	run ktau-all
+	# One dynamic point: a probe on the system call's own function,
+	# held by ktaud while the bench runs.
+	/ktau/bin/ktaud probe add __x64_sys_getppid >/tmp/probe.out 2>&1 &
+	holder=$!
+	i=0
+	while ! grep -q ' __x64_sys_getppid ' /proc/ktau/probes && [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	if grep -q ' __x64_sys_getppid ' /proc/ktau/probes; then
+		run ktau-all-probe
+	else
+		sed 's/^/# /' /tmp/probe.out
+		echo "BENCHFAIL ktau-all-probe"
+	fi
+	kill $holder; wait $holder
+	# An in-kernel handler of every group (samples/ktau/ktau_handler):
+	# one static call at each start and stop.
+	if insmod /ktau/modules/ktau_handler.ko 2>/tmp/insmod.err; then
+		run ktau-all-handler
+		rmmod ktau_handler
+	else
+		sed 's/^/# /' /tmp/insmod.err
+		echo "BENCHFAIL ktau-all-handler"
+	fi
 else
 	run noktau
 fi

@@ -72,5 +72,20 @@ int cmd_plot(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_callgraph(int argc, char **argv);
+int cmd_drill(int argc, char **argv);
+
+/*
+ * A call graph from a vmlinux (ELF) or a call graph file (text), told
+ * apart by their first bytes; 0 or an exit code after a message.
+ */
+struct ktau_callgraph;
+int load_callgraph(const char *path, struct ktau_callgraph **g);
+
+/* An error of adding (add = 1) or removing a probe on func: message, exit code. */
+int probe_report(int err, int add, const char *func);
+/* Open /proc/ktau/probes: the fd, or after a message minus the exit code. */
+int probes_open_report(void);
 
 #endif

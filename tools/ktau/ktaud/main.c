@@ -22,6 +22,9 @@ static const struct {
 	{ "plot", cmd_plot, "PNG/SVG charts with gnuplot: top routines, groups over time" },
 	{ "functions", cmd_functions, "list the function IDs of the registry" },
 	{ "control", cmd_control, "show or switch instrumentation groups, reset" },
+	{ "probe", cmd_probe, "dynamic probes on kernel functions: add, remove, list" },
+	{ "drill", cmd_drill, "run a command and follow its kernel time down the call graph" },
+	{ "callgraph", cmd_callgraph, "the static call graph of a vmlinux (for drill)" },
 };
 
 static void usage(FILE *f)

@@ -141,15 +141,27 @@ static void summary(const struct ktau_snap *threads, const struct ktau_registry 
 	ktau_snap_free(tot);
 }
 
+int run_output_option(struct run_args *ra, int c, const char *arg)
+{
+	switch (c) {
+	case 'o': ra->oo.tau_dir = arg; break;
+	case 'j': ra->oo.json_path = arg; break;
+	case 'F': ra->oo.folded_path = arg; break;
+	case 'S': ra->oo.save_path = arg; break;
+	case 'n':
+		if (parse_uint(arg, &ra->top))
+			return usage_err(ra->cmd_name, "bad --top '%s': a number", arg);
+		break;
+	case 'q': ra->quiet = 1; break;
+	default: return -1;
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "folded", required_argument, NULL, 'F' },
-		{ "save", required_argument, NULL, 'S' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "quiet", no_argument, NULL, 'q' },
+		RUN_OUTPUT_OPTIONS,
 		{ "sample", required_argument, NULL, 'E' },
 		{ "sample-interval", required_argument, NULL, 'I' },
 		{ "sample-folded", required_argument, NULL, 'L' },
@@ -163,16 +175,13 @@ int cmd_run(int argc, char **argv)
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "+o:j:n:qh", opts, NULL)) != -1) {
+		ret = run_output_option(&ra, c, optarg);
+		if (ret >= 0) {
+			if (ret)
+				return ret;
+			continue;
+		}
 		switch (c) {
-		case 'o': ra.oo.tau_dir = optarg; break;
-		case 'j': ra.oo.json_path = optarg; break;
-		case 'F': ra.oo.folded_path = optarg; break;
-		case 'S': ra.oo.save_path = optarg; break;
-		case 'n':
-			if (parse_uint(optarg, &ra.top))
-				return usage_err("run", "bad --top '%s': a number", optarg);
-			break;
-		case 'q': ra.quiet = 1; break;
 		case 'E': spec = optarg; break;
 		case 'I':
 			if (parse_seconds(optarg, &interval) || interval < 0.001 || interval > 3600)
@@ -360,6 +369,8 @@ int run_command(struct run_args *ra)
 		if (ra->ss)
 			ssess_summary(ra->ss, reg, ra->top);
 	}
+	if (ra->inspect)
+		ra->inspect(snap, reg, ra->inspect_arg);
 	free(folded);
 	ktau_snap_free(snap);
 	ktau_registry_free(reg);

@@ -18,9 +18,23 @@ struct run_args {
 	const char *cmd_name;	/* "run" or "sample", for messages */
 	struct ssess *ss;	/* NULL: no sampling */
 	const char *sample_folded;	/* folded stacks of the samples, or NULL */
+	/* Called with the profile at the end, after the summary (NULL: none). */
+	void (*inspect)(const struct ktau_snap *snap, const struct ktau_registry *reg, void *arg);
+	void *inspect_arg;
 };
 /* Run the command; returns its status (see ktaud(1)) or an exit code. */
 int run_command(struct run_args *ra);
+
+/* The output options of 'ktaud run' (getopt "o:j:n:q"), for the commands that run one. */
+#define RUN_OUTPUT_OPTIONS \
+	{ "output", required_argument, NULL, 'o' }, \
+	{ "json", required_argument, NULL, 'j' }, \
+	{ "folded", required_argument, NULL, 'F' }, \
+	{ "save", required_argument, NULL, 'S' }, \
+	{ "top", required_argument, NULL, 'n' }, \
+	{ "quiet", no_argument, NULL, 'q' }
+/* Apply option c (with arg) of those to ra: 0, -1 when c is none of them, or an exit code. */
+int run_output_option(struct run_args *ra, int c, const char *arg);
 
 /*
  * A session for spec ("EVENT[:PERIOD][:u|:k]"), draining every interval

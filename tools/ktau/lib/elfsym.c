@@ -29,25 +29,9 @@
 
 #include "user-internal.h"
 #include "sample-internal.h"
+#include "elf-internal.h"
 
 #define MAX_SEGS	16
-#define MAX_FILE	(1ull << 31)
-
-#if __SIZEOF_POINTER__ == 8
-#define KT_ELFCLASS	ELFCLASS64
-#define KT_ST_TYPE(i)	ELF64_ST_TYPE(i)
-#define KT_ST_BIND(i)	ELF64_ST_BIND(i)
-#else
-#define KT_ELFCLASS	ELFCLASS32
-#define KT_ST_TYPE(i)	ELF32_ST_TYPE(i)
-#define KT_ST_BIND(i)	ELF32_ST_BIND(i)
-#endif
-
-struct kt_sym {
-	uintptr_t addr, size;
-	const char *name;	/* in the object's copy of the string table */
-	int global;
-};
 
 struct kt_obj {
 	uintptr_t bias;
@@ -131,22 +115,33 @@ static int cmp_sym(const void *a, const void *b)
 	return y->global - x->global;
 }
 
-/* Section header i (the table was checked to be inside the file). */
-static const ElfW(Shdr) *shdr(const unsigned char *m, const ElfW(Ehdr) *eh, size_t i)
+const ElfW(Shdr) *ktau__elf_shdr(const unsigned char *m, const ElfW(Ehdr) *eh, size_t i)
 {
 	if (i >= eh->e_shnum)
 		return NULL;
 	return (const ElfW(Shdr) *)(const void *)(m + eh->e_shoff + i * sizeof(ElfW(Shdr)));
 }
 
-static int in_file(size_t len, uint64_t off, uint64_t size)
+int ktau__in_file(size_t len, uint64_t off, uint64_t size)
 {
 	return off <= len && size <= len - off;
 }
 
-/* The function symbols of the table of type 'type' into o; 0 if none. */
-static int read_table(struct kt_obj *o, const unsigned char *m, size_t len,
-		      const ElfW(Ehdr) *eh, unsigned int type)
+const ElfW(Ehdr) *ktau__elf_header(const unsigned char *m, size_t len)
+{
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(const void *)m;
+
+	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != KT_ELFCLASS || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    !eh->e_shnum || eh->e_shoff % _Alignof(ElfW(Shdr)) ||
+	    !ktau__in_file(len, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr))))
+		return NULL;
+	return eh;
+}
+
+int ktau__elf_funcs(const unsigned char *m, size_t len, const ElfW(Ehdr) *eh,
+		    unsigned int type, uintptr_t bias, struct kt_sym **symsp, size_t *np,
+		    char **strtabp)
 {
 	const ElfW(Shdr) *sh = NULL, *st;
 	struct kt_sym *syms;
@@ -154,17 +149,17 @@ static int read_table(struct kt_obj *o, const unsigned char *m, size_t len,
 	size_t i, j, n, nsyms = 0;
 
 	for (i = 0; i < eh->e_shnum; i++) {
-		sh = shdr(m, eh, i);
+		sh = ktau__elf_shdr(m, eh, i);
 		if (sh && sh->sh_type == type)
 			break;
 	}
 	if (i == eh->e_shnum || !sh)
 		return 0;
-	if (sh->sh_entsize != sizeof(ElfW(Sym)) || !in_file(len, sh->sh_offset, sh->sh_size) ||
+	if (sh->sh_entsize != sizeof(ElfW(Sym)) || !ktau__in_file(len, sh->sh_offset, sh->sh_size) ||
 	    sh->sh_offset % _Alignof(ElfW(Sym)))
 		return -EBADMSG;
-	st = shdr(m, eh, sh->sh_link);
-	if (!st || st->sh_type != SHT_STRTAB || !in_file(len, st->sh_offset, st->sh_size) ||
+	st = ktau__elf_shdr(m, eh, sh->sh_link);
+	if (!st || st->sh_type != SHT_STRTAB || !ktau__in_file(len, st->sh_offset, st->sh_size) ||
 	    !st->sh_size)
 		return -EBADMSG;
 	n = sh->sh_size / sizeof(ElfW(Sym));
@@ -185,7 +180,7 @@ static int read_table(struct kt_obj *o, const unsigned char *m, size_t len,
 		if ((t != STT_FUNC && t != STT_GNU_IFUNC) || y->st_shndx == SHN_UNDEF ||
 		    !y->st_value || y->st_name >= st->sh_size || !strtab[y->st_name])
 			continue;
-		syms[nsyms].addr = o->bias + y->st_value;
+		syms[nsyms].addr = bias + y->st_value;
 		syms[nsyms].size = y->st_size;
 		syms[nsyms].global = KT_ST_BIND(y->st_info) != STB_LOCAL;
 		syms[nsyms].name = strtab + y->st_name;
@@ -197,45 +192,57 @@ static int read_table(struct kt_obj *o, const unsigned char *m, size_t len,
 		return 0;
 	}
 	qsort(syms, nsyms, sizeof(*syms), cmp_sym);
-	o->syms = syms;
-	o->nsyms = nsyms;
-	o->strtab = strtab;
+	*symsp = syms;
+	*np = nsyms;
+	*strtabp = strtab;
 	return 1;
+}
+
+const unsigned char *ktau__map_file(const char *path, size_t *lenp)
+{
+	struct stat st;
+	void *map = MAP_FAILED;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st))
+		err = errno;
+	else if (S_ISDIR(st.st_mode))
+		err = EISDIR;
+	else if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(ElfW(Ehdr)))
+		err = ENOEXEC;
+	else if ((unsigned long long)st.st_size > MAX_FILE)
+		err = EFBIG;
+	else
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (!err && map == MAP_FAILED)
+		err = errno;
+	close(fd);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	*lenp = (size_t)st.st_size;
+	return map;
 }
 
 static void load_obj(struct kt_obj *o)
 {
 	const ElfW(Ehdr) *eh;
 	const unsigned char *m;
-	struct stat st;
 	size_t len;
-	void *map;
-	int fd;
 
 	o->loaded = 1;
-	fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	m = ktau__map_file(o->path, &len);
+	if (!m)
 		return;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(*eh) ||
-	    (unsigned long long)st.st_size > MAX_FILE) {
-		close(fd);
-		return;
-	}
-	len = (size_t)st.st_size;
-	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return;
-	m = map;
-	eh = map;
-	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == KT_ELFCLASS &&
-	    eh->e_shentsize == sizeof(ElfW(Shdr)) && eh->e_shnum &&
-	    eh->e_shoff % _Alignof(ElfW(Shdr)) == 0 &&
-	    in_file(len, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)))) {
-		if (read_table(o, m, len, eh, SHT_SYMTAB) <= 0 && !o->nsyms)
-			read_table(o, m, len, eh, SHT_DYNSYM);
-	}
-	munmap(map, len);
+	eh = ktau__elf_header(m, len);
+	if (eh && ktau__elf_funcs(m, len, eh, SHT_SYMTAB, o->bias, &o->syms, &o->nsyms,
+				  &o->strtab) <= 0 && !o->nsyms)
+		ktau__elf_funcs(m, len, eh, SHT_DYNSYM, o->bias, &o->syms, &o->nsyms, &o->strtab);
+	munmap((void *)m, len);
 }
 
 static const char *base_name(const char *p)

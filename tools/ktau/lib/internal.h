@@ -11,6 +11,7 @@
 #define KTAU_PATH_FUNCTIONS	"/proc/ktau/functions"
 #define KTAU_PATH_CONTROL	"/proc/ktau/control"
 #define KTAU_PATH_COLLECT	"/proc/ktau/collect"
+#define KTAU_PATH_PROBES	"/proc/ktau/probes"
 
 struct ktau_task;
 void ktau__task_release(struct ktau_task *t);

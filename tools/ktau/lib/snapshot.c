@@ -314,7 +314,10 @@ static int cmp_task(const void *a, const void *b)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	/* A process (threads summed) after its main thread: same_task() tells them apart. */
+	return !!(x->flags & KTAU_TASK_PROCESS) - !!(y->flags & KTAU_TASK_PROCESS);
 }
 
 void ktau_snap_sort(struct ktau_snap *snap)
@@ -324,6 +327,8 @@ void ktau_snap_sort(struct ktau_snap *snap)
 }
 
 /* ---- the decoder ---- */
+
+static int dup_tasks(const struct ktau_snap *s, size_t first);
 
 int ktau_decode(const void *buf, size_t len, struct ktau_snap **out)
 {
@@ -397,6 +402,10 @@ int ktau_decode(const void *buf, size_t len, struct ktau_snap **out)
 		off += rec.size;
 		nrec++;
 	}
+	/* A buffer holds each task once (and one aggregate at the most). */
+	ret = dup_tasks(s, first);
+	if (ret)
+		goto fail;
 	*out = s;
 	return nrec;
 bad:
@@ -529,6 +538,28 @@ static int cmp_task_ptr(const void *a, const void *b)
 	const struct ktau_task *y = *(const struct ktau_task * const *)b;
 
 	return cmp_task(x, y);
+}
+
+/* -EBADMSG when two tasks of s from first on are the same task, else 0 (or -ENOMEM). */
+static int dup_tasks(const struct ktau_snap *s, size_t first)
+{
+	size_t i, n = s->ntasks - first;
+	const struct ktau_task **idx;
+	int ret = 0;
+
+	if (n < 2)
+		return 0;
+	idx = malloc(n * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		idx[i] = &s->tasks[first + i];
+	qsort(idx, n, sizeof(*idx), cmp_task_ptr);
+	for (i = 1; i < n && !ret; i++)
+		if (same_task(idx[i - 1], idx[i]))
+			ret = -EBADMSG;
+	free(idx);
+	return ret;
 }
 
 int ktau_snap_diff(const struct ktau_snap *a, const struct ktau_snap *b,

@@ -22,7 +22,9 @@
  * comments or processing instructions) is then enforced on the tree, and
  * the escaping of & < > " ' is checked on the raw text.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "taucheck.h"
 
 #include <dirent.h>
@@ -1550,24 +1552,23 @@ struct line {
 	size_t len;
 };
 
-/* Layout checks are the caller's; this checks the content of one file. */
-static void check_profile(struct tc *tc, const char *path, struct fres *res)
+/*
+ * Layout checks are the caller's; this checks the content of one file,
+ * the len bytes at buf, which has room for one more byte (buf[len]). The
+ * lines are cut in place.
+ */
+static void check_content(struct tc *tc, const char *path, char *buf, size_t len,
+			  struct fres *res)
 {
-	char *buf = NULL, *p, *cr;
-	size_t len = 0, nl = 0, i, nf = 0, first = 2, nfl, nu = 0;
+	char *p, *cr;
+	size_t nl = 0, i, nf = 0, first = 2, nfl, nu = 0;
 	struct line *ln = NULL;
 	struct func *f = NULL, *u = NULL;
 	const char *metric = NULL;
 	long n, m = -1;
 	bool bad_utf8 = false;
 	struct qb b;
-	int err;
 
-	err = read_all(path, &buf, &len);
-	if (err) {
-		ioerr(tc, path, "cannot read: %s", strerror(err));
-		return;
-	}
 	if (len == 0) {
 		viol(tc, path, 1, R_LINE1,
 		     "the file is empty: line 1 must be \"<N> " L1_WORD "<METRIC>\"");
@@ -1754,8 +1755,21 @@ out:
 	funcs_free(u, nu);
 	funcs_free(f, nf);
 	free(ln);
-	free(buf);
 #undef AGG_LIKE
+}
+
+static void check_profile(struct tc *tc, const char *path, struct fres *res)
+{
+	char *buf;
+	size_t len;
+	int err = read_all(path, &buf, &len);
+
+	if (err) {
+		ioerr(tc, path, "cannot read: %s", strerror(err));
+		return;
+	}
+	check_content(tc, path, buf, len, res);
+	free(buf);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2258,6 +2272,26 @@ int taucheck_file(const char *path, FILE *errors)
 		}
 	}
 	free(real);
+	fres_free(&r);
+	return tc.io_err ? TAUCHECK_IO_ERROR : tc.nviol;
+}
+
+int taucheck_text(const char *name, const void *data, size_t len, FILE *errors)
+{
+	struct tc tc = { errors, 0, false };
+	struct fres r;
+	char *buf = malloc(len + 1);	/* check_content() cuts lines in place */
+
+	xml_init();
+	memset(&r, 0, sizeof(r));
+	if (!buf) {
+		ioerr(&tc, name, "out of memory");
+		return TAUCHECK_IO_ERROR;
+	}
+	if (len)
+		memcpy(buf, data, len);
+	check_content(&tc, name, buf, len, &r);
+	free(buf);
 	fres_free(&r);
 	return tc.io_err ? TAUCHECK_IO_ERROR : tc.nviol;
 }

@@ -40,4 +40,12 @@ int taucheck_dir(const char *dir, FILE *errors);
  */
 int taucheck_file(const char *path, FILE *errors);
 
+/*
+ * Check the content of one profile file held in memory, the @len bytes at
+ * @data (not NUL-terminated), as taucheck_file() checks a file's content;
+ * @name is only used in the messages, and no name or directory rule is
+ * checked. For tests and fuzzing.
+ */
+int taucheck_text(const char *name, const void *data, size_t len, FILE *errors);
+
 #endif /* TAUCHECK_H */

@@ -12,6 +12,8 @@
 #   KTAU_HDRS    exported kernel headers with <linux/ktau.h> (default: the
 #                repository's include/uapi)
 #   KTAU_OUT     where to build (default /tmp/ktau-tools-guest)
+#   KTAU_VMLINUX the kernel's vmlinux, for the call graph of 'ktaud drill'
+#                (default: beside the bzImage's build, if there)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tools=$(cd "$here/.." && pwd)
@@ -35,6 +37,11 @@ root=$O/root
 rm -rf "$root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,ktau/bin,ktau/selftests,ktau/tests}
 cp -a "$O/tools/guest/." "$root/ktau/bin/"
+vmlinux=${KTAU_VMLINUX:-${kernel%/arch/x86/boot/bzImage}/vmlinux}
+if [ -f "$vmlinux" ]; then
+	mkdir -p "$root/ktau/share"
+	"$O/tools/guest/ktaud" callgraph -q -o "$root/ktau/share/vmlinux.calls" "$vmlinux"
+fi
 if [ -n "$capture" ]; then
 	install -m 0755 "$capture" "$root/ktau/tests/"
 else

@@ -266,6 +266,20 @@ static int t_decode_garbled(void)
 		CHECK(ktau_decode(c, len, &s) == -EBADMSG, "size not a multiple of 8 accepted");
 		free(c);
 	}
+	/* The same task twice in one buffer (found by fuzz/fuzz-decode.c). */
+	{
+		struct ktau_task_rec r;
+		char *c;
+
+		memcpy(&r, buf, sizeof(r));
+		c = malloc(2 * (size_t)r.size);
+		memcpy(c, buf, r.size);
+		memcpy(c + r.size, buf, r.size);
+		s = NULL;
+		CHECK(ktau_decode(c, 2 * (size_t)r.size, &s) == -EBADMSG && !s,
+		      "a task twice in one buffer accepted");
+		free(c);
+	}
 	free(buf);
 	return 0;
 }

@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # Host tests of tools/ktau as KTAP: the unit tests of libktau (host-tests),
 # of its user-level runtime (user-tests), ktaud's command line on the
-# fixtures, ktaud merge, the example program, and a short fuzz run of the
-# decoder. Called by 'make check' with O, KTAUD, HOST_TEST, USER_TEST, DEMO,
-# DEMO_STATIC, USER_BENCH, FIXTURES, TOOLS, MAKE and CLANG in the
-# environment. Every TAU directory written under $W goes through the strict
+# fixtures, ktaud merge, the example program, and a short run of each fuzz
+# target (make fuzz-smoke). Called by 'make check' with O, KTAUD, HOST_TEST,
+# USER_TEST, DEMO, DEMO_STATIC, USER_BENCH, FIXTURES, TOOLS, MAKE and CLANG in
+# the environment. Every TAU directory written under $W goes through the strict
 # checker (c_taucheck, last); inputs that are not strict live in $IN.
 # Exit status: 0 when nothing failed.
 : "${O:?}" "${KTAUD:?}" "${HOST_TEST:?}" "${FIXTURES:?}" "${TOOLS:?}"
 : "${USER_TEST:?}" "${DEMO:?}" "${DEMO_STATIC:?}" "${USER_BENCH:?}"
+: "${DRILL_TEST:?}" "${CG_SAMPLE:?}"
 W=$(mktemp -d /tmp/ktau-check.XXXXXX) || exit 1
 IN=$(mktemp -d /tmp/ktau-check-in.XXXXXX) || exit 1
 trap 'rm -rf "$W" "$IN"' EXIT
@@ -18,7 +19,7 @@ LOG=$W/log
 # ---- ktaud's command line ----
 c_help() {
 	"$KTAUD" --help >"$LOG" 2>&1 || return 1
-	for c in dump run watch export merge plot functions control sample; do
+	for c in dump run watch export merge plot functions control sample probe drill callgraph; do
 		"$KTAUD" $c --help >>"$LOG" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 	done
 	[ -f "$TOOLS/man/ktaud.1" ] && man -l "$TOOLS/man/ktaud.1" >/dev/null 2>&1 || true
@@ -53,14 +54,33 @@ c_bad_arguments() {
 	expect_rc 2 "$KTAUD" sample -d 1 true || return 1
 	expect_rc 2 "$KTAUD" run --sample cycles:1ms true || return 1
 	expect_rc 2 "$KTAUD" run --sample-folded x true || return 1
-	expect_rc 2 "$KTAUD" functions --group nogroup
+	expect_rc 2 "$KTAUD" functions --group nogroup || return 1
+	expect_rc 2 "$KTAUD" probe || return 1
+	expect_rc 2 "$KTAUD" probe frobnicate || return 1
+	expect_rc 2 "$KTAUD" probe add || return 1
+	expect_rc 2 "$KTAUD" probe add f -- || return 1
+	expect_rc 2 "$KTAUD" probe add "a function" || return 1
+	expect_rc 2 "$KTAUD" probe add $(printf '%070d' 0 | tr 0 f) || return 1
+	expect_rc 2 "$KTAUD" probe remove || return 1
+	expect_rc 2 "$KTAUD" probe list x || return 1
+	expect_rc 2 "$KTAUD" drill || return 1
+	expect_rc 2 "$KTAUD" drill -t 0 true || return 1
+	expect_rc 2 "$KTAUD" drill -t 150% true || return 1
+	expect_rc 2 "$KTAUD" drill -D 0 true || return 1
+	expect_rc 2 "$KTAUD" drill -r 0 true || return 1
+	expect_rc 2 "$KTAUD" drill -p 1 true || return 1
+	expect_rc 2 "$KTAUD" drill -d 3 true || return 1
+	expect_rc 2 "$KTAUD" drill --vmlinux a --callgraph b true || return 1
+	expect_rc 2 "$KTAUD" callgraph || return 1
+	expect_rc 2 "$KTAUD" callgraph -o x -c f "$CG_SAMPLE"
 }
 
 # On a host without KTAU: exit 3 and a message that says so.
 c_no_ktau() {
 	[ -e /proc/ktau ] && { echo "ok $1 no_ktau_errors # SKIP this host has /proc/ktau"; return 0; }
 	for cmd in "dump 1" "dump --all" "run true" "functions" "control" "watch -c 1 -o $W/w" \
-		"sample true" "sample -p 1" "run --sample cpu-clock true"; do
+		"sample true" "sample -p 1" "run --sample cpu-clock true" "probe list" "probe add f" \
+		"probe add f -- true" "probe remove f" "drill true"; do
 		expect_rc 3 "$KTAUD" $cmd || return 1
 		grep -q "CONFIG_KTAU" "$LOG" || { echo "# '$cmd': no hint to CONFIG_KTAU"; return 1; }
 	done
@@ -96,15 +116,43 @@ c_plot() {
 	grep -q '<svg' "$W/g.svg"
 }
 
+# The call graph command on the test program (the decoder's own tests are
+# drill-tests): the file, the callees of a function, the errors.
+c_callgraph() {
+	"$KTAUD" callgraph -o "$W/cg.calls" "$CG_SAMPLE" >"$LOG" 2>&1 || return 1
+	grep -q "13 functions, 8 call others, 15 calls" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(head -1 "$W/cg.calls")" = "# ktau-callgraph 1" ] || return 1
+	grep -qx "top mid tail_target" "$W/cg.calls" || return 1
+	# From the ELF file and from the call graph file: the same callees.
+	"$KTAUD" callgraph -c helper "$CG_SAMPLE" >"$W/c1" 2>"$LOG" || return 1
+	"$KTAUD" callgraph -c helper "$W/cg.calls" >"$W/c2" 2>"$LOG" || return 1
+	[ "$(tr '\n' ' ' <"$W/c1")" = "leaf_a leaf_b " ] && cmp -s "$W/c1" "$W/c2" ||
+		{ echo "# helper: $(cat "$W/c1")"; return 1; }
+	expect_rc 1 "$KTAUD" callgraph -c nosuchfunction "$W/cg.calls" || return 1
+	grep -q "no function nosuchfunction" "$LOG" || return 1
+	expect_rc 1 "$KTAUD" callgraph "$CG_SAMPLE.stripped" || return 1
+	grep -q "stripped" "$LOG" || return 1
+	expect_rc 1 "$KTAUD" callgraph "$FIXTURES/run.ktau" || return 1
+	grep -q "not a call graph file" "$LOG"
+}
+
+# The drill tests' workload (guest: ktau-test-faults) touches every page.
+c_faults_workload() {
+	"$O/tests/ktau-test-faults" -m 2 -r 3 >"$LOG" 2>&1 && grep -qx "faults 1536 pages" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 "$O/tests/ktau-test-faults" -m 0
+}
+
 c_fuzz_smoke() {
 	command -v "${CLANG:-clang}" >/dev/null || { SKIP="clang is not installed"; return 77; }
-	${MAKE:-make} -s -C "$TOOLS" O="$O" fuzz FUZZ_TIME=20 >"$LOG" 2>&1 || {
+	${MAKE:-make} -s -C "$TOOLS" O="$O" fuzz-smoke >"$LOG" 2>&1 || {
 		tail -30 "$LOG" | sed 's/^/#   /'
 		grep -q "fsanitize=fuzzer" "$LOG" && ! grep -q "ERROR: " "$LOG" &&
 			{ SKIP="clang cannot build libFuzzer targets (apt-get install libclang-rt-14-dev)"; return 77; }
 		return 1
 	}
-	grep -E "^(#[0-9]+ +DONE|Done [0-9]+ runs)" "$LOG" | tail -1 | sed 's/^/# /'
+	# One "Done N runs in S second(s)" per fuzz target.
+	grep -E "^Done [0-9]+ runs" "$LOG" | sed 's/^/# /'
 }
 
 
@@ -316,7 +364,8 @@ c_analyzer() {
 	echo 'int main(void){return 0;}' >"$IN/a.c"
 	$cc -fanalyzer -c -o "$IN/a.o" "$IN/a.c" 2>/dev/null ||
 		{ SKIP="$cc has no -fanalyzer"; return 77; }
-	for f in lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c; do
+	for f in lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/tauprofile.c \
+		lib/callgraph.c lib/probe.c lib/drill.c ktaud/probe.c ktaud/drill.c ktaud/callgraph.c; do
 		$cc -std=gnu11 -O1 -fanalyzer -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES \
 			-I"$TOOLS/lib" -I"$TOOLS/ktaud" -c -o "$IN/an.o" "$TOOLS/$f" >"$LOG" 2>&1 ||
 			{ echo "# $f:"; sed 's/^/#   /' "$LOG" | head -40; return 1; }
@@ -326,6 +375,7 @@ c_analyzer() {
 echo "TAP version 13"
 units=$("$HOST_TEST" --list) || exit 1
 uunits=$("$USER_TEST" --list) || exit 1
+dunits=$("$DRILL_TEST" --list) || exit 1
 nunits=$(echo "$units" | wc -l)
 # Every TAU directory these tests write goes through the strict checker.
 c_taucheck() {
@@ -343,8 +393,8 @@ c_taucheck() {
 
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
-c_bench_user_timer c_interp c_analyzer c_fuzz_smoke c_taucheck"
-echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $cli | wc -w)))"
+c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
+echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
 	n=$((n + 1))
@@ -366,6 +416,17 @@ for t in $uunits; do
 	case $rc in
 	0) echo "ok $n $t" ;;
 	77) echo "ok $n $t # SKIP" ;;
+	*) echo "not ok $n $t"; fails=$((fails + 1)) ;;
+	esac
+done
+# Probes and drill: the decisions and the call graph decoder.
+for t in $dunits; do
+	n=$((n + 1))
+	"$DRILL_TEST" "$t" "$(dirname "$CG_SAMPLE")" >"$W/out" 2>&1
+	rc=$?
+	sed 's/^\([^#]\)/# \1/' "$W/out"
+	case $rc in
+	0) echo "ok $n $t" ;;
 	*) echo "not ok $n $t"; fails=$((fails + 1)) ;;
 	esac
 done
