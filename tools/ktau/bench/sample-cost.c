@@ -18,7 +18,9 @@
  * (time with sampling - time without) / samples, per round; the table has
  * the medians. Under QEMU with -icount shift=0 guest time counts
  * instructions, so the figures are repeatable; they are then instructions
- * (virtual ns), not real time.
+ * (virtual ns), not real time. A disabled perf event is held open for the
+ * whole run (perf_hold_sched_hooks()), so that no mode pays perf's
+ * turning on of its scheduler hooks.
  *
  * Usage: ktau-bench-sample-cost [-n N] [-p PERIOD_NS] [-r ROUNDS] [-e cpu-clock|task-clock] [-u]
  *   -u  user mode only (KTAU_SAMPLE_NO_KERNEL, exclude_kernel): without
@@ -176,6 +178,30 @@ static long run_perf(void)
 	return (long)samples;
 }
 
+/*
+ * A task-bound perf event held for the whole run, never enabled, so that
+ * perf's scheduler hooks (the perf_sched_events key) stay on. Without it,
+ * a second after the last counter of a mode goes perf turns them off
+ * (perf_sched_delayed()), and the next counter created, KTAU's or perf's,
+ * turns them on again in account_event() with a synchronize_rcu(): the
+ * mode after "no sampling" then sleeps an RCU grace period (about 10 ms of
+ * guest time under -icount), charged to its samples, in some rounds or
+ * all, as the delayed work happens to fall. The fd, or -1.
+ */
+static int perf_hold_sched_hooks(void)
+{
+	struct perf_event_attr pa;
+
+	memset(&pa, 0, sizeof(pa));
+	pa.size = sizeof(pa);
+	pa.type = PERF_TYPE_SOFTWARE;
+	pa.config = PERF_COUNT_SW_DUMMY;
+	pa.disabled = 1;
+	pa.exclude_kernel = 1;
+	pa.exclude_hv = 1;
+	return syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 static long run_mode(int m)
 {
 	switch (m) {
@@ -237,6 +263,9 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPROF, &sa, NULL))
 		return 1;
+	if (perf_hold_sched_hooks() < 0)
+		fprintf(stderr, "ktau-bench-sample-cost: perf_event_open (dummy): %s; a mode "
+			"may include perf's synchronize_rcu()\n", strerror(errno));
 	/* Warm up, and size the buffers: a buffer for the whole run each. */
 	t0 = now_ns();
 	work();
