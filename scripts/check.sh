@@ -270,7 +270,7 @@ fi
 if [ $kernel_ok = 1 ] && [ -f "$KTAU_OUT/guest/initramfs.cpio.gz" ]; then
 	step "guest, 2 CPUs"
 	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp 2 --timeout 600 \
-		--append "ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit" \
+		--append "ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules" \
 		--out "$KTAU_OUT/guest-run/smp" 2>>"$R/boot.log"
 	brc=$?
 	count_ktap "$KTAU_OUT/guest-run/smp/results.log" "smp: "

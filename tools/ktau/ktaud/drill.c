@@ -737,17 +737,26 @@ static int user_start(struct drill *d, char *routine, size_t size, int *group)
 	ukernel = top->v / d->ncur;
 	row.user = d->user;
 	each_urow(d->cur, d->ncur, tally_routines, &row, &kr);
-	top = tally_top(&kr);
-	if (!top) {
-		d->user[0] = '\0';
-		goto out;
-	}
-	snprintf(routine, size, "%s", top->name);
-	*group = top->group;
-	found = 1;
 	fprintf(stderr, "ktaud: user-level profiles: the user routine with the most kernel time "
-		"on CPU is %s (%.2f ms per run); its top kernel routine is %s\n", d->user,
-		ukernel / 1000, routine);
+		"on CPU is %s (%.2f ms per run)\n", d->user, ukernel / 1000);
+	/* Its kernel routines by time; those that cannot be drilled are skipped. */
+	while ((top = tally_top(&kr))) {
+		char fn[KTAU_LIB_PROBE_NAME_LEN];
+		const char *why = NULL;
+
+		if (!ktau_drill_start(top->name, top->group, has_ksym, d, fn, sizeof(fn), &why)) {
+			snprintf(routine, size, "%s", top->name);
+			*group = top->group;
+			found = 1;
+			fprintf(stderr, "ktaud: its top kernel routine that can be drilled is %s\n",
+				routine);
+			break;
+		}
+		fprintf(stderr, "ktaud: skipping %s under %s: %s\n", top->name, d->user, why);
+		((struct tally *)top)->v = 0;
+	}
+	if (!found)
+		d->user[0] = '\0';
 out:
 	tally_free(users.v, users.n);
 	tally_free(kr.v, kr.n);
@@ -827,7 +836,7 @@ static int find_start(struct drill *d, char *fn, size_t size)
 
 		ret = ktau_drill_start(name, ktau_func_group(d->cur[0].reg, v[i].id), has_ksym, d,
 				       fn, size, &why);
-		if (ret == -EINVAL) {
+		if (ret) {
 			fprintf(stderr, "ktaud: skipping %s (%s): %s\n", name,
 				fmt_ns(b1, sizeof(b1), v[i].m.excl), why);
 			continue;
@@ -835,12 +844,6 @@ static int find_start(struct drill *d, char *fn, size_t size)
 		snprintf(d->routine, sizeof(d->routine), "%s", name);
 		d->routine_m = v[i].m;
 		d->routine_id = v[i].id;
-		if (ret) {
-			err_msg("the top routine %s (%s exclusive) cannot be drilled: %s", name,
-				fmt_ns(b1, sizeof(b1), v[i].m.excl), why);
-			free(v);
-			return EX_KT_FAIL;
-		}
 		fprintf(stderr, "ktaud: %s (%s exclusive, %s inclusive, %llu calls) starts at %s\n",
 			name, fmt_ns(b1, sizeof(b1), v[i].m.excl), fmt_ns(b2, sizeof(b2), v[i].m.incl),
 			(unsigned long long)v[i].m.calls, fn);
@@ -1011,6 +1014,26 @@ static int walk(struct drill *d, const char *first, int *verdict, char *why, siz
 						      value_of(d, d->routine_id).incl);
 		}
 		parent_incl = cur->self_incl;
+		/*
+		 * Probing the callees slows their parent down by the probes'
+		 * own cost (a lot on a debug kernel), which would read as time
+		 * of the parent's own: compare the callees with the parent's
+		 * time per call as measured the step before, when its callees
+		 * were not probed, if that is less.
+		 */
+		if (d->npath > 1 && sr.cur_probed && sr.cur.calls && cur->m.calls) {
+			double before = (double)cur->m.incl * sr.cur.calls / cur->m.calls;
+
+			for (i = 0; i < sr.n; i++)
+				if ((double)sr.c[i].incl_ns > before)
+					before = sr.c[i].incl_ns;
+			if (before < parent_incl) {
+				fprintf(stderr, "ktaud: [%zu] %s: %s of probe cost discounted\n",
+					d->npath, cur->name,
+					fmt_ns(b1, sizeof(b1), parent_incl - (uint64_t)before));
+				parent_incl = before;
+			}
+		}
 		*verdict = ktau_drill_decide(parent_incl, sr.c, sr.n, d->threshold, d->npath,
 					     d->depth, &best);
 		/* The step, as it goes. */
