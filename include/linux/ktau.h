@@ -88,6 +88,7 @@ struct ktau_task {
 	struct ktau_shared *shared;	/* the task's shared page, mapped */
 	struct page *shared_page;	/* pinned while registered */
 	struct ktau_sampler __rcu *sample;	/* overflow sampling, or NULL */
+	u64 hev_syscall_start;	/* start of the last system call handlers saw */
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*
@@ -275,9 +276,12 @@ static __always_inline void __ktau_syscall_enter(u64 tag)
 	f->child = 0;
 	f->start = ktau_clock();
 	kt->depth = 1;
-	if (ktau_extra_on())
-		__ktau_notify(KTAU_HEV_START, KTAU_GROUP_SYSCALL,
-			      ktau_frame_id(tag, KTAU_GROUP_SYSCALL), f->start, 0);
+	/*
+	 * No handler call here: a call would make the entry path save
+	 * registers whether handlers exist or not. Handlers learn of the
+	 * start, with its clock, at the call's first nested routine or at
+	 * its end (ktau_notify_syscall_start()).
+	 */
 }
 
 /* The frame's tag is the number, as 32 bits: see KTAU_TAG_SYSCALL_COMPAT. */

@@ -439,6 +439,22 @@ void ktau_reset_all(void)
 	rcu_read_unlock();
 }
 
+/*
+ * Handlers hear of a system call's start late, with its own clock: at its
+ * first nested routine or event, or at its end, whichever comes first.
+ */
+static void ktau_notify_syscall_start(struct ktau_task *kt)
+{
+	struct ktau_frame *f = &kt->stack[0];
+
+	if (!kt->depth || KTAU_TAG_GROUP(f->tag) != KTAU_GROUP_SYSCALL ||
+	    kt->hev_syscall_start == f->start)
+		return;
+	kt->hev_syscall_start = f->start;
+	__ktau_notify(KTAU_HEV_START, KTAU_GROUP_SYSCALL,
+		      ktau_frame_id(f->tag, KTAU_GROUP_SYSCALL), f->start, 0);
+}
+
 /* Open a frame for @id; interrupts off. */
 static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 {
@@ -446,6 +462,8 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	u64 tag = KTAU_TAG(group, id);
 	struct ktau_frame *f;
 
+	if (ktau_extra_on())
+		ktau_notify_syscall_start(kt);
 	if (unlikely(d >= KTAU_STACK_DEPTH)) {
 		/* Keep counting depth so that the exits still match. */
 		kt->depth = d + 1;
@@ -650,6 +668,13 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 	if (kt->shared)
 		__ktau_shared_add(kt, s, group, incl, incl - f->child,
 				  f->tag & KTAU_TAG_RECURSIVE);
+	/* The frame is off the stack: a system call's start goes first. */
+	if (group == KTAU_GROUP_SYSCALL && !kt->depth &&
+	    kt->hev_syscall_start != f->start) {
+		kt->hev_syscall_start = f->start;
+		__ktau_notify(KTAU_HEV_START, group,
+			      ktau_frame_id(f->tag, group), f->start, 0);
+	}
 	__ktau_notify(KTAU_HEV_STOP, group, ktau_frame_id(f->tag, group),
 		      f->start + incl, incl);
 }
@@ -706,6 +731,7 @@ void __ktau_event(unsigned int group, u32 id)
 		s = __ktau_slot_slow(kt, id);
 	local64_inc(&s->count);
 	if (ktau_extra_on()) {
+		ktau_notify_syscall_start(kt);
 		if (kt->shared)
 			__ktau_shared_add(kt, s, group, 0, 0, false);
 		__ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
