@@ -143,6 +143,12 @@ extern struct static_key_false_deferred ktau_extra_key;
 void __ktau_notify(unsigned int kind, unsigned int group, u32 id, u64 clock,
 		   u64 incl);
 
+/* Whether a handler wants @group's events; under ktau_extra_on(). */
+static __always_inline bool ktau_handlers_want(unsigned int group)
+{
+	return READ_ONCE(ktau_handler_groups) & BIT(group);
+}
+
 #define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
 
 /*
@@ -174,8 +180,6 @@ void __ktau_irq_exit(void);
 void __ktau_irq_desc(struct irq_desc *desc);
 void __ktau_sched_out(bool blocked);
 void __ktau_sched_in(void);
-void __ktau_shared_add(struct ktau_task *kt, struct ktau_slot *s,
-		       unsigned int group, u64 incl, u64 excl, bool recursive);
 void ktau_exec(void);
 
 /* Dynamic function IDs, for modules and run-time probes. */

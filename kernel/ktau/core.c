@@ -30,11 +30,15 @@
 #include <linux/delay.h>
 #include <linux/irq.h>
 #include <linux/interrupt.h>
+#include <linux/moduleparam.h>
 #include "internal.h"
 
 #ifdef CONFIG_X86_TSC
 #include <asm/tsc.h>
 #endif
+
+#undef MODULE_PARAM_PREFIX
+#define MODULE_PARAM_PREFIX "ktau."
 
 DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
 DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_extra_key, HZ);
@@ -56,20 +60,31 @@ static struct ktau_sum *ktau_exited;
 static u64 ktau_exited_overflows[3];
 static DEFINE_RAW_SPINLOCK(ktau_exited_lock);
 
+/*
+ * Boot parameters, parsed with the other kernel parameters before
+ * ktau_init(); not in sysfs: groups change at run time through
+ * /proc/ktau/control. A bad value is reported and leaves the default.
+ */
+
 /* ktau=all|none|group[,group...] */
-static int __init ktau_setup(char *str)
+static int ktau_groups_param_set(const char *val, const struct kernel_param *kp)
 {
-	unsigned long mask = 0;
-	char *tok;
+	unsigned long mask = 0, *on = kp->arg;
+	char buf[64], *str = buf, *tok;
 	int g;
 
-	if (!strcmp(str, "all")) {
-		ktau_groups_on = KTAU_ALL_GROUPS;
-		return 1;
+	if (!val || strscpy(buf, val, sizeof(buf)) < 0) {
+		pr_warn("ktau: ktau=%s is not all, none or a list of groups, ignored\n",
+			val ?: "");
+		return 0;
 	}
-	if (!strcmp(str, "none")) {
-		ktau_groups_on = 0;
-		return 1;
+	if (!strcmp(buf, "all")) {
+		*on = KTAU_ALL_GROUPS;
+		return 0;
+	}
+	if (!strcmp(buf, "none")) {
+		*on = 0;
+		return 0;
 	}
 	while ((tok = strsep(&str, ",")) != NULL) {
 		g = ktau_group_by_name(tok, strlen(tok));
@@ -79,28 +94,40 @@ static int __init ktau_setup(char *str)
 		}
 		mask |= BIT(g);
 	}
-	ktau_groups_on = mask;
-	return 1;
+	*on = mask;
+	return 0;
 }
-__setup("ktau=", ktau_setup);
+
+static const struct kernel_param_ops param_ops_ktau_groups = {
+	.set = ktau_groups_param_set,
+};
+
+#define param_check_ktau_groups(name, p) __param_check(name, p, unsigned long)
+core_param(ktau, ktau_groups_on, ktau_groups, 0);
 
 /*
  * ktau.slots=N: slots per task table, a power of two in 16..128 (128, so
  * that a slot's index + 1 fits in ktau_task.sysslot[]).
  */
-static int __init ktau_slots_setup(char *str)
+static int ktau_slots_param_set(const char *val, const struct kernel_param *kp)
 {
-	unsigned int n;
+	unsigned int n, *slots = kp->arg;
 
-	if (kstrtouint(str, 0, &n) || n < 16 || n > 128 || !is_power_of_2(n)) {
+	if (!val || kstrtouint(val, 0, &n) || n < 16 || n > 128 ||
+	    !is_power_of_2(n)) {
 		pr_warn("ktau: ktau.slots=%s is not a power of two in 16..128, using %u\n",
-			str, ktau_nr_slots);
-		return 1;
+			val ?: "", *slots);
+		return 0;
 	}
-	ktau_nr_slots = n;
-	return 1;
+	*slots = n;
+	return 0;
 }
-__setup("ktau.slots=", ktau_slots_setup);
+
+static const struct kernel_param_ops ktau_slots_ops = {
+	.set = ktau_slots_param_set,
+};
+
+module_param_cb(slots, &ktau_slots_ops, &ktau_nr_slots, 0);
 
 #ifdef CONFIG_X86_TSC
 /*
@@ -442,13 +469,14 @@ void ktau_reset_all(void)
 /*
  * Handlers hear of a system call's start late, with its own clock: at its
  * first nested routine or event, or at its end, whichever comes first.
+ * @f is the frame at the bottom of the stack. Under ktau_extra_on().
  */
-static void ktau_notify_syscall_start(struct ktau_task *kt)
+static void ktau_notify_syscall_start(struct ktau_task *kt,
+				      struct ktau_frame *f)
 {
-	struct ktau_frame *f = &kt->stack[0];
-
-	if (!kt->depth || KTAU_TAG_GROUP(f->tag) != KTAU_GROUP_SYSCALL ||
-	    kt->hev_syscall_start == f->start)
+	if (KTAU_TAG_GROUP(f->tag) != KTAU_GROUP_SYSCALL ||
+	    kt->hev_syscall_start == f->start ||
+	    !ktau_handlers_want(KTAU_GROUP_SYSCALL))
 		return;
 	kt->hev_syscall_start = f->start;
 	__ktau_notify(KTAU_HEV_START, KTAU_GROUP_SYSCALL,
@@ -462,8 +490,6 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	u64 tag = KTAU_TAG(group, id);
 	struct ktau_frame *f;
 
-	if (ktau_extra_on())
-		ktau_notify_syscall_start(kt);
 	if (unlikely(d >= KTAU_STACK_DEPTH)) {
 		/* Keep counting depth so that the exits still match. */
 		kt->depth = d + 1;
@@ -494,8 +520,12 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	f->child = 0;
 	f->start = ktau_clock();
 	kt->depth = d + 1;
-	if (ktau_extra_on())
-		__ktau_notify(KTAU_HEV_START, group, id, f->start, 0);
+	if (ktau_extra_on()) {
+		if (d)
+			ktau_notify_syscall_start(kt, &kt->stack[0]);
+		if (ktau_handlers_want(group))
+			__ktau_notify(KTAU_HEV_START, group, id, f->start, 0);
+	}
 }
 
 /*
@@ -666,15 +696,12 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 		      struct ktau_frame *f, unsigned int group, u64 incl)
 {
 	if (kt->shared)
-		__ktau_shared_add(kt, s, group, incl, incl - f->child,
-				  f->tag & KTAU_TAG_RECURSIVE);
-	/* The frame is off the stack: a system call's start goes first. */
-	if (group == KTAU_GROUP_SYSCALL && !kt->depth &&
-	    kt->hev_syscall_start != f->start) {
-		kt->hev_syscall_start = f->start;
-		__ktau_notify(KTAU_HEV_START, group,
-			      ktau_frame_id(f->tag, group), f->start, 0);
-	}
+		ktau_shared_update(kt, s, group, incl, incl - f->child,
+				   f->tag & KTAU_TAG_RECURSIVE);
+	if (!ktau_handlers_want(group))
+		return;
+	/* A system call's start goes before its stop. */
+	ktau_notify_syscall_start(kt, f);
 	__ktau_notify(KTAU_HEV_STOP, group, ktau_frame_id(f->tag, group),
 		      f->start + incl, incl);
 }
@@ -731,10 +758,12 @@ void __ktau_event(unsigned int group, u32 id)
 		s = __ktau_slot_slow(kt, id);
 	local64_inc(&s->count);
 	if (ktau_extra_on()) {
-		ktau_notify_syscall_start(kt);
 		if (kt->shared)
-			__ktau_shared_add(kt, s, group, 0, 0, false);
-		__ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
+			ktau_shared_update(kt, s, group, 0, 0, false);
+		if (kt->depth)
+			ktau_notify_syscall_start(kt, &kt->stack[0]);
+		if (ktau_handlers_want(group))
+			__ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
 	}
 	local_irq_restore(flags);
 }

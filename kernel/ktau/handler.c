@@ -26,16 +26,14 @@ static LIST_HEAD(ktau_handlers);
 static DEFINE_MUTEX(ktau_handler_lock);
 
 /*
- * A start, stop or event of @group: to the handlers, if one wants it.
- * Called by the hooks while ktau_extra_key is on.
+ * A start, stop or event of @group, which ktau_handlers_want(): to the
+ * handler, or to the dispatcher. Called by the hooks.
  */
 void __ktau_notify(unsigned int kind, unsigned int group, u32 id, u64 clock,
 		   u64 incl)
 {
 	struct ktau_hevent ev;
 
-	if (!(READ_ONCE(ktau_handler_groups) & BIT(group)))
-		return;
 	ev.kind = kind;
 	ev.group = group;
 	ev.id = id;
@@ -75,10 +73,11 @@ static void ktau_handler_update(void)
 	}
 	if (n != 1)
 		one = NULL;
-	WRITE_ONCE(ktau_handler_groups, groups);
 	static_call_update(ktau_handler_call, &ktau_handler_dispatch);
 	/* Hooks run with interrupts off: RCU readers. */
 	synchronize_rcu();
+	/* Only the dispatcher, which checks each mask, sees new groups. */
+	WRITE_ONCE(ktau_handler_groups, groups);
 	WRITE_ONCE(ktau_handler_one, one);
 	if (one) {
 		synchronize_rcu();

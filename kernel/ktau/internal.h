@@ -97,6 +97,49 @@ void ktau_collector_get(struct ktau_collector *c);
 void ktau_collector_put(struct ktau_collector *c);
 
 /* Shared pages. */
+/*
+ * A routine of @group, charged to slot @s, ended: add it to the page. The
+ * page's entries mirror the slot table by index; a table reset may give
+ * an index another ID, and then the entry starts again from zero.
+ */
+static __always_inline void ktau_shared_update(struct ktau_task *kt,
+					       struct ktau_slot *s,
+					       unsigned int group, u64 incl,
+					       u64 excl, bool recursive)
+{
+	struct ktau_shared *sh = kt->shared;
+	struct ktau_shared_counts *g = &sh->groups[group];
+	unsigned int i = s - kt->slots;
+	struct ktau_shared_entry *e;
+	u32 id = s->id;
+
+	WRITE_ONCE(sh->seq, sh->seq + 1);
+	smp_wmb();	/* seq odd before the counters, pairs with the reader */
+	g->count++;
+	if (!recursive)
+		g->incl += incl;
+	g->excl += excl;
+	sh->updates++;
+	if (likely(i < KTAU_SHARED_ENTRIES)) {
+		e = &sh->entries[i];
+		if (unlikely(e->id != id)) {
+			e->id = id;
+			e->group = group;
+			e->count = 0;
+			e->incl = 0;
+			e->excl = 0;
+		}
+		e->count++;
+		if (!recursive)
+			e->incl += incl;
+		e->excl += excl;
+	} else {
+		sh->unlisted++;
+	}
+	smp_wmb();	/* the counters before seq even, pairs with the reader */
+	WRITE_ONCE(sh->seq, sh->seq + 1);
+}
+
 long ktau_shared_register(const struct ktau_shared_reg __user *ureg);
 long ktau_shared_unregister(void);
 void ktau_shared_release(struct ktau_task *kt);

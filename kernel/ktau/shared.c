@@ -25,47 +25,6 @@
 static_assert(sizeof(struct ktau_shared) <= PAGE_SIZE);
 static_assert(KTAU_SHARED_GROUPS >= KTAU_NR_GROUPS);
 
-/*
- * A routine of @group, charged to slot @s, ended: add it to the page. The
- * page's entries mirror the slot table by index; a table reset may give
- * an index another ID, and then the entry starts again from zero.
- */
-void __ktau_shared_add(struct ktau_task *kt, struct ktau_slot *s,
-		       unsigned int group, u64 incl, u64 excl, bool recursive)
-{
-	struct ktau_shared *sh = kt->shared;
-	struct ktau_shared_counts *g = &sh->groups[group];
-	unsigned int i = s - kt->slots;
-	struct ktau_shared_entry *e;
-	u32 id = s->id;
-
-	WRITE_ONCE(sh->seq, sh->seq + 1);
-	smp_wmb();	/* seq odd before the counters, pairs with the reader */
-	g->count++;
-	if (!recursive)
-		g->incl += incl;
-	g->excl += excl;
-	sh->updates++;
-	if (likely(i < KTAU_SHARED_ENTRIES)) {
-		e = &sh->entries[i];
-		if (unlikely(e->id != id)) {
-			e->id = id;
-			e->group = group;
-			e->count = 0;
-			e->incl = 0;
-			e->excl = 0;
-		}
-		e->count++;
-		if (!recursive)
-			e->incl += incl;
-		e->excl += excl;
-	} else {
-		sh->unlisted++;
-	}
-	smp_wmb();	/* the counters before seq even, pairs with the reader */
-	WRITE_ONCE(sh->seq, sh->seq + 1);
-}
-
 /* KTAU_IOC_SHARED_REGISTER: the calling thread registers a page. */
 long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 {

@@ -195,28 +195,27 @@ TEST(probe_goes_with_module)
 {
 	const struct ktau_task_rec *ra, *rb;
 	struct ktau_snap a = { 0 }, b = { 0 };
-	struct ktau_probe_req req = { .size = sizeof(req) };
 	char *list;
-	int fd, pfd;
+	int fd, pfd, id;
 
 	ktau_must_have_ktau(_metadata);
 	must_load(_metadata, "ktau_self", "");
 	fd = open("/proc/ktau/probes", O_RDONLY);
 	ASSERT_LE(0, fd);
-	snprintf(req.name, sizeof(req.name), "%s", "ktau_self:ktau_self_work");
-	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_PROBE_ADD, &req)) TH_LOG("add: %s", strerror(errno));
+	id = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "ktau_self:ktau_self_work", 0);
+	ASSERT_LT(0, id) TH_LOG("add: %s", strerror(-id));
 	pfd = ktau_must_open_profiles(_metadata);
 	ra = ktau_must_snap_self(_metadata, pfd, &a);
 	ASSERT_EQ(0, self_run(10));
 	rb = ktau_must_snap_self(_metadata, pfd, &b);
-	EXPECT_EQ(10, ktau_val_delta(ra, rb, req.id).count);
+	EXPECT_EQ(10, ktau_val_delta(ra, rb, id).count);
 	ASSERT_EQ(0, mod_unload("ktau_self"));
 	list = ktau_slurp("/proc/ktau/probes", NULL);
 	ASSERT_NE(NULL, list);
 	EXPECT_EQ(NULL, strstr(list, "ktau_self_work")) TH_LOG("%s", list);
 	free(list);
-	EXPECT_EQ(-1, ioctl(fd, KTAU_IOC_PROBE_REMOVE, &req));
-	EXPECT_EQ(ENOENT, errno);
+	EXPECT_EQ(-ENOENT, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE,
+					    "ktau_self:ktau_self_work", 0));
 	close(fd);
 	close(pfd);
 	ktau_snap_free(&a);

@@ -370,15 +370,15 @@ static int op_read_probes(struct pm_ctx *c)
 
 static int op_probe(struct pm_ctx *c)
 {
-	struct ktau_probe_req req = { .size = sizeof(req) };
 	int fd = open("/proc/ktau/probes", O_RDONLY), ret;
 
 	if (fd < 0)
 		return errno;
-	snprintf(req.name, sizeof(req.name), "%s", "vfs_read");
-	ret = pm_errno(ioctl(fd, KTAU_IOC_PROBE_ADD, &req));
-	if (!ret && ioctl(fd, KTAU_IOC_PROBE_REMOVE, &req))
-		ret = PM_BROKEN;
+	ret = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "vfs_read", 0);
+	if (ret > 0)
+		ret = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, "vfs_read", 0) ? PM_BROKEN : 0;
+	else
+		ret = -ret;
 	close(fd);
 	return ret;
 }

@@ -15,24 +15,14 @@
 #define PROBE_CALLS		1000
 #define LOAD_ROUNDS		20
 
-static int probe_req(int fd, unsigned long cmd, const char *name, int id)
-{
-	struct ktau_probe_req req = { .size = sizeof(req), .id = id };
-
-	snprintf(req.name, sizeof(req.name), "%s", name);
-	if (ioctl(fd, cmd, &req))
-		return -errno;
-	return cmd == KTAU_IOC_PROBE_ADD ? req.id : 0;
-}
-
 static int probe_add(int fd, const char *name)
 {
-	return probe_req(fd, KTAU_IOC_PROBE_ADD, name, 0);
+	return ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, name, 0);
 }
 
 static int probe_remove(int fd, const char *name)
 {
-	return probe_req(fd, KTAU_IOC_PROBE_REMOVE, name, 0);
+	return ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, name, 0);
 }
 
 /* The owner pid /proc/ktau/probes lists for @name; -ENOENT if absent. */
@@ -189,8 +179,8 @@ TEST_F(probe, same_function_same_id)
 	id2 = probe_add(self->fd, "__x64_sys_getppid");
 	EXPECT_EQ(id1, id2);
 	/* Remove by ID (empty name). */
-	ASSERT_EQ(0, probe_req(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
-	ASSERT_EQ(-ENOENT, probe_req(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
+	ASSERT_EQ(0, ktau_probe_ioctl(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
+	ASSERT_EQ(-ENOENT, ktau_probe_ioctl(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
 }
 
 /* Refused, each with its errno, and nothing added. */

@@ -786,6 +786,22 @@ static inline int ktau_sample_read(int fd, pid_t tid, struct ktau_sample *buf,
 	return ioctl(fd, stop ? KTAU_IOC_SAMPLE_STOP : KTAU_IOC_SAMPLE_READ, r) ? -errno : 0;
 }
 
+/*
+ * A dynamic probe ioctl (ABI 1.2) on /proc/ktau/probes, by name or, with
+ * an empty name, by ID: the function ID (ADD), 0 (REMOVE) or -errno.
+ */
+static inline int ktau_probe_ioctl(int fd, unsigned long cmd, const char *name, int id)
+{
+	struct ktau_probe_req req = { .size = sizeof(req), .id = id };
+
+	if (strlen(name) >= sizeof(req.name))
+		return -ENAMETOOLONG;
+	memcpy(req.name, name, strlen(name) + 1);
+	if (ioctl(fd, cmd, &req))
+		return -errno;
+	return cmd == KTAU_IOC_PROBE_ADD ? req.id : 0;
+}
+
 /* Fail (never skip) on a kernel without KTAU; make sure every group is on. */
 static inline void ktau_must_have_ktau(struct __test_metadata *_metadata)
 {
