@@ -30,25 +30,31 @@ struct pid;
 #include <asm/local64.h>
 #include <linux/sched.h>
 #include <asm/unistd.h>
+#include <linux/sched/clock.h>
 #ifdef CONFIG_X86_TSC
 #include <asm/msr.h>
-#else
-#include <linux/sched/clock.h>
 #endif
 
 /* Nesting depth of the per-task timer stack. */
 #define KTAU_STACK_DEPTH	16
 
-/* A routine in progress. tag: id in bits 0-31, group 32-39, recursive 40. */
+/*
+ * A routine in progress. tag: id in bits 0-31, group 32-39, flags above.
+ * dup is valid only with KTAU_TAG_HASREC: the inclusive time of frames of
+ * the same routine nested in this one, already charged by them; once the
+ * frame of a routine that recursed is closed, what it charged.
+ */
 struct ktau_frame {
 	u64 start;		/* ktau_clock() at entry */
 	u64 child;		/* time of the routines nested in this one */
 	u64 tag;
+	u64 dup;
 };
 
 #define KTAU_TAG(group, id)	((u64)(group) << 32 | (id))
 #define KTAU_TAG_GROUP(tag)	((unsigned int)((tag) >> 32) & 0xff)
 #define KTAU_TAG_ID(tag)	((u32)(tag))
+/* The same routine is open below this frame (dynamic points only). */
 #define KTAU_TAG_RECURSIVE	BIT_ULL(40)
 /*
  * A system call's frame (group 0) holds the call's number itself, so that
@@ -56,6 +62,9 @@ struct ktau_frame {
  * 32-bit calls, which have no number at entry, are tagged this way.
  */
 #define KTAU_TAG_SYSCALL_COMPAT	BIT_ULL(41)
+/* A frame of the same routine was opened above this one: see dup. */
+#define KTAU_TAG_HASREC		BIT_ULL(42)
+#define KTAU_TAG_FLAGS		(KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC)
 
 /*
  * One routine's totals. local64_t: the owner adds with single
@@ -87,8 +96,13 @@ struct ktau_task {
 	struct ktau_collector *collector;
 	struct ktau_shared *shared;	/* the task's shared page, mapped */
 	struct page *shared_page;	/* pinned while registered */
+	struct mm_struct *shared_mm;	/* charged for the pin */
+	unsigned long shared_npages;	/* pages charged: the page's folio */
 	struct ktau_sampler __rcu *sample;	/* overflow sampling, or NULL */
 	u64 hev_syscall_start;	/* start of the last system call handlers saw */
+	u64 out_tsc;		/* TSC when it left its CPU (ktau_rebase_in()) */
+	u64 out_ns;		/* CLOCK_MONOTONIC then */
+	unsigned int out_cpu;	/* that CPU */
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*
@@ -153,7 +167,12 @@ static __always_inline bool ktau_handlers_want(unsigned int group)
 
 /*
  * The clock: the TSC on x86, converted to nanoseconds only when a profile
- * is read, so that the hooks do no arithmetic beyond a subtraction.
+ * is read, so that the hooks do no arithmetic beyond a subtraction; else
+ * local_clock(). A routine may start on one CPU and end on another: where
+ * the kernel does not trust the TSC to agree across CPUs, the scheduler
+ * hooks move the start of a task's open routines into the TSC of the CPU
+ * it comes back on (ktau_rebase_in() in kernel/ktau/core.c). A time that
+ * still comes out negative is taken as 0 and counted (__ktau_clamp()).
  */
 static __always_inline u64 ktau_clock(void)
 {
@@ -163,6 +182,14 @@ static __always_inline u64 ktau_clock(void)
 	return local_clock();
 #endif
 }
+
+/* Inclusive and exclusive time of a frame. */
+struct ktau_times {
+	u64 incl;
+	u64 excl;
+};
+
+struct ktau_times __ktau_clamp(u64 incl, u64 child);
 
 void ktau_init(void);
 int ktau_tsk_init(struct task_struct *tsk);
@@ -214,7 +241,9 @@ static __always_inline u32 ktau_frame_id(u64 tag, unsigned int group)
 }
 
 void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
-		      struct ktau_frame *f, unsigned int group, u64 incl);
+		      struct ktau_frame *f, unsigned int group, u64 incl,
+		      u64 excl);
+u64 __ktau_pop_recursive(struct ktau_task *kt, unsigned int d, u64 incl);
 
 /*
  * Close the frame on top of the stack, which must belong to @group, and
@@ -225,7 +254,7 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	unsigned int d = kt->depth - 1;
 	struct ktau_frame *f;
 	struct ktau_slot *s;
-	u64 incl, tag;
+	u64 incl, excl, incl_add, tag;
 	u32 id;
 
 	if (unlikely(d >= KTAU_STACK_DEPTH)) {
@@ -240,26 +269,43 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	}
 
 	incl = ktau_clock() - f->start;
+	excl = incl - f->child;
+	/* A negative time, or children longer than the routine. */
+	if (unlikely((s64)excl < 0)) {
+		struct ktau_times t = __ktau_clamp(incl, f->child);
+
+		incl = t.incl;
+		excl = t.excl;
+	}
 	id = ktau_frame_id(tag, group);
 	s = &kt->slots[id & kt->mask];
 	if (unlikely(s->id != id))
 		s = __ktau_slot_slow(kt, id);
 	/*
-	 * Readers load count, excl, incl in that order (ktau_slot_read());
-	 * store in the reverse order so that they see excl <= incl.
+	 * Recursion: every frame of a routine charges the inclusive time
+	 * that the frames of the same routine nested in it did not, so that
+	 * incl grows with each return and never counts time twice.
 	 */
-	if (!(tag & KTAU_TAG_RECURSIVE))
-		local64_add(incl, &s->incl);
+	incl_add = incl;
+	if (unlikely(tag & (KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC)))
+		incl_add = __ktau_pop_recursive(kt, d, incl);
+	/*
+	 * Readers load count, excl, incl in that order (ktau_slot_read());
+	 * store in the reverse order so that they see excl <= incl, which
+	 * holds for every frame: excl = incl - child <= incl_add.
+	 */
+	local64_add(incl_add, &s->incl);
 	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
-	local64_add(incl - f->child, &s->excl);
+	local64_add(excl, &s->excl);
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
-	kt->depth = d;
+	/* A sample in an NMI reads depth, then the frame below it. */
+	WRITE_ONCE(kt->depth, d);
 	if (d)
 		kt->stack[d - 1].child += incl;
 	/* Out of line, last: the fast path keeps its registers. */
 	if (ktau_extra_on())
-		__ktau_pop_extra(kt, s, f, group, incl);
+		__ktau_pop_extra(kt, s, f, group, incl, excl);
 }
 
 /*
@@ -279,7 +325,12 @@ static __always_inline void __ktau_syscall_enter(u64 tag)
 	f->tag = tag;
 	f->child = 0;
 	f->start = ktau_clock();
-	kt->depth = 1;
+	/*
+	 * The frame before the depth that makes it visible to a sample
+	 * taken in an NMI on this CPU (program order is enough there).
+	 */
+	barrier();
+	WRITE_ONCE(kt->depth, 1);
 	/*
 	 * No handler call here: a call would make the entry path save
 	 * registers whether handlers exist or not. Handlers learn of the

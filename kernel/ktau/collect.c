@@ -8,6 +8,12 @@
  * and read() hands out whole records. This is how a tool that runs a
  * command gets the profile of every task the command created, including
  * those that exited long before the command did.
+ *
+ * Bounds: the records are charged to the opener's memory cgroup, at most
+ * KTAU_COLLECT_MAX_BYTES per open file and KTAU_COLLECT_USER_MAX_BYTES
+ * over all the files one user (the opener's real uid) has open; records
+ * beyond are dropped and counted. Closing the file frees its queue at
+ * once, even while members live on.
  */
 
 #include <linux/fs.h>
@@ -20,7 +26,23 @@
 #include <linux/refcount.h>
 #include <linux/sched/task.h>
 #include <linux/compat.h>
+#include <linux/hashtable.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 #include "internal.h"
+
+/* Queued bytes of one user's collectors, bounded by the next figure. */
+#define KTAU_COLLECT_USER_MAX_BYTES	(4 * KTAU_COLLECT_MAX_BYTES)
+
+struct ktau_collect_user {
+	struct hlist_node node;
+	kuid_t uid;
+	refcount_t ref;			/* collectors of the user */
+	atomic_long_t bytes;
+};
+
+static DEFINE_HASHTABLE(ktau_collect_users, 4);
+static DEFINE_SPINLOCK(ktau_collect_users_lock);
 
 struct ktau_collector {
 	refcount_t ref;
@@ -31,6 +53,8 @@ struct ktau_collector {
 	kuid_t uid;			/* of the opener */
 	bool privileged;		/* opener had CAP_PERFMON */
 	struct pid_namespace *ns;	/* of the opener's /proc */
+	struct ktau_collect_user *user;	/* the opener's, for the bound */
+	struct mem_cgroup *memcg;	/* the opener's, charged */
 };
 
 struct ktau_queued {
@@ -39,6 +63,64 @@ struct ktau_queued {
 	struct ktau_task_rec rec;	/* followed by the entries */
 };
 
+/* The counter of @uid's queued bytes, created if need be. */
+static struct ktau_collect_user *ktau_collect_user_get(kuid_t uid)
+{
+	struct ktau_collect_user *u, *n = kzalloc(sizeof(*n), GFP_KERNEL_ACCOUNT);
+	unsigned long flags;
+
+	spin_lock_irqsave(&ktau_collect_users_lock, flags);
+	hash_for_each_possible(ktau_collect_users, u, node, __kuid_val(uid)) {
+		if (uid_eq(u->uid, uid) && refcount_inc_not_zero(&u->ref)) {
+			spin_unlock_irqrestore(&ktau_collect_users_lock, flags);
+			kfree(n);
+			return u;
+		}
+	}
+	if (n) {
+		n->uid = uid;
+		refcount_set(&n->ref, 1);
+		hash_add(ktau_collect_users, &n->node, __kuid_val(uid));
+	}
+	spin_unlock_irqrestore(&ktau_collect_users_lock, flags);
+	return n;
+}
+
+/* Also from free_task(), which may run in an RCU callback. */
+static void ktau_collect_user_put(struct ktau_collect_user *u)
+{
+	unsigned long flags;
+	bool last;
+
+	spin_lock_irqsave(&ktau_collect_users_lock, flags);
+	last = refcount_dec_and_test(&u->ref);
+	if (last)
+		hash_del(&u->node);
+	spin_unlock_irqrestore(&ktau_collect_users_lock, flags);
+	if (last)
+		kfree(u);
+}
+
+/* Room for @size more bytes of @u's records: charged, or false. */
+static bool ktau_collect_user_charge(struct ktau_collect_user *u, size_t size)
+{
+	if (atomic_long_add_return(size, &u->bytes) <= KTAU_COLLECT_USER_MAX_BYTES)
+		return true;
+	atomic_long_sub(size, &u->bytes);
+	return false;
+}
+
+/* Free @list's records and give their bytes back to @c's user. */
+static void ktau_collect_free(struct ktau_collector *c, struct list_head *list)
+{
+	struct ktau_queued *q, *tmp;
+
+	list_for_each_entry_safe(q, tmp, list, node) {
+		atomic_long_sub(q->size, &c->user->bytes);
+		kfree(q);
+	}
+}
+
 void ktau_collector_get(struct ktau_collector *c)
 {
 	refcount_inc(&c->ref);
@@ -46,12 +128,11 @@ void ktau_collector_get(struct ktau_collector *c)
 
 void ktau_collector_put(struct ktau_collector *c)
 {
-	struct ktau_queued *q, *tmp;
-
 	if (!refcount_dec_and_test(&c->ref))
 		return;
-	list_for_each_entry_safe(q, tmp, &c->queue, node)
-		kfree(q);
+	ktau_collect_free(c, &c->queue);
+	ktau_collect_user_put(c->user);
+	mem_cgroup_put(c->memcg);
 	put_pid_ns(c->ns);
 	kfree(c);
 }
@@ -72,6 +153,7 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 {
 	struct ktau_collector *c = kt->collector;
 	unsigned int max = kt->mask + 1 + KTAU_SAMPLE_EXTRA, n;
+	struct mem_cgroup *old;
 	struct ktau_queued *q;
 	struct ktau_conv cv;
 	size_t size;
@@ -84,8 +166,10 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 		spin_unlock(&c->lock);
 		return;
 	}
+	old = set_active_memcg(c->memcg);
 	q = kzalloc(sizeof(*q) + max * sizeof(struct ktau_entry),
-		    GFP_KERNEL);
+		    GFP_KERNEL_ACCOUNT);
+	set_active_memcg(old);
 	if (!q) {
 		spin_lock(&c->lock);
 		c->st.dropped++;
@@ -93,7 +177,8 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 		return;
 	}
 	ktau_conv_get(&cv);
-	n = ktau_copy_entries(kt, (struct ktau_entry *)(&q->rec + 1), max, &cv);
+	n = ktau_copy_entries(kt, (struct ktau_entry *)(&q->rec + 1), max, &cv,
+			      ktau_irq_detail_hidden(c->privileged));
 	size = sizeof(q->rec) + n * sizeof(struct ktau_entry);
 	q->size = size;
 	q->rec.size = size;
@@ -108,7 +193,8 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 	q->rec.unmatched = kt->unmatched;
 
 	spin_lock(&c->lock);
-	if (c->closed || c->st.bytes + size > KTAU_COLLECT_MAX_BYTES) {
+	if (c->closed || c->st.bytes + size > KTAU_COLLECT_MAX_BYTES ||
+	    !ktau_collect_user_charge(c->user, size)) {
 		c->st.dropped++;
 		spin_unlock(&c->lock);
 		kfree(q);
@@ -123,10 +209,16 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 
 static int ktau_collect_open(struct inode *inode, struct file *file)
 {
-	struct ktau_collector *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct ktau_collector *c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 
 	if (!c)
 		return -ENOMEM;
+	c->user = ktau_collect_user_get(current_uid());
+	if (!c->user) {
+		kfree(c);
+		return -ENOMEM;
+	}
+	c->memcg = get_mem_cgroup_from_mm(current->mm);
 	refcount_set(&c->ref, 1);
 	spin_lock_init(&c->lock);
 	INIT_LIST_HEAD(&c->queue);
@@ -137,13 +229,19 @@ static int ktau_collect_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* Nothing more is queued, and what was goes now: members may live on. */
 static int ktau_collect_release(struct inode *inode, struct file *file)
 {
 	struct ktau_collector *c = file->private_data;
+	LIST_HEAD(drop);
 
 	spin_lock(&c->lock);
 	c->closed = true;
+	list_splice_init(&c->queue, &drop);
+	c->st.queued = 0;
+	c->st.bytes = 0;
 	spin_unlock(&c->lock);
+	ktau_collect_free(c, &drop);
 	ktau_collector_put(c);
 	return 0;
 }
@@ -178,6 +276,7 @@ static ssize_t ktau_collect_read(struct file *file, char __user *buf,
 			return done ? done : -EFAULT;
 		}
 		done += q->size;
+		atomic_long_sub(q->size, &c->user->bytes);
 		kfree(q);
 	}
 	if (!done && q)

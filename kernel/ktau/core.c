@@ -31,6 +31,7 @@
 #include <linux/irq.h>
 #include <linux/interrupt.h>
 #include <linux/moduleparam.h>
+#include <linux/perf_event.h>
 #include "internal.h"
 
 #ifdef CONFIG_X86_TSC
@@ -41,6 +42,10 @@
 #define MODULE_PARAM_PREFIX "ktau."
 
 DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
+#ifdef CONFIG_X86_TSC
+/* On when the TSCs of the CPUs may not agree: see ktau_rebase_in(). */
+static DEFINE_STATIC_KEY_FALSE(ktau_rebase_key);
+#endif
 DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_extra_key, HZ);
 /* Modules time their own points behind the dynamic group's key. */
 EXPORT_SYMBOL_GPL(ktau_keys);
@@ -52,6 +57,8 @@ unsigned int ktau_nr_slots = 64;
 static struct kmem_cache *ktau_cachep;
 /* Forks refused because a profile could not be allocated. */
 static atomic_long_t ktau_unprofiled = ATOMIC_LONG_INIT(0);
+/* Deltas of the clock that came out negative, clamped to 0. */
+static atomic_long_t ktau_backwards = ATOMIC_LONG_INIT(0);
 bool ktau_ready;		/* every task from now on has a profile */
 static DEFINE_MUTEX(ktau_groups_lock);
 
@@ -171,6 +178,108 @@ void ktau_conv_get(struct ktau_conv *cv)
 	cv->mult = 1;
 	cv->shift = 0;
 }
+
+/* The clock, as /proc/ktau/control names it. */
+const char *ktau_clock_name(void)
+{
+#ifdef CONFIG_X86_TSC
+	return static_key_enabled(&ktau_rebase_key) ? "tsc-rebased" : "tsc";
+#else
+	return "local";
+#endif
+}
+
+/*
+ * A frame whose time came out negative, or whose children took longer
+ * than itself: only a clock that disagrees with itself gives that. The
+ * time is taken as 0 and counted, never added.
+ */
+struct ktau_times __ktau_clamp(u64 incl, u64 child)
+{
+	struct ktau_times t;
+
+	atomic_long_inc(&ktau_backwards);
+	t.incl = (s64)incl < 0 ? 0 : incl;
+	t.excl = t.incl - min(child, t.incl);
+	return t;
+}
+EXPORT_SYMBOL_GPL(__ktau_clamp);
+
+long ktau_clock_backwards(void)
+{
+	return atomic_long_read(&ktau_backwards);
+}
+
+#ifdef CONFIG_X86_TSC
+/* Nanoseconds to TSC cycles, for ktau_rebase_in(). */
+static u32 ktau_ns2cyc_mult, ktau_ns2cyc_shift;
+
+/* __schedule(), interrupts off: where and when the task left. */
+static void ktau_rebase_out(struct ktau_task *kt)
+{
+	kt->out_cpu = raw_smp_processor_id();
+	kt->out_tsc = rdtsc();
+	kt->out_ns = ktime_get_mono_fast_ns();
+}
+
+/*
+ * The task runs again, on another CPU whose TSC may not agree with the
+ * one it left: move the start of its open frames by the difference, with
+ * CLOCK_MONOTONIC (the clocksource the kernel chose instead of the TSC),
+ * which every CPU agrees on, as the measure of the time in between.
+ * Interrupts off.
+ */
+static void ktau_rebase_in(struct ktau_task *kt)
+{
+	unsigned int d = min_t(unsigned int, kt->depth, KTAU_STACK_DEPTH), i;
+	s64 off_ns;
+	u64 now, shift;
+
+	if (raw_smp_processor_id() == kt->out_cpu || !kt->out_tsc)
+		return;
+	now = rdtsc();
+	off_ns = ktime_get_mono_fast_ns() - kt->out_ns;
+	if (off_ns < 0)
+		off_ns = 0;
+	shift = now - (kt->out_tsc +
+		       mul_u64_u32_shr((u64)off_ns, ktau_ns2cyc_mult,
+				       ktau_ns2cyc_shift));
+	for (i = 0; i < d; i++)
+		kt->stack[i].start += shift;
+	kt->out_tsc = 0;
+}
+
+/*
+ * Rebasing is needed once the kernel marks the TSC unstable, at boot
+ * (tsc=unstable, a failed synchronisation check when a CPU comes up) or
+ * later (the clocksource watchdog): checked at boot and then every ten
+ * seconds until it happens.
+ */
+static void ktau_clock_watch_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(ktau_clock_watch, ktau_clock_watch_fn);
+
+static void ktau_clock_watch_fn(struct work_struct *work)
+{
+	u32 khz = READ_ONCE(tsc_khz) ?: READ_ONCE(ktau_tsc_khz);
+
+	if (!check_tsc_unstable() || !khz) {
+		schedule_delayed_work(&ktau_clock_watch, 10 * HZ);
+		return;
+	}
+	clocks_calc_mult_shift(&ktau_ns2cyc_mult, &ktau_ns2cyc_shift,
+			       NSEC_PER_MSEC, khz, 600);
+	static_branch_enable(&ktau_rebase_key);
+	pr_info("ktau: TSC marked unstable: routines that change CPU are rebased with CLOCK_MONOTONIC\n");
+}
+
+static int __init ktau_clock_watch_init(void)
+{
+	if (ktau_ready)
+		ktau_clock_watch_fn(NULL);
+	return 0;
+}
+late_initcall_sync(ktau_clock_watch_init);
+#endif
 
 static struct ktau_slot *ktau_other_slot(struct ktau_task *kt)
 {
@@ -309,9 +418,76 @@ void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt)
 	tot->nr_tasks++;
 }
 
-/* Copy @kt's used slots to @out as struct ktau_entry, in nanoseconds. */
+/*
+ * Whether a reader gets only the totals of interrupts, not each source
+ * (which IRQ, which softirq vector) with its exact times: perf's policy
+ * for kernel detail, kernel.perf_event_paranoid 2 or more without
+ * CAP_PERFMON (@privileged). What such a reader still sees, the count and
+ * time of all the interrupts that landed on its own threads, it can learn
+ * anyway from the gaps in a loop that reads a clock; the sources are what
+ * would make it a finer oracle than /proc/interrupts.
+ */
+bool ktau_irq_detail_hidden(bool privileged)
+{
+#ifdef CONFIG_PERF_EVENTS
+	if (READ_ONCE(sysctl_perf_event_paranoid) < 2)
+		return false;
+#endif
+	return !privileged;
+}
+
+/* Into @acc, the entry of @id, from @e: fold an interrupt source in. */
+static unsigned int ktau_fold(struct ktau_entry *out, unsigned int n,
+			      unsigned int max, int *acc, u32 id,
+			      const struct ktau_entry *e)
+{
+	if (*acc < 0) {
+		if (n >= max)
+			return n;
+		*acc = n++;
+		memset(&out[*acc], 0, sizeof(out[*acc]));
+		out[*acc].id = id;
+	}
+	out[*acc].samples = min_t(u64, (u64)out[*acc].samples + e->samples, U32_MAX);
+	out[*acc].count += e->count;
+	out[*acc].incl_ns += e->incl_ns;
+	out[*acc].excl_ns += e->excl_ns;
+	return n;
+}
+
+/*
+ * Replace @out's entries of interrupt sources with one "irq" and one
+ * "softirq" entry: see ktau_irq_detail_hidden().
+ */
+unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
+			  unsigned int max)
+{
+	unsigned int nr = ktau_nr_ids(), i, m = 0;
+	struct ktau_entry e;
+	int irq = -1, soft = -1;
+
+	for (i = 0; i < n; i++) {
+		u32 id = out[i].id;
+		int g = id < nr ? ktau_funcs[id].group : -1;
+
+		e = out[i];
+		if (g == KTAU_GROUP_IRQ)
+			m = ktau_fold(out, m, max, &irq, KTAU_ID_IRQ, &e);
+		else if (g == KTAU_GROUP_SOFTIRQ)
+			m = ktau_fold(out, m, max, &soft, KTAU_ID_SOFTIRQ, &e);
+		else
+			out[m++] = e;
+	}
+	return m;
+}
+
+/*
+ * Copy @kt's used slots to @out as struct ktau_entry, in nanoseconds;
+ * @coarse: interrupts without their sources (ktau_irq_detail_hidden()).
+ */
 unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
-			       unsigned int max, const struct ktau_conv *cv)
+			       unsigned int max, const struct ktau_conv *cv,
+			       bool coarse)
 {
 	unsigned int i, n = 0;
 
@@ -336,7 +512,7 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 	}
 	n = ktau_sample_entries(kt, out, n, max);
 	rcu_read_unlock();
-	return n;
+	return coarse ? ktau_coarsen(out, n, max) : n;
 }
 
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,
@@ -486,9 +662,10 @@ static void ktau_notify_syscall_start(struct ktau_task *kt,
 /* Open a frame for @id; interrupts off. */
 static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 {
-	unsigned int d = kt->depth, i;
+	unsigned int d = kt->depth;
 	u64 tag = KTAU_TAG(group, id);
 	struct ktau_frame *f;
+	int i;
 
 	if (unlikely(d >= KTAU_STACK_DEPTH)) {
 		/* Keep counting depth so that the exits still match. */
@@ -497,11 +674,17 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 		return;
 	}
 	/* Same group and ID; system call frames never match (group 0). */
-	for (i = 0; i < d; i++) {
-		if ((kt->stack[i].tag & ~KTAU_TAG_RECURSIVE) != tag)
+	for (i = d - 1; i >= 0; i--) {
+		struct ktau_frame *o = &kt->stack[i];
+
+		if ((o->tag & ~KTAU_TAG_FLAGS) != tag)
 			continue;
 		if (group == KTAU_GROUP_DYNAMIC) {
 			tag |= KTAU_TAG_RECURSIVE;
+			if (!(o->tag & KTAU_TAG_HASREC)) {
+				o->dup = 0;
+				o->tag |= KTAU_TAG_HASREC;
+			}
 			break;
 		}
 		/*
@@ -519,7 +702,9 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	f->tag = tag;
 	f->child = 0;
 	f->start = ktau_clock();
-	kt->depth = d + 1;
+	/* The frame before the depth: see __ktau_syscall_enter(). */
+	barrier();
+	WRITE_ONCE(kt->depth, d + 1);
 	if (ktau_extra_on()) {
 		if (d)
 			ktau_notify_syscall_start(kt, &kt->stack[0]);
@@ -592,9 +777,17 @@ ktau_sysslot_slow(struct ktau_task *kt, unsigned int nr)
 	return s;
 }
 
-/* Out of line, so that the fast path below needs no saved registers. */
+/*
+ * Out of line, so that the fast path below needs no saved registers: a
+ * frame that is not a listed system call's alone on the stack, a call's
+ * first use of its slot, a clock that disagrees with itself.
+ */
 static noinline void ktau_syscall_exit_slow(struct ktau_task *kt)
 {
+	u64 tag = kt->stack[0].tag;
+
+	if (kt->depth == 1 && tag < NR_syscalls && !kt->sysslot[tag])
+		ktau_sysslot_slow(kt, tag);
 	__ktau_pop(kt, KTAU_GROUP_SYSCALL);
 }
 
@@ -608,30 +801,34 @@ void __ktau_syscall_exit(void)
 	struct ktau_frame *f;
 	struct ktau_slot *s;
 	unsigned int i;
-	u64 tag, incl;
+	u64 tag, incl, excl;
 
 	BUILD_BUG_ON(KTAU_GROUP_SYSCALL != 0);
 	f = &kt->stack[0];
 	tag = f->tag;
 	/* A valid number: a system call's frame of a listed call. */
-	if (unlikely(kt->depth != 1 || tag >= NR_syscalls)) {
-		ktau_syscall_exit_slow(kt);
-		return;
-	}
-	incl = ktau_clock() - f->start;
+	if (unlikely(kt->depth != 1 || tag >= NR_syscalls))
+		goto slow;
 	i = kt->sysslot[tag];
-	if (likely(i))
-		s = &kt->slots[i - 1];
-	else
-		s = ktau_sysslot_slow(kt, tag);
+	if (unlikely(!i))
+		goto slow;
+	incl = ktau_clock() - f->start;
+	excl = incl - f->child;
+	/* A clock that disagrees with itself: the general pop clamps. */
+	if (unlikely((s64)excl < 0))
+		goto slow;
+	s = &kt->slots[i - 1];
 	local64_add(incl, &s->incl);
 	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
-	local64_add(incl - f->child, &s->excl);
+	local64_add(excl, &s->excl);
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
-	kt->depth = 0;
+	WRITE_ONCE(kt->depth, 0);
 	if (ktau_extra_on())
-		__ktau_pop_extra(kt, s, f, KTAU_GROUP_SYSCALL, incl);
+		__ktau_pop_extra(kt, s, f, KTAU_GROUP_SYSCALL, incl, excl);
+	return;
+slow:
+	ktau_syscall_exit_slow(kt);
 }
 
 /*
@@ -693,11 +890,14 @@ EXPORT_SYMBOL_GPL(__ktau_stop);
  * still intact.
  */
 void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
-		      struct ktau_frame *f, unsigned int group, u64 incl)
+		      struct ktau_frame *f, unsigned int group, u64 incl,
+		      u64 excl)
 {
+	/* A routine that recursed charged f->dup: __ktau_pop_recursive(). */
+	u64 incl_add = f->tag & KTAU_TAG_FLAGS ? f->dup : incl;
+
 	if (kt->shared)
-		ktau_shared_update(kt, s, group, incl, incl - f->child,
-				   f->tag & KTAU_TAG_RECURSIVE);
+		ktau_shared_update(kt, s, group, incl_add, excl);
 	if (!ktau_handlers_want(group))
 		return;
 	/* A system call's start goes before its stop. */
@@ -728,7 +928,7 @@ void __ktau_stop_id(unsigned int group, u32 id)
 		goto out;
 	}
 	for (i = (int)d - 1; i >= 0; i--)
-		if ((kt->stack[i].tag & ~KTAU_TAG_RECURSIVE) == tag)
+		if ((kt->stack[i].tag & ~KTAU_TAG_FLAGS) == tag)
 			break;
 	if (i < 0) {
 		kt->unmatched++;
@@ -741,6 +941,38 @@ out:
 	local_irq_restore(flags);
 }
 EXPORT_SYMBOL_GPL(__ktau_stop_id);
+
+/*
+ * The frame at @d, of a routine that recursed, ends after @incl: the
+ * inclusive time its slot gains. A frame with the same routine nested in
+ * it (HASREC) gains what those did not charge; a frame nested in another
+ * of its routine (RECURSIVE) tells that one what it charged.
+ */
+u64 __ktau_pop_recursive(struct ktau_task *kt, unsigned int d, u64 incl)
+{
+	struct ktau_frame *f = &kt->stack[d];
+	u64 add = incl, tag = f->tag & ~KTAU_TAG_FLAGS;
+	int i;
+
+	if (f->tag & KTAU_TAG_HASREC)
+		add -= min(f->dup, incl);
+	if (!(f->tag & KTAU_TAG_RECURSIVE)) {
+		f->dup = add;	/* for __ktau_pop_extra() */
+		return add;
+	}
+	for (i = (int)d - 1; i >= 0; i--) {
+		struct ktau_frame *o = &kt->stack[i];
+
+		if ((o->tag & ~KTAU_TAG_FLAGS) == tag) {
+			if (o->tag & KTAU_TAG_HASREC)
+				o->dup += incl;
+			break;
+		}
+	}
+	f->dup = add;	/* for __ktau_pop_extra() */
+	return add;
+}
+EXPORT_SYMBOL_GPL(__ktau_pop_recursive);
 
 /* An event: one more call of @id, with no time. */
 void __ktau_event(unsigned int group, u32 id)
@@ -759,7 +991,7 @@ void __ktau_event(unsigned int group, u32 id)
 	local64_inc(&s->count);
 	if (ktau_extra_on()) {
 		if (kt->shared)
-			ktau_shared_update(kt, s, group, 0, 0, false);
+			ktau_shared_update(kt, s, group, 0, 0);
 		if (kt->depth)
 			ktau_notify_syscall_start(kt, &kt->stack[0]);
 		if (ktau_handlers_want(group))
@@ -852,13 +1084,28 @@ void __ktau_sched_out(bool blocked)
 {
 	struct ktau_task *kt = current->ktau;
 
-	if (likely(kt))
-		ktau_push(kt, KTAU_GROUP_SCHED,
-			  blocked ? KTAU_ID_SCHED_VOL : KTAU_ID_SCHED_INVOL);
+	if (unlikely(!kt))
+		return;
+	ktau_push(kt, KTAU_GROUP_SCHED,
+		  blocked ? KTAU_ID_SCHED_VOL : KTAU_ID_SCHED_INVOL);
+#ifdef CONFIG_X86_TSC
+	if (static_branch_unlikely(&ktau_rebase_key))
+		ktau_rebase_out(kt);
+#endif
 }
 
 /* The end of __schedule(): the task runs again. */
 void __ktau_sched_in(void)
 {
+#ifdef CONFIG_X86_TSC
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+
+	if (static_branch_unlikely(&ktau_rebase_key) && kt) {
+		local_irq_save(flags);
+		ktau_rebase_in(kt);
+		local_irq_restore(flags);
+	}
+#endif
 	ktau_stop_if_top(KTAU_GROUP_SCHED);
 }

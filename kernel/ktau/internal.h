@@ -32,8 +32,11 @@ int ktau_group_by_name(const char *name, size_t len);
 #define KTAU_RESET_PENDING	0	/* bit in ktau_task.flags */
 #define KTAU_FOLDED		1	/* folded into the aggregate at exit */
 #define KTAU_NEW		2	/* has not returned to user space yet */
+#define KTAU_SHARED_COARSE	3	/* shared page without interrupt sources */
 
 long ktau_unprofiled_tasks(void);
+const char *ktau_clock_name(void);
+long ktau_clock_backwards(void);
 
 extern unsigned int ktau_nr_slots;
 extern bool ktau_ready;
@@ -83,7 +86,11 @@ static inline void ktau_slot_read(struct ktau_slot *s, struct ktau_sum *v)
 
 void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt);
 unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
-			       unsigned int max, const struct ktau_conv *cv);
+			       unsigned int max, const struct ktau_conv *cv,
+			       bool coarse);
+bool ktau_irq_detail_hidden(bool privileged);
+unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
+			  unsigned int max);
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,
 				 struct ktau_entry *out, unsigned int max,
 				 const struct ktau_conv *cv);
@@ -105,7 +112,7 @@ void ktau_collector_put(struct ktau_collector *c);
 static __always_inline void ktau_shared_update(struct ktau_task *kt,
 					       struct ktau_slot *s,
 					       unsigned int group, u64 incl,
-					       u64 excl, bool recursive)
+					       u64 excl)
 {
 	struct ktau_shared *sh = kt->shared;
 	struct ktau_shared_counts *g = &sh->groups[group];
@@ -113,11 +120,15 @@ static __always_inline void ktau_shared_update(struct ktau_task *kt,
 	struct ktau_shared_entry *e;
 	u32 id = s->id;
 
+	/* See ktau_irq_detail_hidden(): the group totals only. */
+	if (unlikely(test_bit(KTAU_SHARED_COARSE, &kt->flags)) &&
+	    (group == KTAU_GROUP_IRQ || group == KTAU_GROUP_SOFTIRQ))
+		i = KTAU_SHARED_ENTRIES;
+
 	WRITE_ONCE(sh->seq, sh->seq + 1);
 	smp_wmb();	/* seq odd before the counters, pairs with the reader */
 	g->count++;
-	if (!recursive)
-		g->incl += incl;
+	g->incl += incl;
 	g->excl += excl;
 	sh->updates++;
 	if (likely(i < KTAU_SHARED_ENTRIES)) {
@@ -130,8 +141,7 @@ static __always_inline void ktau_shared_update(struct ktau_task *kt,
 			e->excl = 0;
 		}
 		e->count++;
-		if (!recursive)
-			e->incl += incl;
+		e->incl += incl;
 		e->excl += excl;
 	} else {
 		sh->unlisted++;

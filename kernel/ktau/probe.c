@@ -46,10 +46,13 @@ static DEFINE_MUTEX(ktau_probe_lock);
 
 /*
  * Functions that open or close a KTAU frame of their own and return in
- * between: a probe on them would interleave with that frame, not nest.
+ * between, or that a task enters or leaves other than by a call and a
+ * return (a new task starts in ret_from_fork, whose caller never called
+ * it): a probe on them would interleave with those frames, not nest.
  */
 static const char * const ktau_probe_deny[] = {
 	"irq_enter", "irq_enter_rcu", "irq_exit", "irq_exit_rcu",
+	"ret_from_fork", "ret_from_fork_asm", "schedule_tail",
 };
 
 static int ktau_probe_entry(struct fprobe *fp, unsigned long ip,
@@ -84,17 +87,36 @@ static struct ktau_probe *ktau_probe_find(const char *name, int id)
 	return NULL;
 }
 
-/* Unregister and free @p; under ktau_probe_lock. */
-static void ktau_probe_free(struct ktau_probe *p)
+/* Unregister @p and move it to @gone; under ktau_probe_lock. */
+static void ktau_probe_unlink(struct ktau_probe *p, struct list_head *gone)
 {
 	unregister_fprobe(&p->fp);
-	list_del(&p->node);
+	list_move(&p->node, gone);
 	ktau_nr_probes--;
 	ktau_unregister_point(p->id);
 	put_pid(p->owner_pid);
+}
+
+/* Free the probes on @gone, after one grace period for all of them. */
+static void ktau_probe_free_list(struct list_head *gone)
+{
+	struct ktau_probe *p, *tmp;
+
+	if (list_empty(gone))
+		return;
 	/* The handlers run with preemption off. */
 	synchronize_rcu();
-	kfree(p);
+	list_for_each_entry_safe(p, tmp, gone, node)
+		kfree(p);
+}
+
+/* Unregister and free @p; under ktau_probe_lock. */
+static void ktau_probe_free(struct ktau_probe *p)
+{
+	LIST_HEAD(gone);
+
+	ktau_probe_unlink(p, &gone);
+	ktau_probe_free_list(&gone);
 }
 
 /* The address of @name if it is a function that may be probed. */
@@ -186,11 +208,13 @@ static long ktau_probe_remove(struct ktau_probe_req *req)
 void ktau_probe_remove_all(void)
 {
 	struct ktau_probe *p, *tmp;
+	LIST_HEAD(gone);
 
 	mutex_lock(&ktau_probe_lock);
 	list_for_each_entry_safe(p, tmp, &ktau_probes, node)
-		ktau_probe_free(p);
+		ktau_probe_unlink(p, &gone);
 	mutex_unlock(&ktau_probe_lock);
+	ktau_probe_free_list(&gone);
 }
 
 static long ktau_probes_ioctl(struct file *file, unsigned int cmd,
@@ -252,12 +276,14 @@ static int ktau_probes_open(struct inode *inode, struct file *file)
 static int ktau_probes_release(struct inode *inode, struct file *file)
 {
 	struct ktau_probe *p, *tmp;
+	LIST_HEAD(gone);
 
 	mutex_lock(&ktau_probe_lock);
 	list_for_each_entry_safe(p, tmp, &ktau_probes, node)
 		if (p->owner == file)
-			ktau_probe_free(p);
+			ktau_probe_unlink(p, &gone);
 	mutex_unlock(&ktau_probe_lock);
+	ktau_probe_free_list(&gone);
 	return single_release(inode, file);
 }
 
@@ -278,14 +304,16 @@ static int ktau_probe_module_notify(struct notifier_block *nb,
 {
 	struct module *mod = data;
 	struct ktau_probe *p, *tmp;
+	LIST_HEAD(gone);
 
 	if (action != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
 	mutex_lock(&ktau_probe_lock);
 	list_for_each_entry_safe(p, tmp, &ktau_probes, node)
 		if (within_module(p->addr, mod))
-			ktau_probe_free(p);
+			ktau_probe_unlink(p, &gone);
 	mutex_unlock(&ktau_probe_lock);
+	ktau_probe_free_list(&gone);
 	return NOTIFY_DONE;
 }
 

@@ -66,8 +66,12 @@ static void ktau_show_overflows(struct seq_file *m, u64 stack, u64 table,
 		   stack, table, unmatched);
 }
 
-/* Text view of a sum of tasks; @tot is freed by the caller. */
-static int ktau_show_totals(struct seq_file *m, struct ktau_totals *tot)
+/*
+ * Text view of a sum of tasks; @tot is freed by the caller. @coarse:
+ * interrupts without their sources (ktau_irq_detail_hidden()).
+ */
+static int ktau_show_totals(struct seq_file *m, struct ktau_totals *tot,
+			    bool coarse)
 {
 	struct ktau_entry *e;
 	struct ktau_conv cv;
@@ -78,6 +82,8 @@ static int ktau_show_totals(struct seq_file *m, struct ktau_totals *tot)
 		return -ENOMEM;
 	ktau_conv_get(&cv);
 	n = ktau_totals_entries(tot, e, KTAU_MAX_IDS, &cv);
+	if (coarse)
+		n = ktau_coarsen(e, n, KTAU_MAX_IDS);
 	ktau_show_overflows(m, tot->stack_overflows, tot->table_overflows,
 			    tot->unmatched);
 	ktau_show_entries(m, e, n);
@@ -85,9 +91,32 @@ static int ktau_show_totals(struct seq_file *m, struct ktau_totals *tot)
 	return 0;
 }
 
-/* /proc/PID/task/TID/ktau */
-int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
-		  struct pid *pid, struct task_struct *task)
+/*
+ * Another task's profile: ptrace read access, checked under the task's
+ * exec_update_lock, as /proc/PID/io and /proc/PID/stack do, so that a
+ * set-user-ID execve() cannot slip in between the check and the read.
+ * On success the lock is held: ktau_read_unlock().
+ */
+static int ktau_read_lock(struct task_struct *task, unsigned int mode)
+{
+	int ret = down_read_killable(&task->signal->exec_update_lock);
+
+	if (ret)
+		return ret;
+	if (!ptrace_may_access(task, mode)) {
+		up_read(&task->signal->exec_update_lock);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static void ktau_read_unlock(struct task_struct *task)
+{
+	up_read(&task->signal->exec_update_lock);
+}
+
+static int ktau_show_task(struct seq_file *m, struct pid_namespace *ns,
+			  struct task_struct *task)
 {
 	struct ktau_task *kt = task->ktau;
 	char comm[TASK_COMM_LEN];
@@ -95,8 +124,6 @@ int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
 	struct ktau_conv cv;
 	unsigned int n;
 
-	if (!ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS))
-		return -EACCES;
 	get_task_comm(comm, task);
 	seq_printf(m, "# tid %d pid %d comm %s\n", task_pid_nr_ns(task, ns),
 		   task_tgid_nr_ns(task, ns), comm);
@@ -107,13 +134,27 @@ int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
 	if (!e)
 		return -ENOMEM;
 	ktau_conv_get(&cv);
-	n = ktau_copy_entries(kt, e, kt->mask + 1 + KTAU_SAMPLE_EXTRA, &cv);
+	n = ktau_copy_entries(kt, e, kt->mask + 1 + KTAU_SAMPLE_EXTRA, &cv,
+			      ktau_irq_detail_hidden(perfmon_capable()));
 	ktau_show_overflows(m, READ_ONCE(kt->stack_overflows),
 			    READ_ONCE(kt->table_overflows),
 			    READ_ONCE(kt->unmatched));
 	ktau_show_entries(m, e, n);
 	kvfree(e);
 	return 0;
+}
+
+/* /proc/PID/task/TID/ktau */
+int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
+		  struct pid *pid, struct task_struct *task)
+{
+	int ret = ktau_read_lock(task, PTRACE_MODE_READ_FSCREDS);
+
+	if (ret)
+		return ret;
+	ret = ktau_show_task(m, ns, task);
+	ktau_read_unlock(task);
+	return ret;
 }
 
 /* /proc/PID/ktau: the live threads of the process, summed. */
@@ -125,11 +166,14 @@ int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 	struct task_struct *t;
 	int ret;
 
-	if (!ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS))
-		return -EACCES;
 	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
 	if (!tot)
 		return -ENOMEM;
+	ret = ktau_read_lock(task, PTRACE_MODE_READ_FSCREDS);
+	if (ret) {
+		kvfree(tot);
+		return ret;
+	}
 	rcu_read_lock();
 	for_each_thread(task, t)
 		if (t->ktau)
@@ -138,7 +182,8 @@ int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 	get_task_comm(comm, task);
 	seq_printf(m, "# pid %d threads %u comm %s\n", task_tgid_nr_ns(task, ns),
 		   tot->nr_tasks, comm);
-	ret = ktau_show_totals(m, tot);
+	ret = ktau_show_totals(m, tot, ktau_irq_detail_hidden(perfmon_capable()));
+	ktau_read_unlock(task);
 	kvfree(tot);
 	return ret;
 }
@@ -178,7 +223,7 @@ static int ktau_aggregate_show(struct seq_file *m, void *v)
 		return -ENOMEM;
 	ktau_aggregate(tot);
 	seq_printf(m, "# aggregate tasks %u\n", tot->nr_tasks);
-	ret = ktau_show_totals(m, tot);
+	ret = ktau_show_totals(m, tot, false);
 	kvfree(tot);
 	return ret;
 }
@@ -209,6 +254,8 @@ static int ktau_control_show(struct seq_file *m, void *v)
 	seq_printf(m, "slots %u\n", ktau_nr_slots);
 	seq_printf(m, "depth %u\n", KTAU_STACK_DEPTH);
 	seq_printf(m, "fork_nomem %ld\n", ktau_unprofiled_tasks());
+	seq_printf(m, "clock %s\n", ktau_clock_name());
+	seq_printf(m, "clock_backwards %ld\n", ktau_clock_backwards());
 	return 0;
 }
 
@@ -294,6 +341,7 @@ struct ktau_snap_ctx {
 	struct ktau_task_rec *rec;	/* staging for one record */
 	unsigned int max_entries;
 	struct ktau_conv cv;
+	bool coarse;		/* interrupts without their sources */
 };
 
 static int ktau_snap_emit(struct ktau_snap_ctx *ctx, size_t size)
@@ -309,21 +357,38 @@ static int ktau_snap_emit(struct ktau_snap_ctx *ctx, size_t size)
 	return 0;
 }
 
-static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t)
+/*
+ * One task's record. @mode: the ptrace check; the whole-system scan adds
+ * PTRACE_MODE_NOAUDIT, so that an unprivileged reader does not make the
+ * security module log a denial for every task it may not read.
+ */
+static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t,
+			  unsigned int mode)
 {
 	struct ktau_task_rec *rec = ctx->rec;
 	struct ktau_task *kt = t->ktau;
 	unsigned int n;
 	pid_t tid;
+	int ret;
 
 	tid = task_pid_nr_ns(t, ctx->ns);
-	if (!kt || !tid || !ptrace_may_access(t, PTRACE_MODE_READ_FSCREDS)) {
+	if (!kt || !tid) {
 		ctx->req.nmissing++;
 		return 0;
 	}
+	/* The caller's own thread needs no check, and takes no lock. */
+	if (t != current) {
+		ret = ktau_read_lock(t, mode);
+		if (ret == -EACCES) {
+			ctx->req.nmissing++;
+			return 0;
+		}
+		if (ret)
+			return ret;
+	}
 	memset(rec, 0, sizeof(*rec));
 	n = ktau_copy_entries(kt, (struct ktau_entry *)(rec + 1),
-			      ctx->max_entries, &ctx->cv);
+			      ctx->max_entries, &ctx->cv, ctx->coarse);
 	rec->size = sizeof(*rec) + n * sizeof(struct ktau_entry);
 	rec->nentries = n;
 	rec->tid = tid;
@@ -334,6 +399,8 @@ static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t)
 	rec->stack_overflows = READ_ONCE(kt->stack_overflows);
 	rec->table_overflows = READ_ONCE(kt->table_overflows);
 	rec->unmatched = READ_ONCE(kt->unmatched);
+	if (t != current)
+		ktau_read_unlock(t);
 	return ktau_snap_emit(ctx, rec->size);
 }
 
@@ -416,16 +483,19 @@ static struct task_struct **ktau_snap_gather(struct ktau_snap_ctx *ctx,
 static int ktau_snap_tasks(struct ktau_snap_ctx *ctx, const s32 *pids,
 			   unsigned int npids, bool process)
 {
+	unsigned int mode = PTRACE_MODE_READ_FSCREDS;
 	struct task_struct **v;
 	unsigned int n, i;
 	int ret = 0;
 
+	if (!pids)
+		mode |= PTRACE_MODE_NOAUDIT;
 	v = ktau_snap_gather(ctx, pids, npids, process, &n);
 	if (IS_ERR(v))
 		return PTR_ERR(v);
 	for (i = 0; i < n; i++) {
 		if (!ret)
-			ret = ktau_snap_task(ctx, v[i]);
+			ret = ktau_snap_task(ctx, v[i], mode);
 		put_task_struct(v[i]);
 	}
 	kvfree(v);
@@ -475,9 +545,10 @@ static long ktau_snapshot(struct file *file, struct ktau_snapshot __user *ureq)
 		goto out;
 	}
 	ktau_conv_get(&ctx.cv);
+	ctx.coarse = ktau_irq_detail_hidden(perfmon_capable());
 
 	if (req->flags & KTAU_SNAP_SELF)
-		ret = ktau_snap_task(&ctx, current);
+		ret = ktau_snap_task(&ctx, current, PTRACE_MODE_READ_FSCREDS);
 	if (!ret && (req->flags & KTAU_SNAP_PIDS))
 		ret = ktau_snap_tasks(&ctx, pids, req->npids,
 				      req->flags & KTAU_SNAP_PROCESS);

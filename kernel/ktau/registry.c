@@ -138,7 +138,18 @@ void ktau_unregister_point(int id)
 }
 EXPORT_SYMBOL_GPL(ktau_unregister_point);
 
-/* The name of a system call from its table entry: "__x64_sys_read" -> "read". */
+#ifdef CONFIG_X86_64
+/* The name column of the system call table (kernel/ktau/Makefile). */
+static const char * const ktau_syscall_names[] __initconst = {
+#include "syscall_names.h"
+};
+#endif
+
+/*
+ * The name of system call @nr as user space knows it ("uname", as strace
+ * and the man pages say), "ni_syscall" for a number the kernel does not
+ * implement, "syscall_<nr>" where the table has no names.
+ */
 static void __init ktau_syscall_name(unsigned int nr, char *buf, size_t len)
 {
 #if defined(CONFIG_KALLSYMS) && defined(CONFIG_X86_64)
@@ -147,8 +158,14 @@ static void __init ktau_syscall_name(unsigned int nr, char *buf, size_t len)
 
 	sprint_symbol_no_offset(sym, (unsigned long)sys_call_table[nr]);
 	p = strstr(sym, "sys_");
-	if (p) {
-		strscpy(buf, p + 4, len);
+	if (p && !strcmp(p + 4, "ni_syscall")) {
+		strscpy(buf, "ni_syscall", len);
+		return;
+	}
+#endif
+#ifdef CONFIG_X86_64
+	if (nr < ARRAY_SIZE(ktau_syscall_names) && ktau_syscall_names[nr]) {
+		strscpy(buf, ktau_syscall_names[nr], len);
 		return;
 	}
 #endif
@@ -184,6 +201,7 @@ int __init ktau_registry_init(void)
 	ktau_set(funcs, KTAU_ID_SYSCALL_COMPAT, "syscall_compat", KTAU_GROUP_SYSCALL);
 	ktau_set(funcs, KTAU_ID_USER, "user_mode", KTAU_GROUP_DYNAMIC);
 	ktau_set(funcs, KTAU_ID_KERNEL, "kernel_other", KTAU_GROUP_DYNAMIC);
+	ktau_set(funcs, KTAU_ID_SOFTIRQ, "softirq", KTAU_GROUP_SOFTIRQ);
 	for (i = 0; i < NR_SOFTIRQS; i++) {
 		snprintf(name, sizeof(name), "softirq_%s", softirq_to_name[i]);
 		ktau_set(funcs, KTAU_ID_SOFTIRQ_BASE + i, name, KTAU_GROUP_SOFTIRQ);

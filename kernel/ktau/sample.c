@@ -33,6 +33,7 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/security.h>
+#include <linux/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -57,6 +58,7 @@ struct ktau_sampler {
 	u64 head;
 	u64 taken;
 	u64 lost;
+	/* Written by the signal's irq_work only. */
 	u64 signals;
 	/* Written by readers only. */
 	u64 tail;
@@ -117,17 +119,31 @@ static void ktau_sample_overflow(struct perf_event *event,
 	}
 	if (sp->watermark && ++sp->since_signal >= sp->watermark) {
 		sp->since_signal = 0;
-		sp->signals++;
 		irq_work_queue(&sp->signal_work);
 	}
 }
 
+/*
+ * The signal, from the irq_work the handler queued (never from the
+ * handler itself, which may run in NMI context). Counted only when it
+ * is queued: a second overflow before the irq_work ran queues no second
+ * irq_work, and a classic signal that is still pending is merged with
+ * it by the kernel. The pending check is made without the thread's
+ * signal lock, so a signal that the thread takes just then is sent but
+ * not counted; a signal is never held back.
+ */
 static void ktau_sample_signal(struct irq_work *work)
 {
 	struct ktau_sampler *sp = container_of(work, struct ktau_sampler,
 					       signal_work);
+	struct task_struct *t = sp->task;
+	bool pending;
 
-	send_sig(sp->signo, sp->task, 1);
+	/* Racy on purpose, without the signal lock: see above. */
+	pending = data_race(sigismember(&t->pending.signal, sp->signo));
+	pending &= sp->signo < SIGRTMIN;
+	if (!send_sig(sp->signo, t, 1) && !pending)
+		WRITE_ONCE(sp->signals, sp->signals + 1);
 }
 
 static void ktau_sampler_free_rcu(struct rcu_head *rcu)
@@ -239,12 +255,24 @@ unsigned int ktau_sample_entries(struct ktau_task *kt, struct ktau_entry *out,
 	return n;
 }
 
-/* perf_event_open()'s rules for a counter on @t with @attr. */
-static int ktau_sample_allowed(struct task_struct *t, struct perf_event_attr *attr)
+/*
+ * perf_event_open()'s rules for a counter on @t with @attr, and for a
+ * signal to @t (@signo not 0) perf's rule for sigtrap events: CAP_KILL in
+ * @t's user namespace along with CAP_PERFMON, or ptrace attach access,
+ * since a signal can change what the task does.
+ *
+ * Distributions that add a paranoid level above 2 (perf_event_open() only
+ * with CAP_SYS_ADMIN there) are honoured through the sysctl itself, which
+ * mainline has too.
+ */
+static int ktau_sample_allowed(struct task_struct *t, struct perf_event_attr *attr,
+			       int signo)
 {
+	unsigned int mode = PTRACE_MODE_READ_REALCREDS;
+	bool capable_ok = perfmon_capable();
 	int ret;
 
-	if (perf_paranoid_any() && !capable(CAP_SYS_ADMIN))
+	if (READ_ONCE(sysctl_perf_event_paranoid) > 2 && !capable(CAP_SYS_ADMIN))
 		return -EACCES;
 	ret = security_perf_event_open(PERF_SECURITY_OPEN);
 	if (ret)
@@ -254,10 +282,47 @@ static int ktau_sample_allowed(struct task_struct *t, struct perf_event_attr *at
 		if (ret)
 			return ret;
 	}
-	if (t != current && !perfmon_capable() &&
-	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
-		return -EACCES;
+	if (same_thread_group(t, current))
+		return 0;
+	if (signo) {
+		rcu_read_lock();
+		capable_ok &= ns_capable(__task_cred(t)->user_ns, CAP_KILL);
+		rcu_read_unlock();
+		mode = PTRACE_MODE_ATTACH_REALCREDS;
+	}
+	if (!capable_ok && !ptrace_may_access(t, mode))
+		return signo ? -EPERM : -EACCES;
 	return 0;
+}
+
+/*
+ * The signals a sampler may send: those a profiler uses, whose default
+ * action a profiled program expects to have set up (SIGPROF, SIGTRAP,
+ * SIGIO, SIGUSR1, SIGUSR2 and the real-time signals). Job control,
+ * termination and fault signals are refused.
+ */
+static bool ktau_sample_signo_ok(int signo)
+{
+	switch (signo) {
+	case SIGPROF:
+	case SIGTRAP:
+	case SIGIO:
+	case SIGUSR1:
+	case SIGUSR2:
+		return true;
+	}
+	return signo >= SIGRTMIN && signo <= SIGRTMAX;
+}
+
+/*
+ * A frequency above kernel.perf_event_max_sample_rate (which perf lowers
+ * when its interrupts take too long) is refused, as perf_event_open()
+ * does; a period is throttled by perf, not refused.
+ */
+static bool ktau_sample_freq_ok(const struct ktau_sample_attr *a)
+{
+	return !(a->flags & KTAU_SAMPLE_FREQ) ||
+	       a->period <= (u64)READ_ONCE(sysctl_perf_event_sample_rate);
 }
 
 static int ktau_sample_attr(const struct ktau_sample_attr *a,
@@ -294,8 +359,9 @@ static int ktau_sample_attr(const struct ktau_sample_attr *a,
 	/* A signal needs a watermark and the reverse. */
 	if (!a->signo != !a->watermark)
 		return -EINVAL;
-	if (a->signo && (!valid_signal(a->signo) || a->signo == SIGKILL ||
-			 a->signo == SIGSTOP))
+	if (a->signo && !ktau_sample_signo_ok(a->signo))
+		return -EINVAL;
+	if (!ktau_sample_freq_ok(a))
 		return -EINVAL;
 
 	memset(attr, 0, sizeof(*attr));
@@ -347,7 +413,7 @@ long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
 	ret = down_read_interruptible(&t->signal->exec_update_lock);
 	if (ret)
 		goto out_task;
-	ret = ktau_sample_allowed(t, &attr);
+	ret = ktau_sample_allowed(t, &attr, a.signo);
 	if (ret)
 		goto out_unlock;
 
@@ -409,16 +475,23 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 			      u32 max, bool show_kaddr)
 {
 	struct ktau_sample *buf;
-	u64 h, t, h2, bad;
+	u64 h, t, h2, bad, keep;
 	u32 n, i;
 
 	t = sp->tail;
 	/* Acquire: the samples below head are written, pairs with the handler. */
 	h = smp_load_acquire(&sp->head);
-	if (h - t > sp->mask + 1) {
+	/*
+	 * In overwrite mode the handler may be writing the slot of sample
+	 * head - capacity at any moment, so only the last capacity - 1
+	 * samples can be read whole; otherwise it never writes a slot that
+	 * was not read.
+	 */
+	keep = sp->overwrite ? sp->mask : sp->mask + 1;
+	if (h - t > keep) {
 		/* Overwrite mode ran over the oldest. */
-		sp->overwritten += h - t - (sp->mask + 1);
-		t = h - (sp->mask + 1);
+		sp->overwritten += h - t - keep;
+		t = h - keep;
 	}
 	n = min_t(u64, h - t, max);
 	if (!n) {
@@ -434,8 +507,8 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	smp_rmb();	/* the copies before head, pairs with the handler */
 	h2 = READ_ONCE(sp->head);
 	bad = 0;
-	if (h2 - t > sp->mask + 1)
-		bad = min_t(u64, h2 - t - (sp->mask + 1), n);
+	if (h2 - t > keep)
+		bad = min_t(u64, h2 - t - keep, n);
 	for (i = bad; i < n; i++) {
 		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
 		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
@@ -498,7 +571,7 @@ long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
 	r.signals = READ_ONCE(sp->signals);
 	/* Acquire, as in ktau_sample_drain(). */
 	r.buffered = min_t(u64, smp_load_acquire(&sp->head) - sp->tail,
-			   sp->mask + 1);
+			   sp->overwrite ? sp->mask : sp->mask + 1);
 	mutex_unlock(&sp->read_lock);
 	ktau_sampler_put(sp);
 

@@ -15,10 +15,16 @@
  * the pointer cannot race with a writer. A sequence count, odd during an
  * update, lets other readers (another thread of the process, a debugger)
  * take a consistent copy.
+ *
+ * The pin is long-term memory the user holds in place, so it is charged
+ * as locked memory of the address space, as vfio and io_uring charge
+ * theirs: against RLIMIT_MEMLOCK (unless CAP_IPC_LOCK), the whole folio
+ * when the page is part of a large one.
  */
 
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/uaccess.h>
 #include "internal.h"
 
@@ -32,6 +38,7 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 	struct ktau_shared_reg reg;
 	struct ktau_shared *sh;
 	struct ktau_conv cv;
+	unsigned long npages;
 	struct page *page;
 	int ret;
 
@@ -52,6 +59,12 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 				  &page);
 	if (ret != 1)
 		return ret < 0 ? ret : -EFAULT;
+	npages = folio_nr_pages(page_folio(page));
+	ret = account_locked_vm(current->mm, npages, true);
+	if (ret) {
+		unpin_user_page(page);
+		return ret;
+	}
 
 	sh = page_address(page);
 	memset(sh, 0, sizeof(*sh));
@@ -63,7 +76,14 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 	sh->clock_shift = cv.shift;
 	sh->tid = task_pid_vnr(current);
 
+	if (ktau_irq_detail_hidden(perfmon_capable()))
+		set_bit(KTAU_SHARED_COARSE, &kt->flags);
+	else
+		clear_bit(KTAU_SHARED_COARSE, &kt->flags);
 	static_branch_deferred_inc(&ktau_extra_key);
+	mmgrab(current->mm);
+	kt->shared_mm = current->mm;
+	kt->shared_npages = npages;
 	kt->shared_page = page;
 	/* The page's header before the pointer the hooks test. */
 	barrier();
@@ -74,18 +94,29 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 /*
  * End the registration of @kt, which must be current's: from exec, exit
  * and KTAU_IOC_SHARED_UNREGISTER. Writers are current itself and its
- * interrupts, so once the pointer is clear nothing writes the page.
+ * interrupts, so once the pointer is clear nothing writes the page. The
+ * charge goes back to the address space the page was registered in,
+ * which exec and exit may already have left.
  */
 void ktau_shared_release(struct ktau_task *kt)
 {
 	struct page *page = kt->shared_page;
+	struct mm_struct *mm = kt->shared_mm;
 
 	if (!page)
 		return;
 	WRITE_ONCE(kt->shared, NULL);
 	barrier();	/* the pointer is clear before the page goes */
 	kt->shared_page = NULL;
-	unpin_user_page(page);
+	kt->shared_mm = NULL;
+	/* The kernel wrote the page: mark it dirty as it is let go. */
+	unpin_user_pages_dirty_lock(&page, 1, true);
+	/* An address space that is gone takes its count with it. */
+	if (mmget_not_zero(mm)) {
+		account_locked_vm(mm, kt->shared_npages, false);
+		mmput(mm);
+	}
+	mmdrop(mm);
 	static_branch_slow_dec_deferred(&ktau_extra_key);
 }
 

@@ -13,6 +13,12 @@
  *
  * ktau_self_work() is also an ordinary traceable function, so that a
  * dynamic probe can be put on it and removed when the module goes.
+ *
+ * Writing "rMS" runs ktau_self_recurse(), a routine that calls itself
+ * once: the inner call sleeps MS milliseconds, and so does the outer one
+ * after the inner returned. It shows how recursion is charged (two calls,
+ * inclusive time 2 * MS, not 3 * MS) and lets a reader look at the
+ * profile between the two returns.
  */
 
 #include <linux/delay.h>
@@ -23,8 +29,9 @@
 #include <linux/uaccess.h>
 
 #define KTAU_SELF_MAX_RUNS	100000
+#define KTAU_SELF_MAX_MS	10000
 
-static int work_id, event_id;
+static int work_id, event_id, recurse_id;
 static struct proc_dir_entry *self_entry;
 
 /* The routine to time: a short busy wait. */
@@ -36,12 +43,32 @@ static noinline void ktau_self_work(void)
 	ktau_point_stop();
 }
 
+/* A routine that recurses @level - 1 times and sleeps at each level. */
+static noinline void ktau_self_recurse(unsigned int level, unsigned int ms)
+{
+	ktau_point_start(recurse_id);
+	if (level > 1)
+		ktau_self_recurse(level - 1, ms);
+	msleep(ms);
+	ktau_point_stop();
+}
+
 static ssize_t ktau_self_write(struct file *file, const char __user *ubuf,
 			       size_t count, loff_t *ppos)
 {
 	unsigned int n, i;
+	char c;
 	int ret;
 
+	if (count && !get_user(c, ubuf) && c == 'r') {
+		ret = kstrtouint_from_user(ubuf + 1, count - 1, 0, &n);
+		if (ret)
+			return ret;
+		if (n > KTAU_SELF_MAX_MS)
+			return -ERANGE;
+		ktau_self_recurse(2, n);
+		return count;
+	}
 	ret = kstrtouint_from_user(ubuf, count, 0, &n);
 	if (ret)
 		return ret;
@@ -69,8 +96,15 @@ static int __init ktau_self_init(void)
 		ktau_unregister_point(work_id);
 		return event_id;
 	}
+	recurse_id = ktau_register_point("ktau_self_recurse", KTAU_GROUP_DYNAMIC);
+	if (recurse_id < 0) {
+		ktau_unregister_point(event_id);
+		ktau_unregister_point(work_id);
+		return recurse_id;
+	}
 	self_entry = proc_create("ktau_self", 0200, NULL, &ktau_self_ops);
 	if (!self_entry) {
+		ktau_unregister_point(recurse_id);
 		ktau_unregister_point(event_id);
 		ktau_unregister_point(work_id);
 		return -ENOMEM;
@@ -83,6 +117,7 @@ static int __init ktau_self_init(void)
 static void __exit ktau_self_exit(void)
 {
 	proc_remove(self_entry);
+	ktau_unregister_point(recurse_id);
 	ktau_unregister_point(event_id);
 	ktau_unregister_point(work_id);
 }

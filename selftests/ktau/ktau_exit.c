@@ -220,4 +220,85 @@ TEST_F_TIMEOUT(exitprof, collector_follows_children, 20)
 	munmap(shared, sizeof(*shared));
 }
 
+/*
+ * Objects in use in the kmalloc caches of 4 KiB (the size of a queued
+ * record's allocation, with or without memory cgroup accounting), from
+ * /proc/slabinfo; -1 without it.
+ */
+static long kmalloc4k_objs(void)
+{
+	char *t = ktau_slurp("/proc/slabinfo", NULL), *line, *save = NULL;
+	long n = -1, v;
+	char name[64];
+
+	if (!t)
+		return -1;
+	for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%63s %ld", name, &v) != 2)
+			continue;
+		if (!strcmp(name, "kmalloc-4k") || !strcmp(name, "kmalloc-cg-4k"))
+			n = (n < 0 ? 0 : n) + v;
+	}
+	free(t);
+	return n;
+}
+
+#define N_QUEUED	1000
+
+/*
+ * Closing the collector frees what it queued at once (ABI 1.3), while a
+ * member lives on and keeps the collector itself: 1000 exited members'
+ * records (allocations of about 2.4 KiB each, from the 4 KiB kmalloc
+ * cache) leave the slab cache with the close.
+ */
+TEST_F_TIMEOUT(exitprof, close_frees_queue, 120)
+{
+	struct ktau_collect_stats st = { 0 };
+	int cfd = ktau_must_open_collect(_metadata), go[2], done[2];
+	long full, after;
+	pid_t m;
+	char c;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	m = ktau_must_fork_member(_metadata, cfd);
+	if (m == 0) {
+		/* A member, not a holder of the file: only the parent closes it. */
+		close(cfd);
+		for (int i = 0; i < N_QUEUED; i++) {
+			pid_t k = fork();
+
+			if (k < 0)
+				_exit(3);
+			if (k == 0)
+				_exit(0);
+			if (waitpid(k, NULL, 0) != k)
+				_exit(4);
+		}
+		/* Tell the parent, then live on until it closed. */
+		if (write(done[1], "x", 1) != 1)
+			_exit(5);
+		if (read(go[0], &c, 1) != 1)
+			_exit(6);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
+	EXPECT_EQ(N_QUEUED, st.queued);
+	full = kmalloc4k_objs();
+	ASSERT_LE(N_QUEUED, full) TH_LOG("no /proc/slabinfo, or the records are elsewhere");
+	close(cfd);
+	after = kmalloc4k_objs();
+	TH_LOG("%llu records queued; kmalloc-4k objects: %ld before the close, %ld after",
+	       (unsigned long long)st.queued, full, after);
+	/* All but the objects of partly used slabs of other users. */
+	EXPECT_LE(N_QUEUED * 3 / 4, full - after);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	must_exit_zero(_metadata, m);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+}
+
 TEST_HARNESS_MAIN

@@ -1083,7 +1083,7 @@ static void fz_build_sample_attr(struct fz_thread *t, struct ktau_sample_attr *a
 					 1ull << 40, (1ull << 40) + 1, ~0ull };
 	static const __u64 freqs[] = { 0, 1, 100, 1000, 100000, 100001 };
 	static const __u32 caps[] = { 0, 1, 2, 3, 64, 1024, 65536, 65537, 1u << 31 };
-	static const __s32 bad_signo[] = { 0, SIGKILL, SIGSTOP, 65, -1 };
+	static const __s32 bad_signo[] = { 0, SIGKILL, SIGSTOP, SIGTERM, SIGSEGV, 65, -1 };
 	bool ours;
 	int i;
 

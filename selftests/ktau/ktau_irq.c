@@ -285,4 +285,106 @@ TEST_F_TIMEOUT(irq, interrupt_time_not_in_syscall_excl, 30)
 	ktau_funcs_free(&fs);
 }
 
+#define PARANOID	"/proc/sys/kernel/perf_event_paranoid"
+
+static int sysctl_rw(const char *path, int set)
+{
+	char *t = ktau_slurp(path, NULL), s[16];
+	int v = t ? atoi(t) : -100, fd, n;
+
+	free(t);
+	if (set > -100) {
+		fd = open(path, O_WRONLY);
+		if (fd < 0)
+			return -100;
+		n = snprintf(s, sizeof(s), "%d\n", set);
+		if (write(fd, s, n) != n)
+			v = -100;
+		close(fd);
+	}
+	return v;
+}
+
+/*
+ * Interrupts land on this thread (the tick while it spins, NET_RX and
+ * TIMER softirqs in its loopback traffic); count the entries of its own
+ * profile, binary and text, that name a source (*src) and that do not
+ * ("irq", "softirq": *gen).
+ */
+static void irq_entries(struct __test_metadata *_metadata, unsigned int *src,
+			unsigned int *gen)
+{
+	int fd = ktau_must_open_profiles(_metadata);
+	struct ktau_funcs fs = { 0 };
+	struct ktau_snap s = { 0 };
+	const struct ktau_task_rec *r;
+	const struct ktau_entry *e;
+	char *text;
+	__u64 end = ktau_now_ns() + 200 * KTAU_NSEC_PER_MSEC;
+	__u32 i;
+
+	*src = *gen = 0;
+	timer_and_net_load(_metadata);
+	while (ktau_now_ns() < end)
+		;
+	r = ktau_must_snap_self(_metadata, fd, &s);
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	e = ktau_rec_entries(r);
+	for (i = 0; i < r->nentries; i++) {
+		const struct ktau_func *f = ktau_func_by_id(&fs, e[i].id);
+
+		if (!f || (strcmp(f->group, "irq") && strcmp(f->group, "softirq")))
+			continue;
+		if (e[i].id == KTAU_ID_IRQ || e[i].id == KTAU_ID_SOFTIRQ)
+			(*gen)++;
+		else
+			(*src)++;
+	}
+	text = ktau_slurp("/proc/thread-self/ktau", NULL);
+	ASSERT_NE(NULL, text);
+	if (strstr(text, " softirq_") || strstr(text, "TIMER"))
+		(*src)++;
+	free(text);
+	ktau_funcs_free(&fs);
+	ktau_snap_free(&s);
+	close(fd);
+}
+
+static void irq_detail_hidden(struct __test_metadata *_metadata)
+{
+	unsigned int src, gen;
+
+	irq_entries(_metadata, &src, &gen);
+	TH_LOG("paranoid 2, no CAP_PERFMON: %u source entries, %u generic", src, gen);
+	EXPECT_EQ(0, src);
+	EXPECT_LE(1, gen);
+}
+
+static void irq_detail_shown(struct __test_metadata *_metadata)
+{
+	unsigned int src, gen;
+
+	irq_entries(_metadata, &src, &gen);
+	TH_LOG("%u source entries, %u generic", src, gen);
+	EXPECT_LE(1, src);
+}
+
+/*
+ * perf's policy for kernel detail (ABI 1.3): at perf_event_paranoid 2 or
+ * more, a reader without CAP_PERFMON gets its interrupts as "irq" and
+ * "softirq" totals, not per source; at 1, or with CAP_PERFMON, per source.
+ */
+TEST_F_TIMEOUT(irq, sources_follow_perf_paranoid, 60)
+{
+	int old = sysctl_rw(PARANOID, -100);
+
+	ASSERT_LE(-1, old) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
+	ASSERT_EQ(old, sysctl_rw(PARANOID, 2));
+	ktau_run_as(_metadata, KTAU_USER_ID, 0, irq_detail_hidden);
+	ktau_run_as(_metadata, KTAU_USER_ID, KTAU_CAP(CAP_PERFMON), irq_detail_shown);
+	ASSERT_EQ(2, sysctl_rw(PARANOID, 1));
+	ktau_run_as(_metadata, KTAU_USER_ID, 0, irq_detail_shown);
+	sysctl_rw(PARANOID, old);
+}
+
 TEST_HARNESS_MAIN

@@ -7,6 +7,7 @@
  *
  * The modules are loaded from $KTAU_MODULES (default /ktau/modules).
  */
+#include <pthread.h>
 #include <sys/utsname.h>
 #include "ktau_util.h"
 
@@ -111,6 +112,91 @@ TEST(self_module_times_its_routine)
 	close(pfd);
 	ktau_snap_free(&a);
 	ktau_snap_free(&b);
+	EXPECT_EQ(0, mod_unload("ktau_self"));
+}
+
+/* tid, done and release are shared with the thread: __atomic. */
+struct recurse_arg {
+	pid_t tid;
+	int ret;
+	int done;
+	int release;
+};
+
+static void *recurse_thread(void *p)
+{
+	struct recurse_arg *a = p;
+	int fd = open("/proc/ktau_self", O_WRONLY);
+
+	__atomic_store_n(&a->tid, syscall(SYS_gettid), __ATOMIC_RELEASE);
+	a->ret = fd < 0 || write(fd, "r300", 4) != 4 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	/* Alive until the test read its final profile. */
+	while (!__atomic_load_n(&a->release, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return NULL;
+}
+
+/*
+ * Recursion: ktau_self_recurse calls itself once, each level sleeping
+ * 300 ms. Every snapshot taken meanwhile, between the two returns too,
+ * has excl <= incl for every routine; at the end, two calls and the
+ * outer call's inclusive time (600 ms), not the sum of both (900 ms).
+ */
+TEST(recursion_charges_incl_once_and_excl_never_above)
+{
+	struct recurse_arg a = { 0 };
+	struct ktau_snap s = { 0 };
+	struct ktau_val v = { 0 };
+	unsigned int between = 0, snaps = 0;
+	pthread_t th;
+	__u32 i;
+	int pfd, id;
+
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "");
+	id = func_id(_metadata, "ktau_self_recurse");
+	ASSERT_LT(0, id);
+	pfd = ktau_must_open_profiles(_metadata);
+	ASSERT_EQ(0, pthread_create(&th, NULL, recurse_thread, &a));
+	while (!__atomic_load_n(&a.tid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE)) {
+		const struct ktau_task_rec *r;
+		const struct ktau_entry *e;
+
+		ASSERT_EQ(0, ktau_snap(pfd, &s, KTAU_SNAP_PIDS, &a.tid, 1));
+		r = ktau_snap_find(&s, a.tid);
+		if (!r)
+			break;
+		snaps++;
+		e = ktau_rec_entries(r);
+		for (i = 0; i < r->nentries; i++) {
+			EXPECT_LE(e[i].excl_ns, e[i].incl_ns)
+				TH_LOG("id %u: excl %llu > incl %llu", e[i].id,
+				       (unsigned long long)e[i].excl_ns,
+				       (unsigned long long)e[i].incl_ns);
+		}
+		v = ktau_rec_val(r, id);
+		if (v.count == 1)
+			between++;
+		usleep(20000);
+	}
+	ASSERT_EQ(0, ktau_snap(pfd, &s, KTAU_SNAP_PIDS, &a.tid, 1));
+	v = ktau_rec_val(ktau_snap_find(&s, a.tid), id);
+	__atomic_store_n(&a.release, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, a.ret);
+	EXPECT_LT(10, snaps);
+	EXPECT_LT(2, between) TH_LOG("no snapshot between the inner and outer return");
+	EXPECT_EQ(2, v.count);
+	/* 2 x 300 ms of sleep; 3 x 300 would be the inner call counted twice. */
+	EXPECT_LE(600000000ULL, v.incl);
+	EXPECT_GT(850000000ULL, v.incl) TH_LOG("incl %llu: counted twice?", v.incl);
+	close(pfd);
+	ktau_snap_free(&s);
 	EXPECT_EQ(0, mod_unload("ktau_self"));
 }
 

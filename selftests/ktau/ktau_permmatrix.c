@@ -299,14 +299,21 @@ static int op_shared(struct pm_ctx *c)
 	return ret;
 }
 
-static int pm_sample_start(struct pm_ctx *c, pid_t tid, __u32 flags)
+static int pm_sample_start_sig(struct pm_ctx *c, pid_t tid, __u32 flags, int signo)
 {
+	/* With a signal, at most one per 64 samples: none in this short run. */
 	struct ktau_sample_attr a = {
 		.size = sizeof(a), .flags = flags, .tid = tid, .event = KTAU_SAMPLE_CPU_CLOCK,
-		.period = PM_PERIOD_NS, .capacity = 64,
+		.period = PM_PERIOD_NS, .capacity = 64, .watermark = signo ? 64 : 0,
+		.signo = signo,
 	};
 
 	return pm_abi11(c, pm_ioctl(KTAU_IOC_SAMPLE_START, &a));
+}
+
+static int pm_sample_start(struct pm_ctx *c, pid_t tid, __u32 flags)
+{
+	return pm_sample_start_sig(c, tid, flags, 0);
 }
 
 static int pm_sample_stop(pid_t tid)
@@ -344,6 +351,40 @@ static int op_sample_other(struct pm_ctx *c)
 	ret = pm_sample_start(c, c->target, KTAU_SAMPLE_NO_KERNEL);
 
 	if (!ret && pm_sample_stop(c->target))
+		ret = PM_BROKEN;
+	return ret;
+}
+
+/* @pid runs (not a zombie): /proc/PID/stat, which anyone may read. */
+static bool pm_alive(pid_t pid)
+{
+	char path[64], *t, *p;
+	bool alive = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	t = ktau_slurp(path, NULL);
+	p = t ? strrchr(t, ')') : NULL;
+	if (p && p[1] == ' ')
+		alive = p[2] != 'Z' && p[2] != 'X';
+	free(t);
+	return alive;
+}
+
+/*
+ * A sampler that signals another task needs kill permission (ABI 1.3):
+ * ptrace attach access, or CAP_PERFMON with CAP_KILL. The target must
+ * live on either way.
+ */
+static int op_sample_other_signal(struct pm_ctx *c)
+{
+	int ret;
+
+	if (!c->sampled)
+		return PM_SKIP;
+	ret = pm_sample_start_sig(c, c->target, KTAU_SAMPLE_NO_KERNEL, SIGPROF);
+	if (!ret && pm_sample_stop(c->target))
+		ret = PM_BROKEN;
+	if (!pm_alive(c->target))
 		ret = PM_BROKEN;
 	return ret;
 }
@@ -418,6 +459,8 @@ static const struct pm_row pm_rows[] = {
 	  { "yes", "EACCES", "EACCES", "yes" }, op_sample_self_kernel },
 	{ "sample another task [#p]_",
 	  { "yes", "yes [#d]_", "EACCES", "yes" }, op_sample_other },
+	{ "sample another task with a signal [#p]_",
+	  { "yes", "yes [#d]_", "EPERM", "EPERM" }, op_sample_other_signal },
 	{ "read another task's samples",
 	  { "yes", "yes [#d]_", "EACCES", "yes" }, op_sample_read_other },
 	{ "read ``/proc/ktau/probes``",

@@ -264,7 +264,11 @@ TEST_F(sample, full_buffer_counts_lost)
 	EXPECT_EQ(r.taken - 16, r.lost);
 }
 
-/* Overwrite mode keeps the newest samples and counts the overwritten. */
+/*
+ * Overwrite mode keeps the newest samples and counts the overwritten:
+ * capacity - 1 of them (ABI 1.3), since the slot of the oldest may be
+ * the one the handler is writing.
+ */
 TEST_F(sample, overwrite_keeps_newest)
 {
 	struct ktau_sample_read r;
@@ -274,13 +278,68 @@ TEST_F(sample, overwrite_keeps_newest)
 				       16, 0, 0, KTAU_SAMPLE_OVERWRITE));
 	spin_user(SPIN_NS);
 	now = ktau_now_ns();
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, false));
+	EXPECT_EQ(15, r.buffered);
 	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 64, &r, true));
 	EXPECT_LE(32, r.taken);
-	EXPECT_EQ(16, r.nread);
-	EXPECT_EQ(r.taken - 16, r.lost);
+	EXPECT_EQ(15, r.nread);
+	EXPECT_EQ(r.taken - 15, r.lost);
 	/* The newest: the last within a few periods of now. */
-	EXPECT_GE(self->buf[15].time_ns + 50 * PERIOD_NS, now);
-	EXPECT_LT(self->buf[0].time_ns, self->buf[15].time_ns);
+	EXPECT_GE(self->buf[14].time_ns + 50 * PERIOD_NS, now);
+	EXPECT_LT(self->buf[0].time_ns, self->buf[14].time_ns);
+	for (int i = 1; i < 15; i++)
+		EXPECT_LT(self->buf[i - 1].time_ns, self->buf[i].time_ns);
+}
+
+/*
+ * A classic signal that is still pending (blocked here) is not sent
+ * again, and not counted: signals is what was queued (ABI 1.3).
+ */
+TEST_F(sample, pending_signal_not_counted)
+{
+	struct ktau_sample_read r;
+	sigset_t set, old;
+
+	ASSERT_NE(SIG_ERR, signal(SIGUSR1, on_signal));
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &set, &old));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       64, 1, SIGUSR1, 0));
+	spin_user(SPIN_NS / 2);
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
+	ASSERT_EQ(0, pthread_sigmask(SIG_SETMASK, &old, NULL));
+	TH_LOG("%llu samples, %llu signals counted, %d received",
+	       (unsigned long long)r.taken, (unsigned long long)r.signals,
+	       signals_received());
+	EXPECT_LE(8, r.taken);
+	EXPECT_EQ(1, r.signals);
+	EXPECT_EQ(1, signals_received());
+}
+
+/*
+ * A frequency above kernel.perf_event_max_sample_rate is refused, as
+ * perf_event_open() refuses it (ABI 1.3); the limit itself is accepted.
+ */
+TEST_F(sample, frequency_above_perf_max_refused)
+{
+	char *t = ktau_slurp("/proc/sys/kernel/perf_event_max_sample_rate", NULL);
+	struct ktau_sample_read r;
+	unsigned long max;
+
+	ASSERT_NE(NULL, t);
+	max = strtoul(t, NULL, 10);
+	free(t);
+	ASSERT_LT(0, max);
+	if (max > KTAU_SAMPLE_MAX_FREQ)
+		max = KTAU_SAMPLE_MAX_FREQ;
+	TH_LOG("perf_event_max_sample_rate %lu", max);
+	EXPECT_EQ(-EINVAL, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, max + 1,
+					     16, 0, 0, KTAU_SAMPLE_FREQ));
+	/* perf may lower the limit meanwhile: ask for a tenth of it. */
+	EXPECT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK,
+				       max / 10 ?: 1, 16, 0, 0, KTAU_SAMPLE_FREQ));
+	EXPECT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
 }
 
 /* Bad arguments are refused and start nothing. */
@@ -303,6 +362,11 @@ TEST_F(sample, bad_arguments)
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, 0, 0);		/* no signal */
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, SIGUSR1, 0);	/* no wm */
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, SIGKILL, 0);
+	/* Only the signals a profiler uses (ABI 1.3). */
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, SIGTERM, 0);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, SIGSEGV, 0);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, SIGCHLD, 0);
+	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, SIGTSTP, 0);
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, 65, 0);
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 4, -1, 0);
 	BAD(0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16, 0, 0, 0x100);	/* flags */

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include "ktau_util.h"
 
@@ -311,6 +312,59 @@ TEST_F(shared, bad_registrations)
 	EXPECT_EQ(-EBUSY, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	EXPECT_EQ(0, ktau_shared_unregister(self->fd));
 	EXPECT_EQ(-ENOENT, ktau_shared_unregister(self->fd));
+}
+
+/* Locked memory of this process in kB, from VmLck in /proc/self/status. */
+static long vm_locked_kb(void)
+{
+	char *status = ktau_slurp("/proc/self/status", NULL), *p;
+	long kb = -1;
+
+	if (!status)
+		return -1;
+	p = strstr(status, "\nVmLck:");
+	if (p)
+		kb = strtol(p + 7, NULL, 10);
+	free(status);
+	return kb;
+}
+
+/*
+ * The pinned page is charged as locked memory (ABI 1.3): VmLck grows by
+ * the page while it is registered, and is back after unregister.
+ */
+TEST_F(shared, pin_charged_as_locked_memory)
+{
+	long before = vm_locked_kb(), pg = sysconf(_SC_PAGESIZE) / 1024;
+
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
+	EXPECT_EQ(before + pg, vm_locked_kb());
+	EXPECT_EQ(0, ktau_shared_unregister(self->fd));
+	EXPECT_EQ(before, vm_locked_kb());
+}
+
+static void memlock_zero_refused(struct __test_metadata *_metadata)
+{
+	struct rlimit rl = { 0, 0 };
+	int fd = ktau_must_open_profiles(_metadata);
+	struct ktau_shared *sh = page_map();
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	EXPECT_EQ(-ENOMEM, ktau_shared_register(fd, sh, SHARED_SIZE, 0));
+	EXPECT_EQ(0, vm_locked_kb());
+	/* Nothing registered: the page stays untouched. */
+	EXPECT_EQ(-ENOENT, ktau_shared_unregister(fd));
+	ktau_getppid_loop(10);
+	EXPECT_EQ(0, shared_seq(sh));
+	close(fd);
+}
+
+/* Without CAP_IPC_LOCK, RLIMIT_MEMLOCK bounds the pin: 0 refuses it. */
+TEST_F(shared, memlock_limit_refuses)
+{
+	ktau_run_as(_metadata, KTAU_USER_ID, 0, memlock_zero_refused);
 }
 
 /* After unregistering, the kernel no longer writes the page. */

@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	2
+#define KTAU_ABI_VERSION_MINOR	3
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -50,6 +50,8 @@
 #define KTAU_ID_USER		10	/* "user_mode": samples in user mode */
 #define KTAU_ID_KERNEL		11	/* "kernel_other": samples in the kernel */
 					/* outside any KTAU routine */
+#define KTAU_ID_SOFTIRQ		12	/* "softirq": soft interrupts, vector */
+					/* not shown to the reader (ABI 1.3) */
 #define KTAU_ID_SOFTIRQ_BASE	16	/* + softirq vector (TIMER = 1, ...) */
 #define KTAU_ID_SYSCALL_BASE	32	/* + system call number */
 

@@ -444,7 +444,8 @@ struct ktau_sample_spec {
 	uint64_t period;	/* events per sample (ns for the clocks), or Hz */
 	uint32_t capacity;	/* kernel buffer, samples: a power of two */
 	uint32_t watermark;	/* a signal every this many samples; 0: none */
-	int signo;		/* that signal (0 when watermark is 0) */
+	int signo;		/* that signal (0 when watermark is 0): SIGPROF, */
+				/* SIGTRAP, SIGIO, SIGUSR1, SIGUSR2 or real-time */
 };
 
 /*

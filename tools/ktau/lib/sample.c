@@ -88,9 +88,11 @@ const char *ktau_sample_check(const struct ktau_sample_spec *sp)
 		return "the watermark must not be above the buffer capacity";
 	if (!sp->signo != !sp->watermark)
 		return "a signal needs a watermark (1: a signal per sample), and a watermark a signal";
-	if (sp->signo && (sp->signo < 1 || sp->signo > 64 || sp->signo == SIGKILL ||
-			  sp->signo == SIGSTOP))
-		return "the signal must be a valid signal number other than SIGKILL and SIGSTOP";
+	/* The kernel's list (ABI 1.3): the signals a profiler uses. */
+	if (sp->signo && sp->signo != SIGPROF && sp->signo != SIGTRAP && sp->signo != SIGIO &&
+	    sp->signo != SIGUSR1 && sp->signo != SIGUSR2 &&
+	    (sp->signo < SIGRTMIN || sp->signo > SIGRTMAX))
+		return "the signal must be SIGPROF, SIGTRAP, SIGIO, SIGUSR1, SIGUSR2 or a real-time signal";
 	return NULL;
 }
 

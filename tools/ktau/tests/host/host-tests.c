@@ -9,6 +9,7 @@
  * tests/host/run-tests.sh turns them into KTAP.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -725,6 +726,10 @@ static int t_sample_parse(void)
 	CHECK(ktau_sample_check(&sp), "a watermark without a signal");
 	sp.signo = 9;
 	CHECK(ktau_sample_check(&sp), "SIGKILL");
+	sp.signo = SIGTERM;
+	CHECK(ktau_sample_check(&sp), "SIGTERM");
+	sp.signo = SIGRTMIN + 1;
+	CHECK(!ktau_sample_check(&sp), "a real-time signal");
 	sp.signo = 27;
 	CHECK(!ktau_sample_check(&sp), "SIGPROF, watermark 1");
 	sp.flags |= KTAU_LIB_SAMPLE_NO_USER | KTAU_LIB_SAMPLE_NO_KERNEL;
