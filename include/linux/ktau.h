@@ -64,7 +64,11 @@ struct ktau_frame {
 #define KTAU_TAG_SYSCALL_COMPAT	BIT_ULL(41)
 /* A frame of the same routine was opened above this one: see dup. */
 #define KTAU_TAG_HASREC		BIT_ULL(42)
-#define KTAU_TAG_FLAGS		(KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC)
+/* Dynamic points: the point's registration generation (ktau_frame_stale()). */
+#define KTAU_TAG_GEN_SHIFT	48
+#define KTAU_TAG_GEN(tag)	((unsigned int)((tag) >> KTAU_TAG_GEN_SHIFT) & 0xff)
+#define KTAU_TAG_FLAGS		(KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC | \
+				 (0xffULL << KTAU_TAG_GEN_SHIFT))
 
 /*
  * One routine's totals. local64_t: the owner adds with single

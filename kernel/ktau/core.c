@@ -659,11 +659,30 @@ static void ktau_notify_syscall_start(struct ktau_task *kt,
 		      ktau_frame_id(f->tag, KTAU_GROUP_SYSCALL), f->start, 0);
 }
 
+/* Drop the frame at @i of the @d open ones, which will never close. */
+static void ktau_drop_frame(struct ktau_task *kt, int i, unsigned int d)
+{
+	memmove(&kt->stack[i], &kt->stack[i + 1],
+		(d - i - 1) * sizeof(kt->stack[0]));
+	kt->unmatched++;
+}
+
+/*
+ * A dynamic point's frame whose point was unregistered since it opened
+ * (a probe removed while the task was inside the function, a module
+ * unloaded): its exit will never come.
+ */
+static bool ktau_frame_stale(u64 tag)
+{
+	return KTAU_TAG_GROUP(tag) == KTAU_GROUP_DYNAMIC &&
+	       KTAU_TAG_GEN(tag) != READ_ONCE(ktau_funcs[KTAU_TAG_ID(tag)].gen);
+}
+
 /* Open a frame for @id; interrupts off. */
 static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 {
 	unsigned int d = kt->depth;
-	u64 tag = KTAU_TAG(group, id);
+	u64 base = KTAU_TAG(group, id), tag = base;
 	struct ktau_frame *f;
 	int i;
 
@@ -673,11 +692,28 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 		kt->stack_overflows++;
 		return;
 	}
-	/* Same group and ID; system call frames never match (group 0). */
+	if (group == KTAU_GROUP_DYNAMIC)
+		tag |= (u64)READ_ONCE(ktau_funcs[id].gen) << KTAU_TAG_GEN_SHIFT;
+	/*
+	 * Frames that will never close go first: stale dynamic ones, and a
+	 * frame of the same group and ID (system call frames never match,
+	 * group 0) for the fixed routines, which do not recurse: that one
+	 * was left open when its group was switched off, and its never
+	 * ending inclusive time would hide this one's. Hard interrupts
+	 * never nest (their frame closes before softirqs run), so any frame
+	 * of that group matches, whatever source it was renamed to. A
+	 * dynamic point open below is recursion.
+	 */
 	for (i = d - 1; i >= 0; i--) {
 		struct ktau_frame *o = &kt->stack[i];
 
-		if ((o->tag & ~KTAU_TAG_FLAGS) != tag)
+		if (unlikely(ktau_frame_stale(o->tag))) {
+			ktau_drop_frame(kt, i, d--);
+			continue;
+		}
+		if (group == KTAU_GROUP_IRQ ?
+		    KTAU_TAG_GROUP(o->tag) != KTAU_GROUP_IRQ :
+		    (o->tag & ~KTAU_TAG_FLAGS) != base)
 			continue;
 		if (group == KTAU_GROUP_DYNAMIC) {
 			tag |= KTAU_TAG_RECURSIVE;
@@ -687,15 +723,7 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 			}
 			break;
 		}
-		/*
-		 * The fixed routines do not recurse: that frame was left
-		 * open when its group was switched off. Drop it, or its
-		 * never-ending inclusive time would hide this one's.
-		 */
-		memmove(&kt->stack[i], &kt->stack[i + 1],
-			(d - i - 1) * sizeof(kt->stack[0]));
-		kt->unmatched++;
-		d--;
+		ktau_drop_frame(kt, i, d--);
 		break;
 	}
 	f = &kt->stack[d];
@@ -865,6 +893,9 @@ void __ktau_start(unsigned int group, unsigned int id)
 
 	if (unlikely(!kt) || in_nmi())
 		return;
+	/* A dynamic point's ID comes from outside: only registered ones. */
+	if (group == KTAU_GROUP_DYNAMIC && unlikely(id >= ktau_nr_ids()))
+		return;
 	local_irq_save(flags);
 	ktau_push(kt, group, id);
 	local_irq_restore(flags);
@@ -1012,10 +1043,9 @@ static u32 ktau_site_id(struct ktau_site *site)
 
 		if (!strncmp(name, "sysvec_", 7))
 			name += 7;
-		id = ktau_register(name, site->group);
+		id = ktau_register_once(&site->id, name, site->group);
 		if (id <= 0)
 			return KTAU_ID_IRQ;
-		WRITE_ONCE(site->id, id);
 	}
 	return id;
 }
@@ -1053,30 +1083,12 @@ static void ktau_irq_name(u32 id)
 	d = kt->depth;
 	if (d && d <= KTAU_STACK_DEPTH &&
 	    kt->stack[d - 1].tag == KTAU_TAG(KTAU_GROUP_IRQ, KTAU_ID_IRQ))
-		kt->stack[d - 1].tag = KTAU_TAG(KTAU_GROUP_IRQ, id);
+		WRITE_ONCE(kt->stack[d - 1].tag, KTAU_TAG(KTAU_GROUP_IRQ, id));
 }
-
-static u16 ktau_irq_ids[KTAU_NR_IRQ_IDS];
 
 void __ktau_irq_desc(struct irq_desc *desc)
 {
-	unsigned int irq = irq_desc_get_irq(desc);
-	char name[KTAU_NAME_LEN];
-	int id;
-
-	if (irq >= KTAU_NR_IRQ_IDS)
-		return;
-	id = READ_ONCE(ktau_irq_ids[irq]);
-	if (unlikely(!id)) {
-		snprintf(name, sizeof(name), "irq%u:%s", irq,
-			 desc->action && desc->action->name ?
-			 desc->action->name : "none");
-		id = ktau_register(name, KTAU_GROUP_IRQ);
-		if (id <= 0)
-			return;
-		WRITE_ONCE(ktau_irq_ids[irq], id);
-	}
-	ktau_irq_name(id);
+	ktau_irq_name(ktau_irq_source(irq_desc_get_irq(desc), desc->action));
 }
 
 /* __schedule(), interrupts off: the task leaves the CPU. */

@@ -10,13 +10,15 @@
 
 /* Function IDs: the registry. */
 #define KTAU_MAX_IDS		2048
-#define KTAU_NAME_LEN		40
-#define KTAU_NR_IRQ_IDS		256
+#define KTAU_NAME_LEN		KTAU_PROBE_NAME_LEN	/* a probe's whole name */
+
+struct irqaction;
 
 struct ktau_func {
 	char name[KTAU_NAME_LEN];
 	u8 group;
 	u8 live;
+	u8 gen;		/* registrations of a dynamic point: ktau_frame_stale() */
 };
 
 extern const char * const ktau_group_names[KTAU_NR_GROUPS];
@@ -26,6 +28,8 @@ int ktau_registry_init(void);
 unsigned int ktau_nr_ids(void);
 int ktau_register(const char *name, unsigned int group);
 int ktau_register_again(const char *name, unsigned int group);
+int ktau_register_once(unsigned int *idp, const char *name, unsigned int group);
+u32 ktau_irq_source(unsigned int irq, const struct irqaction *action);
 int ktau_group_by_name(const char *name, size_t len);
 
 /* Per-task tables. */

@@ -31,6 +31,8 @@ const char * const ktau_group_names[KTAU_NR_GROUPS] = {
 struct ktau_func *ktau_funcs;
 static unsigned int ktau_next_id;
 static DEFINE_RAW_SPINLOCK(ktau_reg_lock);
+/* Serialises first sightings of a point (nests outside ktau_reg_lock). */
+static DEFINE_RAW_SPINLOCK(ktau_once_lock);
 
 unsigned int ktau_nr_ids(void)
 {
@@ -104,7 +106,8 @@ EXPORT_SYMBOL_GPL(ktau_register_point);
  * same name and group (a probe added a second time): its old ID, so that
  * the profiles of both times add up; otherwise a new ID.
  */
-int ktau_register_again(const char *name, unsigned int group)
+static int ktau_find_or_register(const char *name, unsigned int group,
+				 bool live_too)
 {
 	unsigned int nr = ktau_nr_ids(), id;
 	char want[KTAU_NAME_LEN];
@@ -115,7 +118,8 @@ int ktau_register_again(const char *name, unsigned int group)
 	for (id = KTAU_ID_SYSCALL_BASE + NR_syscalls; id < nr; id++) {
 		struct ktau_func *f = &ktau_funcs[id];
 
-		if (!f->live && f->group == group && !strcmp(f->name, want)) {
+		if ((live_too || !f->live) && f->group == group &&
+		    !strcmp(f->name, want)) {
 			WRITE_ONCE(f->live, 1);
 			raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 			return id;
@@ -123,6 +127,75 @@ int ktau_register_again(const char *name, unsigned int group)
 	}
 	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 	return ktau_register(name, group);
+}
+
+int ktau_register_again(const char *name, unsigned int group)
+{
+	return ktau_find_or_register(name, group, false);
+}
+
+/*
+ * The ID of a point that registers when first seen, *@idp once set: two
+ * CPUs that see the point at once get the same ID. Any context but NMI.
+ */
+int ktau_register_once(unsigned int *idp, const char *name, unsigned int group)
+{
+	unsigned long flags;
+	int id;
+
+	raw_spin_lock_irqsave(&ktau_once_lock, flags);
+	id = READ_ONCE(*idp);
+	if (!id) {
+		id = ktau_register(name, group);
+		if (id > 0)
+			WRITE_ONCE(*idp, id);
+	}
+	raw_spin_unlock_irqrestore(&ktau_once_lock, flags);
+	return id;
+}
+
+/*
+ * Device interrupts are named "irq<N>:<action name>". The ID of IRQ N is
+ * cached with the action it was named after (the low 32 bits of the
+ * action's address above the ID, in one word that the interrupt path
+ * reads whole), so that a number given to another device gets a new
+ * name; the table covers every IRQ number of the boot (nr_irqs).
+ */
+static u64 *ktau_irq_ids;
+static unsigned int ktau_nr_irq_ids;
+
+static u64 ktau_irq_key(const struct irqaction *action, u32 id)
+{
+	return (u64)(u32)(unsigned long)action << 32 | id;
+}
+
+u32 ktau_irq_source(unsigned int irq, const struct irqaction *action)
+{
+	char name[KTAU_NAME_LEN];
+	unsigned long flags;
+	u64 key;
+	int id;
+
+	if (!ktau_irq_ids || irq >= ktau_nr_irq_ids)
+		return KTAU_ID_IRQ;
+	key = READ_ONCE(ktau_irq_ids[irq]);
+	if (likely((u32)key && key == ktau_irq_key(action, (u32)key)))
+		return (u32)key;
+
+	raw_spin_lock_irqsave(&ktau_once_lock, flags);
+	key = ktau_irq_ids[irq];
+	if ((u32)key && key == ktau_irq_key(action, (u32)key)) {
+		id = (u32)key;
+	} else {
+		snprintf(name, sizeof(name), "irq%u:%s", irq,
+			 action && action->name ? action->name : "none");
+		/* The same device again (a driver reloaded): its old ID. */
+		id = ktau_find_or_register(name, KTAU_GROUP_IRQ, true);
+		if (id > 0)
+			WRITE_ONCE(ktau_irq_ids[irq], ktau_irq_key(action, id));
+	}
+	raw_spin_unlock_irqrestore(&ktau_once_lock, flags);
+	return id > 0 ? id : KTAU_ID_IRQ;
 }
 
 /**
@@ -133,8 +206,11 @@ int ktau_register_again(const char *name, unsigned int group)
  */
 void ktau_unregister_point(int id)
 {
-	if (id >= KTAU_ID_SYSCALL_BASE + NR_syscalls && id < ktau_nr_ids())
+	if (id >= KTAU_ID_SYSCALL_BASE + NR_syscalls && id < ktau_nr_ids()) {
+		/* Frames still open with the old generation are dropped. */
+		WRITE_ONCE(ktau_funcs[id].gen, ktau_funcs[id].gen + 1);
 		WRITE_ONCE(ktau_funcs[id].live, 0);
+	}
 }
 EXPORT_SYMBOL_GPL(ktau_unregister_point);
 
@@ -214,6 +290,10 @@ int __init ktau_registry_init(void)
 		ktau_set(funcs, KTAU_ID_SYSCALL_BASE + i, name, KTAU_GROUP_SYSCALL);
 	}
 	ktau_next_id = KTAU_ID_SYSCALL_BASE + NR_syscalls;
+	/* nr_irqs is fixed once the interrupt code is set up, before us. */
+	ktau_irq_ids = kcalloc(nr_irqs, sizeof(*ktau_irq_ids), GFP_KERNEL);
+	if (ktau_irq_ids)
+		ktau_nr_irq_ids = nr_irqs;
 	/* Publish the entries and the next ID; see ktau_nr_ids(). */
 	smp_store_release(&ktau_funcs, funcs);
 	return 0;

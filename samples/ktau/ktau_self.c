@@ -19,10 +19,15 @@
  * after the inner returned. It shows how recursion is charged (two calls,
  * inclusive time 2 * MS, not 3 * MS) and lets a reader look at the
  * profile between the two returns.
+ *
+ * With nap_ms=N, a kernel thread "ktau_self_nap" calls ktau_self_nap()
+ * in a loop, which sleeps N milliseconds: a function a kernel thread is
+ * nearly always inside, for the tests of probes removed meanwhile.
  */
 
 #include <linux/delay.h>
 #include <linux/kernel.h>
+#include <linux/kthread.h>
 #include <linux/ktau.h>
 #include <linux/module.h>
 #include <linux/proc_fs.h>
@@ -33,6 +38,24 @@
 
 static int work_id, event_id, recurse_id;
 static struct proc_dir_entry *self_entry;
+static struct task_struct *napper;
+
+static unsigned int nap_ms;
+module_param(nap_ms, uint, 0444);
+MODULE_PARM_DESC(nap_ms, "start a kernel thread that naps this long in ktau_self_nap()");
+
+/* Traceable, for a probe: a kernel thread sleeps in it. */
+static noinline void ktau_self_nap(void)
+{
+	msleep(nap_ms);
+}
+
+static int ktau_self_napper(void *unused)
+{
+	while (!kthread_should_stop())
+		ktau_self_nap();
+	return 0;
+}
 
 /* The routine to time: a short busy wait. */
 static noinline void ktau_self_work(void)
@@ -109,6 +132,16 @@ static int __init ktau_self_init(void)
 		ktau_unregister_point(work_id);
 		return -ENOMEM;
 	}
+	if (nap_ms) {
+		napper = kthread_run(ktau_self_napper, NULL, "ktau_self_nap");
+		if (IS_ERR(napper)) {
+			proc_remove(self_entry);
+			ktau_unregister_point(recurse_id);
+			ktau_unregister_point(event_id);
+			ktau_unregister_point(work_id);
+			return PTR_ERR(napper);
+		}
+	}
 	pr_info("ktau_self: function IDs %d (work) and %d (event)\n",
 		work_id, event_id);
 	return 0;
@@ -116,6 +149,8 @@ static int __init ktau_self_init(void)
 
 static void __exit ktau_self_exit(void)
 {
+	if (napper)
+		kthread_stop(napper);
 	proc_remove(self_entry);
 	ktau_unregister_point(recurse_id);
 	ktau_unregister_point(event_id);

@@ -246,6 +246,82 @@ TEST(handler_sees_every_start_and_stop)
 	}
 }
 
+/* The thread of comm @comm, by a scan of /proc; 0 if none. */
+static pid_t find_comm(const char *comm)
+{
+	char path[64], *c;
+	pid_t found = 0;
+	int pid;
+
+	for (pid = 2; pid < 32768 && !found; pid++) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		c = ktau_slurp(path, NULL);
+		if (c && !strncmp(c, comm, strlen(comm)) && c[strlen(comm)] == '\n')
+			found = pid;
+		free(c);
+	}
+	return found;
+}
+
+#define NAP_CYCLES	20
+
+/*
+ * A probe removed while a kernel thread is inside the probed function,
+ * again and again: the frames left open are retired when the thread
+ * opens its next one (ABI 1.3: the point's registration generation), so
+ * the thread's stack never fills, each is counted in unmatched, and the
+ * probe, added once more, times the function as before.
+ */
+TEST(probe_removed_while_kthread_inside)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_snap a = { 0 }, b = { 0 };
+	int fd, pfd, i, id = 0, inside = 0;
+	struct ktau_val v;
+	pid_t nap;
+
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "nap_ms=20");
+	nap = find_comm("ktau_self_nap");
+	ASSERT_LT(0, nap);
+	fd = open(KTAU_PROBES_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	pfd = ktau_must_open_profiles(_metadata);
+	ASSERT_EQ(0, ktau_snap(pfd, &a, KTAU_SNAP_PIDS, &nap, 1));
+	ra = ktau_snap_find(&a, nap);
+	ASSERT_NE(NULL, ra);
+	for (i = 0; i < NAP_CYCLES; i++) {
+		id = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "ktau_self_nap", 0);
+		ASSERT_LT(0, id);
+		/* The thread naps inside the function nearly all the time. */
+		ktau_sleep_ns(50 * KTAU_NSEC_PER_MSEC);
+		ASSERT_EQ(0, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, "ktau_self_nap", 0));
+	}
+	ASSERT_EQ(id, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "ktau_self_nap", 0));
+	ktau_sleep_ns(400 * KTAU_NSEC_PER_MSEC);
+	ASSERT_EQ(0, ktau_snap(pfd, &b, KTAU_SNAP_PIDS, &nap, 1));
+	rb = ktau_snap_find(&b, nap);
+	ASSERT_NE(NULL, rb);
+	v = ktau_val_delta(ra, rb, id);
+	inside = (int)(rb->unmatched - ra->unmatched);
+	TH_LOG("%d removals while inside, stack overflows %llu, probe %llu calls %llu ns",
+	       inside, (unsigned long long)(rb->stack_overflows - ra->stack_overflows),
+	       (unsigned long long)v.count, (unsigned long long)v.incl);
+	EXPECT_EQ(0, rb->stack_overflows - ra->stack_overflows);
+	/* Most removals find the thread asleep inside; each such frame goes. */
+	EXPECT_LE(NAP_CYCLES / 2, inside);
+	EXPECT_GE(NAP_CYCLES, inside);
+	/* 40 calls in the cycles and about 20 after; 20 ms each. */
+	EXPECT_LE(30, v.count);
+	EXPECT_LE(v.count * 20 * KTAU_NSEC_PER_MSEC * 9 / 10, v.incl);
+	EXPECT_EQ(0, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, "ktau_self_nap", 0));
+	close(fd);
+	close(pfd);
+	ktau_snap_free(&a);
+	ktau_snap_free(&b);
+	EXPECT_EQ(0, mod_unload("ktau_self"));
+}
+
 /* The handler sees the module's events too; nothing after unloading. */
 TEST(handler_sees_module_events)
 {

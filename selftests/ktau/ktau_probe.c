@@ -11,7 +11,6 @@
 #include <sys/mman.h>
 #include "ktau_util.h"
 
-#define KTAU_PROBES_PATH	"/proc/ktau/probes"
 #define PROBE_CALLS		1000
 #define LOAD_ROUNDS		20
 
@@ -181,6 +180,68 @@ TEST_F(probe, same_function_same_id)
 	/* Remove by ID (empty name). */
 	ASSERT_EQ(0, ktau_probe_ioctl(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
 	ASSERT_EQ(-ENOENT, ktau_probe_ioctl(self->fd, KTAU_IOC_PROBE_REMOVE, "", id2));
+}
+
+/*
+ * Two functions whose names share their first 39 characters: each gets
+ * its own ID and its whole name (ABI 1.3; names used to be cut at 39
+ * characters, and a probe on the second found the first's ID). Found in
+ * /proc/kallsyms; a candidate that cannot be probed (no ftrace site) is
+ * passed over.
+ */
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+TEST_F(probe, long_names_not_cut)
+{
+	char *syms = ktau_slurp("/proc/kallsyms", NULL), *line, *save = NULL;
+	char name[128], t, **v = NULL;
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *fa, *fb;
+	size_t n = 0, i;
+	int ida = 0, idb = 0;
+
+	ASSERT_NE(NULL, syms);
+	for (line = strtok_r(syms, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%*s %c %127s", &t, name) != 2 || (t != 't' && t != 'T') ||
+		    strchr(name, '.') || strlen(name) < 40 || strlen(name) > 63)
+			continue;
+		v = realloc(v, (n + 1) * sizeof(*v));
+		ASSERT_NE(NULL, v);
+		v[n++] = strdup(name);
+	}
+	free(syms);
+	qsort(v, n, sizeof(*v), str_cmp);
+	for (i = 1; i < n && idb <= 0; i++) {
+		if (strncmp(v[i - 1], v[i], 39) || !strcmp(v[i - 1], v[i]))
+			continue;
+		ida = probe_add(self->fd, v[i - 1]);
+		if (ida <= 0)
+			continue;
+		idb = probe_add(self->fd, v[i]);
+		if (idb <= 0)
+			probe_remove(self->fd, v[i - 1]);
+	}
+	ASSERT_LT(0, idb) TH_LOG("no two probe-able functions with 40+ characters "
+				 "and the same first 39 in /proc/kallsyms");
+	i--;
+	TH_LOG("%s (%d) and %s (%d)", v[i - 1], ida, v[i], idb);
+	EXPECT_NE(ida, idb);
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	fa = ktau_func_by_id(&fs, ida);
+	fb = ktau_func_by_id(&fs, idb);
+	ASSERT_NE(NULL, fa);
+	ASSERT_NE(NULL, fb);
+	EXPECT_STREQ(v[i - 1], fa->name);
+	EXPECT_STREQ(v[i], fb->name);
+	ktau_funcs_free(&fs);
+	EXPECT_EQ(0, probe_remove(self->fd, v[i - 1]));
+	EXPECT_EQ(0, probe_remove(self->fd, v[i]));
+	while (n)
+		free(v[--n]);
+	free(v);
 }
 
 /* Refused, each with its errno, and nothing added. */

@@ -678,6 +678,8 @@ static inline __u64 ktau_rec_sum_excl(const struct ktau_task_rec *r)
 }
 
 /* The users of the permission tests: uid and gid, no supplementary groups. */
+#define KTAU_PROBES_PATH	"/proc/ktau/probes"
+
 #define KTAU_USER_ID		1000
 #define KTAU_OTHER_ID		1001
 #define KTAU_CAP(cap)		(1ull << (cap))
