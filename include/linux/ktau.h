@@ -84,6 +84,7 @@ struct ktau_slot {
 
 struct ktau_collector;
 struct ktau_sampler;
+struct ktau_proc;
 
 /*
  * A task's profile. Written only by the task itself, on its CPU, with
@@ -107,6 +108,10 @@ struct ktau_task {
 	u64 out_tsc;		/* TSC when it left its CPU (ktau_rebase_in()) */
 	u64 out_ns;		/* CLOCK_MONOTONIC then */
 	unsigned int out_cpu;	/* that CPU */
+	unsigned int fold_cpu;	/* the CPU whose exited totals it joined */
+	unsigned int fold_seq;	/* and their sequence count after that */
+	struct ktau_proc *proc;	/* leader: totals of the exited threads */
+	unsigned int proc_gen;	/* the fold into the process's totals */
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*

@@ -22,6 +22,8 @@
 #include <linux/task_work.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
+#include <linux/sched/stat.h>
+#include <linux/cpu.h>
 #include <linux/clocksource.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
@@ -62,10 +64,42 @@ static atomic_long_t ktau_backwards = ATOMIC_LONG_INIT(0);
 bool ktau_ready;		/* every task from now on has a profile */
 static DEFINE_MUTEX(ktau_groups_lock);
 
-/* Totals of exited tasks, in clock units; KTAU_MAX_IDS entries. */
-static struct ktau_sum *ktau_exited;
-static u64 ktau_exited_overflows[3];
-static DEFINE_RAW_SPINLOCK(ktau_exited_lock);
+/*
+ * Totals of exited tasks, in clock units, one table per CPU: an exit adds
+ * to its CPU's table with interrupts off, under that table's sequence
+ * count, so that exits on different CPUs share nothing. 48 KiB per
+ * possible CPU, allocated at boot.
+ */
+struct ktau_exited {
+	seqcount_t seq;
+	u64 overflows[3];
+	struct ktau_sum sum[KTAU_MAX_IDS];
+};
+
+static struct ktau_exited **ktau_exited;
+
+/*
+ * Totals of a process's exited threads, hung off its leader's profile
+ * when a thread exits while others live on (as /proc/PID/io keeps them in
+ * signal_struct), so that /proc/PID/ktau never goes down. An open
+ * addressed table of twice the task's slots; 4 KiB by default.
+ */
+struct ktau_proc_slot {
+	u32 id;
+	u32 reserved;
+	struct ktau_sum sum;
+};
+
+struct ktau_proc {
+	spinlock_t lock;	/* protects everything below */
+	unsigned int gen;	/* threads folded so far */
+	unsigned int mask;
+	u64 overflows[3];
+	struct ktau_proc_slot slots[];
+};
+
+/* Exits whose thread could not be folded into its process's totals. */
+static atomic_long_t ktau_proc_nomem = ATOMIC_LONG_INIT(0);
 
 /*
  * Boot parameters, parsed with the other kernel parameters before
@@ -205,6 +239,11 @@ struct ktau_times __ktau_clamp(u64 incl, u64 child)
 }
 EXPORT_SYMBOL_GPL(__ktau_clamp);
 
+long ktau_exit_nomem(void)
+{
+	return atomic_long_read(&ktau_proc_nomem);
+}
+
 long ktau_clock_backwards(void)
 {
 	return atomic_long_read(&ktau_backwards);
@@ -296,6 +335,23 @@ static void ktau_clear(struct ktau_task *kt)
 	kt->unmatched = 0;
 }
 
+static int __init ktau_exited_init(void)
+{
+	int cpu;
+
+	ktau_exited = kcalloc(nr_cpu_ids, sizeof(*ktau_exited), GFP_KERNEL);
+	if (!ktau_exited)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		ktau_exited[cpu] = kvzalloc_node(sizeof(*ktau_exited[cpu]),
+						 GFP_KERNEL, cpu_to_node(cpu));
+		if (!ktau_exited[cpu])
+			return -ENOMEM;
+		seqcount_init(&ktau_exited[cpu]->seq);
+	}
+	return 0;
+}
+
 static struct ktau_task *ktau_alloc(gfp_t gfp)
 {
 	struct ktau_task *kt = kmem_cache_zalloc(ktau_cachep, gfp);
@@ -339,10 +395,9 @@ void __init ktau_init(void)
 
 	ktau_cachep = kmem_cache_create("ktau_task", size, 0,
 					SLAB_PANIC | SLAB_ACCOUNT, NULL);
-	ktau_exited = kvcalloc(KTAU_MAX_IDS, sizeof(*ktau_exited), GFP_KERNEL);
 	/* The boot task; everything forked from now on gets a table. */
 	current->ktau = ktau_alloc(GFP_KERNEL);
-	ktau_ready = ktau_exited && current->ktau && !ktau_registry_init();
+	ktau_ready = !ktau_exited_init() && current->ktau && !ktau_registry_init();
 	if (!ktau_ready) {
 		pr_err("ktau: out of memory, KTAU stays off\n");
 		ktau_groups_on = 0;
@@ -392,6 +447,7 @@ void ktau_tsk_free(struct task_struct *tsk)
 	tsk->ktau = NULL;
 	if (kt->collector)
 		ktau_collector_put(kt->collector);
+	kfree(kt->proc);
 	kmem_cache_free(ktau_cachep, kt);
 }
 
@@ -536,30 +592,76 @@ unsigned int ktau_totals_entries(const struct ktau_totals *tot,
 	return n;
 }
 
+/* Add one CPU's exited totals to @tot; the sequence count they are at. */
+static unsigned int ktau_exited_add(struct ktau_totals *tot, int cpu,
+				    struct ktau_sum *buf)
+{
+	struct ktau_exited *e = ktau_exited[cpu];
+	u64 ov[3];
+	unsigned int seq, id;
+
+	do {
+		seq = read_seqcount_begin(&e->seq);
+		memcpy(buf, e->sum, sizeof(e->sum));
+		memcpy(ov, e->overflows, sizeof(ov));
+	} while (read_seqcount_retry(&e->seq, seq));
+	for (id = 0; id < KTAU_MAX_IDS; id++) {
+		tot->sum[id].count += buf[id].count;
+		tot->sum[id].incl += buf[id].incl;
+		tot->sum[id].excl += buf[id].excl;
+	}
+	tot->stack_overflows += ov[0];
+	tot->table_overflows += ov[1];
+	tot->unmatched += ov[2];
+	return seq;
+}
+
 /*
  * System-wide totals: exited tasks plus every live task, the per-CPU idle
- * tasks included. Tasks that already folded at exit are skipped.
+ * tasks included; 0 or -ENOMEM.
+ *
+ * Exact and never decreasing from one read to the next, although tasks
+ * exit meanwhile: every thread is held first, then the exited totals are
+ * copied, and a held thread is added from its own table unless its fold
+ * (stamped with its CPU's sequence count) is in that copy. A thread that
+ * exits before it is held has folded before the copy; one that folds
+ * after the copy is added from its table, which stays until it is freed.
  */
-void ktau_aggregate(struct ktau_totals *tot)
+int ktau_aggregate(struct ktau_totals *tot)
 {
-	struct task_struct *p, *t;
-	unsigned long flags;
-	int cpu;
+	unsigned int cap = READ_ONCE(nr_threads) + 64, n = 0, i, *seen;
+	struct task_struct **v, *p, *t;
+	struct ktau_sum *buf;
+	int cpu, ret = -ENOMEM;
 
 	memset(tot, 0, sizeof(*tot));
-	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
-	memcpy(tot->sum, ktau_exited, KTAU_MAX_IDS * sizeof(*ktau_exited));
-	tot->stack_overflows = ktau_exited_overflows[0];
-	tot->table_overflows = ktau_exited_overflows[1];
-	tot->unmatched = ktau_exited_overflows[2];
-	raw_spin_unlock_irqrestore(&ktau_exited_lock, flags);
-
+	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+	buf = kvmalloc_array(KTAU_MAX_IDS, sizeof(*buf), GFP_KERNEL);
+	seen = kcalloc(nr_cpu_ids, sizeof(*seen), GFP_KERNEL);
+	if (!v || !buf || !seen)
+		goto out;
 	rcu_read_lock();
 	for_each_process_thread(p, t) {
-		struct ktau_task *kt = t->ktau;
+		/* Threads created since nr_threads was read: new, and tiny. */
+		if (n == cap)
+			break;
+		if (t->ktau)
+			v[n++] = get_task_struct(t);
+	}
+	rcu_read_unlock();
 
-		if (kt && !test_bit(KTAU_FOLDED, &kt->flags))
-			ktau_totals_add_task(tot, kt);
+	for_each_possible_cpu(cpu)
+		seen[cpu] = ktau_exited_add(tot, cpu, buf);
+
+	for (i = 0; i < n; i++) {
+		struct ktau_task *kt = v[i]->ktau;
+
+		if (test_bit(KTAU_FOLDED, &kt->flags)) {
+			smp_rmb();	/* the stamp before the flag, see ktau_exit() */
+			if ((int)(READ_ONCE(kt->fold_seq) - seen[kt->fold_cpu]) <= 0)
+				continue;
+		}
+		ktau_totals_add_task(tot, kt);
 	}
 	for_each_possible_cpu(cpu) {
 		struct task_struct *idle = idle_task(cpu);
@@ -567,15 +669,144 @@ void ktau_aggregate(struct ktau_totals *tot)
 		if (idle && idle->ktau)
 			ktau_totals_add_task(tot, idle->ktau);
 	}
+	for (i = 0; i < n; i++)
+		put_task_struct(v[i]);
+	ret = 0;
+out:
+	kfree(seen);
+	kvfree(buf);
+	kvfree(v);
+	return ret;
+}
+
+/* The process totals of @tsk's thread group, made if need be; or NULL. */
+static struct ktau_proc *ktau_proc_get(struct task_struct *tsk)
+{
+	struct ktau_task *lk = tsk->group_leader->ktau;
+	unsigned int n = 2 * ktau_nr_slots;
+	struct ktau_proc *pr, *old;
+
+	/* The last thread of a process: the process goes with it. */
+	if (!lk || thread_group_empty(tsk))
+		return NULL;
+	pr = READ_ONCE(lk->proc);
+	if (pr)
+		return pr;
+	pr = kzalloc(struct_size(pr, slots, n), GFP_KERNEL_ACCOUNT);
+	if (!pr) {
+		atomic_long_inc(&ktau_proc_nomem);
+		return NULL;
+	}
+	spin_lock_init(&pr->lock);
+	pr->mask = n - 1;
+	old = cmpxchg(&lk->proc, NULL, pr);
+	if (old) {
+		kfree(pr);
+		pr = old;
+	}
+	return pr;
+}
+
+/* Add @kt to @pr, under its lock; a full table charges "[other]". */
+static void ktau_proc_fold(struct ktau_proc *pr, struct ktau_task *kt)
+{
+	unsigned int i, j, n;
+
+	spin_lock(&pr->lock);
+	for (i = 0; i <= kt->mask; i++) {
+		struct ktau_slot *s = &kt->slots[i];
+		struct ktau_proc_slot *p = NULL;
+		u32 id = s->id;
+
+		if (id == KTAU_ID_NONE)
+			continue;
+		for (n = 0, j = id & pr->mask; n <= pr->mask; n++, j = (j + 1) & pr->mask) {
+			if (pr->slots[j].id == id || pr->slots[j].id == KTAU_ID_NONE) {
+				p = &pr->slots[j];
+				break;
+			}
+		}
+		if (!p) {
+			p = &pr->slots[KTAU_ID_OTHER & pr->mask];
+			id = KTAU_ID_OTHER;
+			pr->overflows[1]++;
+		}
+		p->id = id;
+		p->sum.count += local64_read(&s->count);
+		p->sum.incl += local64_read(&s->incl);
+		p->sum.excl += local64_read(&s->excl);
+	}
+	pr->overflows[0] += kt->stack_overflows;
+	pr->overflows[1] += kt->table_overflows;
+	pr->overflows[2] += kt->unmatched;
+	kt->proc_gen = ++pr->gen;
+	spin_unlock(&pr->lock);
+}
+
+/*
+ * /proc/PID/ktau: the live threads of @leader's process plus those that
+ * exited, exact and never decreasing, as ktau_aggregate() does it: the
+ * threads are held first, then the exited totals copied, and a thread
+ * is added from its own table unless its fold is in that copy.
+ */
+int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
+{
+	unsigned int cap = READ_ONCE(leader->signal->nr_threads) + 8, n = 0, i, gen = 0;
+	struct ktau_task *lk = leader->ktau;
+	struct task_struct **v, *t;
+	struct ktau_proc *pr;
+
+	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return -ENOMEM;
+	rcu_read_lock();
+	for_each_thread(leader, t) {
+		if (n == cap)
+			break;
+		if (t->ktau)
+			v[n++] = get_task_struct(t);
+	}
 	rcu_read_unlock();
+
+	pr = lk ? READ_ONCE(lk->proc) : NULL;
+	if (pr) {
+		spin_lock_irq(&pr->lock);
+		for (i = 0; i <= pr->mask; i++) {
+			struct ktau_proc_slot *p = &pr->slots[i];
+
+			if (p->id == KTAU_ID_NONE || p->id >= KTAU_MAX_IDS)
+				continue;
+			tot->sum[p->id].count += p->sum.count;
+			tot->sum[p->id].incl += p->sum.incl;
+			tot->sum[p->id].excl += p->sum.excl;
+		}
+		tot->stack_overflows += pr->overflows[0];
+		tot->table_overflows += pr->overflows[1];
+		tot->unmatched += pr->overflows[2];
+		gen = pr->gen;
+		spin_unlock_irq(&pr->lock);
+	}
+	for (i = 0; i < n; i++) {
+		struct ktau_task *kt = v[i]->ktau;
+		unsigned int pg = READ_ONCE(kt->proc_gen);
+
+		if (!pg || pg > gen)
+			ktau_totals_add_task(tot, kt);
+		put_task_struct(v[i]);
+	}
+	kvfree(v);
+	return 0;
 }
 
 /* do_exit(): fold the task's totals and hand them to its collector. */
 void ktau_exit(struct task_struct *tsk)
 {
 	struct ktau_task *kt = tsk->ktau;
+	struct ktau_exited *e;
+	struct ktau_proc *pr;
 	unsigned long flags;
 	unsigned int i;
+	int cpu;
 
 	if (!kt)
 		return;
@@ -583,24 +814,39 @@ void ktau_exit(struct task_struct *tsk)
 	if (kt->collector)
 		ktau_collect_exit(tsk, kt);
 	ktau_sample_release(tsk);
-	if (!ktau_exited)
-		return;
+	pr = ktau_proc_get(tsk);
 
-	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
+	local_irq_save(flags);
+	/*
+	 * Nothing the task still runs through (its last interrupts and
+	 * schedule) changes its table from now on, or a read that added the
+	 * table before a fold was copied would see more than a read after.
+	 */
+	WRITE_ONCE(kt->depth, KTAU_DEPTH_DEAD);
+	if (pr)
+		ktau_proc_fold(pr, kt);
+	cpu = smp_processor_id();
+	e = ktau_exited[cpu];
+	write_seqcount_begin(&e->seq);
 	for (i = 0; i <= kt->mask; i++) {
 		struct ktau_slot *s = &kt->slots[i];
 
 		if (s->id == KTAU_ID_NONE || s->id >= KTAU_MAX_IDS)
 			continue;
-		ktau_exited[s->id].count += local64_read(&s->count);
-		ktau_exited[s->id].incl += local64_read(&s->incl);
-		ktau_exited[s->id].excl += local64_read(&s->excl);
+		e->sum[s->id].count += local64_read(&s->count);
+		e->sum[s->id].incl += local64_read(&s->incl);
+		e->sum[s->id].excl += local64_read(&s->excl);
 	}
-	ktau_exited_overflows[0] += kt->stack_overflows;
-	ktau_exited_overflows[1] += kt->table_overflows;
-	ktau_exited_overflows[2] += kt->unmatched;
+	e->overflows[0] += kt->stack_overflows;
+	e->overflows[1] += kt->table_overflows;
+	e->overflows[2] += kt->unmatched;
+	/* The count the sequence will be at: see ktau_aggregate(). */
+	kt->fold_cpu = cpu;
+	WRITE_ONCE(kt->fold_seq, raw_read_seqcount(&e->seq) + 1);
+	smp_wmb();	/* the stamp before the flag, see ktau_aggregate() */
 	set_bit(KTAU_FOLDED, &kt->flags);
-	raw_spin_unlock_irqrestore(&ktau_exited_lock, flags);
+	write_seqcount_end(&e->seq);
+	local_irq_restore(flags);
 }
 
 /* Reset: each user task zeroes its own table on its way to user space. */
@@ -615,17 +861,30 @@ static void ktau_reset_fn(struct callback_head *head)
 	clear_bit(KTAU_RESET_PENDING, &kt->flags);
 }
 
+static void ktau_exited_reset_cpu(void *arg)
+{
+	struct ktau_exited *e = arg ?: ktau_exited[smp_processor_id()];
+
+	write_seqcount_begin(&e->seq);
+	memset(e->sum, 0, sizeof(e->sum));
+	memset(e->overflows, 0, sizeof(e->overflows));
+	write_seqcount_end(&e->seq);
+}
+
 void ktau_reset_all(void)
 {
 	struct task_struct *p, *t;
-	unsigned long flags;
+	int cpu;
 
 	ktau_probe_remove_all();
 
-	raw_spin_lock_irqsave(&ktau_exited_lock, flags);
-	memset(ktau_exited, 0, KTAU_MAX_IDS * sizeof(*ktau_exited));
-	memset(ktau_exited_overflows, 0, sizeof(ktau_exited_overflows));
-	raw_spin_unlock_irqrestore(&ktau_exited_lock, flags);
+	/* Each online CPU zeroes its own table: no exit can run there then. */
+	cpus_read_lock();
+	on_each_cpu(ktau_exited_reset_cpu, NULL, 1);
+	for_each_possible_cpu(cpu)
+		if (!cpu_online(cpu))
+			ktau_exited_reset_cpu(ktau_exited[cpu]);
+	cpus_read_unlock();
 
 	rcu_read_lock();
 	for_each_process_thread(p, t) {
@@ -689,7 +948,8 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	if (unlikely(d >= KTAU_STACK_DEPTH)) {
 		/* Keep counting depth so that the exits still match. */
 		kt->depth = d + 1;
-		kt->stack_overflows++;
+		if (d < KTAU_DEPTH_DEAD)
+			kt->stack_overflows++;
 		return;
 	}
 	if (group == KTAU_GROUP_DYNAMIC)
@@ -1013,7 +1273,7 @@ void __ktau_event(unsigned int group, u32 id)
 	struct ktau_slot *s;
 
 	if (unlikely(!kt) || in_nmi() || id == KTAU_ID_NONE ||
-	    id >= ktau_nr_ids())
+	    id >= ktau_nr_ids() || READ_ONCE(kt->depth) >= KTAU_DEPTH_DEAD)
 		return;
 	local_irq_save(flags);
 	s = &kt->slots[id & kt->mask];

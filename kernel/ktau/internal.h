@@ -38,9 +38,16 @@ int ktau_group_by_name(const char *name, size_t len);
 #define KTAU_NEW		2	/* has not returned to user space yet */
 #define KTAU_SHARED_COARSE	3	/* shared page without interrupt sources */
 
+/*
+ * The depth of a task that has folded at exit: every push and pop then
+ * takes the overflow path, which writes no slot (and counts nothing).
+ */
+#define KTAU_DEPTH_DEAD		(1U << 30)
+
 long ktau_unprofiled_tasks(void);
 const char *ktau_clock_name(void);
 long ktau_clock_backwards(void);
+long ktau_exit_nomem(void);
 
 extern unsigned int ktau_nr_slots;
 extern bool ktau_ready;
@@ -98,7 +105,8 @@ unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,
 				 struct ktau_entry *out, unsigned int max,
 				 const struct ktau_conv *cv);
-void ktau_aggregate(struct ktau_totals *tot);
+int ktau_aggregate(struct ktau_totals *tot);
+int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot);
 void ktau_reset_all(void);
 int ktau_set_groups(unsigned long mask);
 

@@ -157,13 +157,12 @@ int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
 	return ret;
 }
 
-/* /proc/PID/ktau: the live threads of the process, summed. */
+/* /proc/PID/ktau: the threads of the process, live and exited, summed. */
 int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 		   struct pid *pid, struct task_struct *task)
 {
 	char comm[TASK_COMM_LEN];
 	struct ktau_totals *tot;
-	struct task_struct *t;
 	int ret;
 
 	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
@@ -174,11 +173,12 @@ int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 		kvfree(tot);
 		return ret;
 	}
-	rcu_read_lock();
-	for_each_thread(task, t)
-		if (t->ktau)
-			ktau_totals_add_task(tot, t->ktau);
-	rcu_read_unlock();
+	ret = ktau_process_totals(task, tot);
+	if (ret) {
+		ktau_read_unlock(task);
+		kvfree(tot);
+		return ret;
+	}
 	get_task_comm(comm, task);
 	seq_printf(m, "# pid %d threads %u comm %s\n", task_tgid_nr_ns(task, ns),
 		   tot->nr_tasks, comm);
@@ -221,7 +221,11 @@ static int ktau_aggregate_show(struct seq_file *m, void *v)
 
 	if (!tot)
 		return -ENOMEM;
-	ktau_aggregate(tot);
+	ret = ktau_aggregate(tot);
+	if (ret) {
+		kvfree(tot);
+		return ret;
+	}
 	seq_printf(m, "# aggregate tasks %u\n", tot->nr_tasks);
 	ret = ktau_show_totals(m, tot, false);
 	kvfree(tot);
@@ -254,6 +258,7 @@ static int ktau_control_show(struct seq_file *m, void *v)
 	seq_printf(m, "slots %u\n", ktau_nr_slots);
 	seq_printf(m, "depth %u\n", KTAU_STACK_DEPTH);
 	seq_printf(m, "fork_nomem %ld\n", ktau_unprofiled_tasks());
+	seq_printf(m, "exit_nomem %ld\n", ktau_exit_nomem());
 	seq_printf(m, "clock %s\n", ktau_clock_name());
 	seq_printf(m, "clock_backwards %ld\n", ktau_clock_backwards());
 	return 0;
@@ -413,7 +418,10 @@ static int ktau_snap_aggregate(struct ktau_snap_ctx *ctx)
 	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
 	if (!tot)
 		return -ENOMEM;
-	ktau_aggregate(tot);
+	if (ktau_aggregate(tot)) {
+		kvfree(tot);
+		return -ENOMEM;
+	}
 	memset(rec, 0, sizeof(*rec));
 	n = ktau_totals_entries(tot, (struct ktau_entry *)(rec + 1),
 				KTAU_MAX_IDS, &ctx->cv);

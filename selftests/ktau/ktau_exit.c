@@ -243,6 +243,67 @@ static long kmalloc4k_objs(void)
 	return n;
 }
 
+/*
+ * The aggregate never goes down from one read to the next while tasks
+ * fork and exit (a task that folds at exit between the copy of the
+ * exited totals and the walk of the live tasks used to be in neither).
+ * Run on two CPUs, where exits and reads overlap.
+ */
+TEST_F_TIMEOUT(exitprof, aggregate_never_decreases, 60)
+{
+	struct ktau_snap prev = { 0 }, cur = { 0 };
+	const struct ktau_task_rec *rp, *rc;
+	unsigned int reads = 0, bad = 0;
+	__u64 end;
+	pid_t storm;
+	int status;
+
+	storm = fork();
+	ASSERT_LE(0, storm);
+	if (storm == 0) {
+		end = ktau_now_ns() + 2 * KTAU_NSEC_PER_SEC;
+		while (ktau_now_ns() < end) {
+			pid_t c = fork();
+
+			if (c == 0) {
+				ktau_getppid_loop(10);
+				_exit(0);
+			}
+			if (c < 0 || waitpid(c, NULL, 0) != c)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	rp = ktau_must_snap_aggregate(_metadata, self->fd, &prev);
+	while (waitpid(storm, &status, WNOHANG) == 0) {
+		rc = ktau_must_snap_aggregate(_metadata, self->fd, &cur);
+		reads++;
+		for (__u32 i = 0; i < rp->nentries; i++) {
+			const struct ktau_entry *e = &ktau_rec_entries(rp)[i];
+			struct ktau_val v = ktau_rec_val(rc, e->id);
+
+			if (v.count < e->count || v.incl < e->incl_ns || v.excl < e->excl_ns) {
+				if (!bad++)
+					TH_LOG("id %u went down: count %llu -> %llu, incl %llu -> %llu",
+					       e->id, (unsigned long long)e->count,
+					       (unsigned long long)v.count,
+					       (unsigned long long)e->incl_ns,
+					       (unsigned long long)v.incl);
+			}
+		}
+		ktau_snap_free(&prev);
+		prev = cur;
+		rp = rc;
+		memset(&cur, 0, sizeof(cur));
+	}
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("%u reads of the aggregate during the storm", reads);
+	EXPECT_LT(10, reads);
+	EXPECT_EQ(0, bad);
+	ktau_snap_free(&prev);
+}
+
 #define N_QUEUED	1000
 
 /*

@@ -352,4 +352,33 @@ TEST_F_TIMEOUT(syscalls, threads_have_separate_profiles, 20)
 	pthread_barrier_destroy(&bar);
 }
 
+/*
+ * A process's text profile keeps its exited threads (ABI 1.3): a thread
+ * that made 300 getppid() and exited still counts in /proc/self/ktau,
+ * which never goes down.
+ */
+TEST_F_TIMEOUT(syscalls, process_keeps_exited_threads, 20)
+{
+	struct getppid_thread t = { .n = 300 };
+	struct ktau_val before = { 0 }, alive = { 0 }, after = { 0 };
+	pthread_barrier_t bar;
+
+	ASSERT_EQ(0, ktau_text_get("/proc/self/ktau", KTAU_ID_GETPPID, &before));
+	ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, 2));
+	t.bar = &bar;
+	ASSERT_EQ(0, pthread_create(&t.th, NULL, getppid_thread_fn, &t));
+	pthread_barrier_wait(&bar);	/* its calls are done */
+	ASSERT_EQ(0, ktau_text_get("/proc/self/ktau", KTAU_ID_GETPPID, &alive));
+	pthread_barrier_wait(&bar);	/* let it exit */
+	ASSERT_EQ(0, pthread_join(t.th, NULL));
+	ASSERT_EQ(0, ktau_text_get("/proc/self/ktau", KTAU_ID_GETPPID, &after));
+	TH_LOG("getppid: %llu before, %llu with the thread, %llu after it exited",
+	       (unsigned long long)before.count, (unsigned long long)alive.count,
+	       (unsigned long long)after.count);
+	EXPECT_EQ(before.count + 300, alive.count);
+	EXPECT_EQ(alive.count, after.count);
+	EXPECT_LE(alive.incl, after.incl);
+	pthread_barrier_destroy(&bar);
+}
+
 TEST_HARNESS_MAIN
