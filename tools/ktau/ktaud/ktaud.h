@@ -58,8 +58,22 @@ struct out_opts {
 	const char *folded_path;
 	const char *save_path;
 	int dense;
+	int force;		/* --force: write among others' files */
+	int has_rank, rank;	/* an MPI rank's (ktau_mpi_rank()) */
 	const struct ktau_tau_opts *tau_opts;	/* samples etc.; NULL: none */
+	char *owned[4];		/* the paths expanded by expand_outputs() */
 };
+/* Expand %r, %p, %h in the paths of o (0, or an exit code after a message). */
+int expand_outputs(struct out_opts *o);
+void free_outputs(struct out_opts *o);
+/*
+ * An error of ktau_outdir_open/_create (or of a writer that uses them)
+ * in command cmd: what ktau_output_error() says, with the hint to
+ * --force where it helps; returns EX_KT_FAIL.
+ */
+int outdir_report(int err, const char *cmd);
+/* The -o DIR of a command, its %r, %p, %h expanded (NULL: no memory, said). */
+char *output_path(const char *tmpl);
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		  const struct out_opts *o);
 

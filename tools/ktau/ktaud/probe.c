@@ -191,7 +191,7 @@ static int probe_add(int argc, char **argv)
 			break;
 		}
 	nfunc = dash < 0 ? argc : dash;
-	while ((c = getopt_long(nfunc, argv, "o:j:n:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(nfunc, argv, "o:j:n:qfh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			help(stdout);
 			return EX_KT_OK;

@@ -234,13 +234,13 @@ c_merge_options() {
 		return 1
 	# Without pid metadata: nodes 1 and 2 by --pid, node 0 in start order.
 	make_tau_input "" || return 1
-	"$KTAUD" merge -q -p 2=56 -p 1=57 -o "$W/merged-pid" "$IN/tau" "$FIXTURES/run.ktau" \
-		>"$LOG" 2>&1 || return 1
+	"$KTAUD" merge -q --force-map -p 2=56 -p 1=57 -o "$W/merged-pid" "$IN/tau" \
+		"$FIXTURES/run.ktau" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q '<name>KTAU Merge pid</name><value>56</value>' "$W/merged-pid/profile.2.0.0" &&
 	grep -q '<name>KTAU Merge pid</name><value>57</value>' "$W/merged-pid/profile.1.0.0" &&
 	grep -q '<name>KTAU Merge Match</name><value>node and process in start order' \
 		"$W/merged-pid/profile.0.0.1" || { sed 's/^/#   /' "$LOG"; return 1; }
-	"$KTAUD" merge -q -o "$W/merged-order" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+	"$KTAUD" merge -q --force-map -o "$W/merged-order" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
 	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-order/profile.2.0.0"
 }
 
@@ -252,6 +252,102 @@ c_merge_multi_metric() {
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(fline "$W/merged-multi/MULTI__TIME/profile.0.0.0" "SYSCALL" | cut -d' ' -f1)" -gt 0 ] &&
 	[ "$(fline "$W/merged-multi/MULTI__PAPI_TOT_CYC/profile.0.0.0" "SYSCALL" | cut -d' ' -f3)" = 0 ]
+}
+
+# A user profile of another run (another pid, another program): refused,
+# nothing written, unless threads are mapped (--map, --pid) or --force-map.
+c_merge_mismatch() {
+	R=$FIXTURES/run.ktau
+	make_tau_input 4242 || return 1
+	rm -rf "$IN/mm"
+	expect_rc 1 "$KTAUD" merge -q -o "$IN/mm" "$IN/tau" "$R" || return 1
+	grep -q "is of pid 4242, which the kernel profile does not have" "$LOG" &&
+		grep -q -- "--force-map" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ ! -e "$IN/mm" ] || { echo "# output written after a refusal"; return 1; }
+	# No pid, and the program is not the kernel process's.
+	make_tau_input "" || return 1
+	expect_rc 1 "$KTAUD" merge -q -o "$IN/mm" "$IN/tau" "$R" || return 1
+	grep -q "is of program 'app & co', but .* is 'ktau-test-loop'" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# libktau's own profile names its program: the same name merges in start order.
+	rm -rf "$IN/named" && mkdir -p "$IN/named" || return 1
+	sed 's,/bin/app &amp; co,/usr/bin/ktau-test-loop,' "$IN/tau/profile.2.0.0" >"$IN/named/profile.0.0.0"
+	"$KTAUD" merge -q -o "$W/merged-named" "$IN/named" "$R" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# Told explicitly: --map with a list, or --force-map.
+	make_tau_input 4242 || return 1
+	"$KTAUD" merge -q -m 0.0.0=55,0.0.1=58 -m 1.0.0=56,2.0.0=57 -o "$W/merged-maplist" \
+		"$IN/tau" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-maplist/profile.2.0.0" ||
+		return 1
+	"$KTAUD" merge -q --force-map -o "$W/merged-forced" "$IN/tau" "$R" >"$LOG" 2>&1 &&
+	grep -q 'in start order (--force-map)' "$W/merged-forced/profile.0.0.0"
+}
+
+# Output directories: others' files are never removed or replaced; a
+# directory that has them is refused (nothing touched) without --force;
+# our own earlier files are replaced; export, dump and merge alike.
+c_outdir_keeps_others() {
+	R=$FIXTURES/run.ktau
+	rm -rf "$IN/own" "$IN/own.orig" && mkdir -p "$IN/own" || return 1
+	tau_file "$IN/own/profile.0.0.0" 4242
+	echo "my notes" >"$IN/own/notes.txt"
+	cp -a "$IN/own" "$IN/own.orig" || return 1
+	expect_rc 1 "$KTAUD" export --tau "$IN/own" "$R" || return 1
+	grep -q "did not write" "$LOG" && grep -q -- "--force" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	diff -r "$IN/own" "$IN/own.orig" >"$W/diff" 2>&1 || { echo "# changed:"; sed 's/^/#   /' "$W/diff"; return 1; }
+	# --force: beside them, never over them (profile.0.0.0 is theirs).
+	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
+	grep -q "profile.0.0.0 exists" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs replaced"; return 1; }
+	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
+	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs removed"; return 1; }
+	expect_rc 1 "$KTAUD" merge -q -p 55 -o "$IN/own" "$IN/tau" "$R" || return 1
+	grep -q "did not write" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# A directory of ours: replaced by the next export, 4 files then 3.
+	"$KTAUD" export --tau "$W/ours" "$R" >"$LOG" 2>&1 || return 1
+	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$W/ours" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
+		{ echo "# files: $(ls "$W/ours")"; return 1; }
+	# Another writer's output (the runtime's, merge's) is not ours either.
+	expect_rc 1 "$KTAUD" export --tau "$W/merged-map" "$R" || return 1
+	# Their notes among ours, with --force: kept, ours replaced.
+	echo "my notes" >"$W/ours/notes.txt"
+	expect_rc 1 "$KTAUD" export --tau "$W/ours" "$R" || return 1
+	"$KTAUD" export --force --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(cat "$W/ours/notes.txt")" = "my notes" ] && [ -f "$W/ours/profile.0.0.1" ] || return 1
+	rm "$W/ours/notes.txt"
+	# The runtime at exit: refused with a message, the app's files intact.
+	rm -rf "$IN/app" && mkdir -p "$IN/app" && tau_file "$IN/app/profile.0.0.0" 4242
+	cp "$IN/app/profile.0.0.0" "$IN/app.orig"
+	KTAU_PROFILE_DIR="$IN/app" "$DEMO" -q -c 1000 -s 1 -S 1 -n 2 -m 2 >"$LOG" 2>&1
+	grep -q "libktau: the profile was not written: .*KTAU_PROFILE_FORCE" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$IN/app/profile.0.0.0" "$IN/app.orig" && [ "$(ls "$IN/app")" = profile.0.0.0 ]
+}
+
+# A directory into which 'ktaud watch' was started twice: two baselines.
+# Adding them up would double the totals: refused, with what to do.
+c_watch_two_sessions() {
+	rm -rf "$IN/w2" && mkdir -p "$IN/w2" || return 1
+	for i in 0 1 2 3; do
+		cp "$FIXTURES/watch/snap-00000$i.ktau" "$IN/w2/snap-00000$i.ktau"
+		cp "$FIXTURES/watch/snap-00000$i.ktau" "$IN/w2/snap-00000$((i + 4)).ktau"
+	done
+	expect_rc 1 "$KTAUD" export --tau "$W/w2" "$IN/w2" || return 1
+	grep -q "holds 2 'ktaud watch' sessions.*snap-000004.ktau: a second baseline" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ ! -e "$W/w2" ] || { echo "# written anyway"; return 1; }
+	expect_rc 1 "$KTAUD" export "$IN/w2" || return 1
+	# One session's files: fine, and the same as the fixture's.
+	"$KTAUD" export "$IN"/w2/snap-00000[0-3].ktau >"$W/one" 2>"$LOG" || return 1
+	"$KTAUD" export "$FIXTURES/watch" >"$W/fix" 2>"$LOG" || return 1
+	cmp -s "$W/one" "$W/fix" || { echo "# one session differs from the fixture"; return 1; }
+	rm "$W/one" "$W/fix"
+	# A delta that does not continue the one before: a second session too.
+	rm "$IN/w2/snap-000004.ktau"
+	expect_rc 1 "$KTAUD" export "$IN/w2" || return 1
+	grep -q "a delta that does not continue" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # Bad inputs: a clear message and a non-zero exit, never a crash.
@@ -364,7 +460,7 @@ c_analyzer() {
 	echo 'int main(void){return 0;}' >"$IN/a.c"
 	$cc -fanalyzer -c -o "$IN/a.o" "$IN/a.c" 2>/dev/null ||
 		{ SKIP="$cc has no -fanalyzer"; return 77; }
-	for f in lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/tauprofile.c \
+	for f in lib/outdir.c lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/tauprofile.c \
 		lib/callgraph.c lib/probe.c lib/drill.c ktaud/probe.c ktaud/drill.c ktaud/callgraph.c; do
 		$cc -std=gnu11 -O1 -fanalyzer -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES \
 			-I"$TOOLS/lib" -I"$TOOLS/ktaud" -c -o "$IN/an.o" "$TOOLS/$f" >"$LOG" 2>&1 ||
@@ -392,7 +488,7 @@ c_taucheck() {
 }
 
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
-c_merge_multi_metric c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
+c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_watch_two_sessions c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
