@@ -586,16 +586,29 @@ out:
 	return ret;
 }
 
-static void write_meta(FILE *out, const struct tfile *f, const char *metric,
-		       const struct match *mt, const struct merged *m, const char *top_name)
-{
-	char buf[512];
-	size_t i;
+/* What write_file's hooks need. */
+struct mfile {
+	const struct tfile *f;
+	const struct match *mt;
+	const struct merged *m;
+	const char *top_name;
+	int is_time;
+};
 
-	fputs("# Name Calls Subrs Excl Incl ProfileCalls # <metadata>", out);
-	ktau__meta(out, "Metric Name", metric);
-	for (i = 0; i < f->nm; i++)
-		ktau__meta(out, f->m[i].name, f->m[i].value);
+/* An earlier merge's attributes are not copied: this one writes its own. */
+static const char *mf_meta_value(const char *name, const char *value, void *arg)
+{
+	(void)arg;
+	return strncmp(name, "KTAU Merge", 10) ? value : NULL;
+}
+
+static void mf_meta(FILE *out, void *arg)
+{
+	const struct mfile *x = arg;
+	const struct match *mt = x->mt;
+	const struct merged *m = x->m;
+	char buf[512];
+
 	if (!mt->task) {
 		ktau__meta(out, "KTAU Merge", "ktaud merge: no kernel thread matched this TAU "
 			   "thread; copied without kernel data");
@@ -609,14 +622,14 @@ static void write_meta(FILE *out, const struct tfile *f, const char *metric,
 			 "ktaud merge: the kernel profile of thread %d, added without time "
 			 "alignment: its kernel routines and groups (exact calls and times) are "
 			 "callpath children of \"%s\"; which user routines incurred them is not "
-			 "known", (int)t->tid, top_name);
+			 "known", (int)t->tid, x->top_name);
 		ktau__meta(out, "KTAU Merge", buf);
 		ktau__meta_u64(out, "KTAU Merge tid", (unsigned long long)t->tid);
 		ktau__meta_u64(out, "KTAU Merge pid", (unsigned long long)t->pid);
 		ktau__clean_name(comm, sizeof(comm), t->comm[0] ? t->comm : "?");
 		ktau__meta(out, "KTAU Merge comm", comm);
 		ktau__meta(out, "KTAU Merge Match", mt->how);
-		ktau__meta(out, "KTAU Merge Attached To", top_name);
+		ktau__meta(out, "KTAU Merge Attached To", x->top_name);
 		if (m->why_node)
 			ktau__meta(out, "KTAU Merge Reason", m->why_node);
 		snprintf(buf, sizeof(buf), "%.16G", m->kernel_us);
@@ -630,7 +643,35 @@ static void write_meta(FILE *out, const struct tfile *f, const char *metric,
 		if (t->flags & KTAU_TASK_PROCESS)
 			ktau__meta_u64(out, "KTAU Merge Threads Summed", t->nthreads);
 	}
-	fputs("</metadata>\n", out);
+}
+
+/* The top routine (and its callpath ends) lose the kernel time. */
+static double mf_excl(const struct tfile *f, size_t i, void *arg)
+{
+	const struct mfile *x = arg;
+	const struct tfunc *fn = &f->f[i];
+	const char *last = strrchr(fn->name, '>');
+
+	if (!x->is_time || !x->mt->task || x->m->node)
+		return fn->excl;
+	if (i == x->m->top)
+		return x->m->new_excl;
+	if (fn->callpath && last && !strcmp(last + 2, x->top_name) && fn->excl > x->m->new_excl)
+		return x->m->new_excl;
+	return fn->excl;
+}
+
+static void mf_rows(FILE *out, void *arg)
+{
+	const struct mfile *x = arg;
+	size_t i;
+
+	for (i = 0; i < x->m->nk; i++) {
+		const struct krow *k = &x->m->k[i];
+
+		fprintf(out, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"%s\"\n", k->name, k->calls,
+			x->is_time ? k->excl : 0.0, x->is_time ? k->incl : 0.0, k->group);
+	}
 }
 
 /* One output file: f of metric 'metric', time metric or not. */
@@ -638,65 +679,20 @@ static int write_file(struct ktau_outdir *od, const char *name, const struct tfi
 		      const char *metric, int is_time, const struct match *mt,
 		      const struct merged *m)
 {
-	const char *top_name = !mt->task ? "" : m->node ? m->node_name : f->f[m->top].name;
+	struct mfile x = {
+		.f = f, .mt = mt, .m = m, .is_time = is_time,
+		.top_name = !mt->task ? "" : m->node ? m->node_name : f->f[m->top].name,
+	};
+	struct tfile_out o = {
+		.metric = metric, .meta_value = mf_meta_value, .meta = mf_meta, .excl = mf_excl,
+		.nextra = mt->task ? m->nk : 0, .rows = mt->task ? mf_rows : NULL, .arg = &x,
+	};
 	FILE *out = ktau_outdir_create(od, name);
-	size_t i;
 	int ret;
 
 	if (!out)
 		return -errno;
-	fprintf(out, "%zu templated_functions_MULTI_%s\n", f->nf + (mt->task ? m->nk : 0), metric);
-	write_meta(out, f, metric, mt, m, top_name);
-	for (i = 0; i < f->nf; i++) {
-		const struct tfunc *x = &f->f[i];
-		double excl = x->excl;
-		char *group = x->group;
-		char *cpg = NULL;
-
-		if (is_time && mt->task && !m->node) {
-			const char *last = strrchr(x->name, '>');
-
-			if (i == m->top)
-				excl = m->new_excl;
-			else if (x->callpath && last && !strcmp(last + 2, top_name) && excl > m->new_excl)
-				excl = m->new_excl;
-		}
-		if (x->callpath) {
-			/* TAU_CALLPATH|<group of the last element>. */
-			const char *last = strrchr(x->name, '>');
-			size_t j;
-
-			for (j = 0; last && j < f->nf; j++)
-				if (!f->f[j].callpath && !strcmp(f->f[j].name, last + 2))
-					break;
-			if (last && j < f->nf) {
-				cpg = ktau__strfmt("TAU_CALLPATH|%s", f->f[j].group);
-				if (cpg)
-					group = cpg;
-			} else if (!group_has(group, "TAU_CALLPATH")) {
-				cpg = ktau__strfmt("TAU_CALLPATH|%s", group);
-				if (cpg)
-					group = cpg;
-			}
-		}
-		fprintf(out, "\"%s\" %llu %llu %.16G %.16G 0 GROUP=\"%s\"\n", x->name, x->calls,
-			x->subrs, excl, x->incl, group);
-		free(cpg);
-	}
-	for (i = 0; mt->task && i < m->nk; i++) {
-		const struct krow *k = &m->k[i];
-
-		fprintf(out, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"%s\"\n", k->name, k->calls,
-			is_time ? k->excl : 0.0, is_time ? k->incl : 0.0, k->group);
-	}
-	fputs("0 aggregates\n", out);
-	if (f->ne) {
-		fprintf(out, "%zu userevents\n# eventname numevents max min mean sumsqr\n", f->ne);
-		for (i = 0; i < f->ne; i++)
-			fprintf(out, "\"%s\" %llu %.16G %.16G %.16G %.16G\n", f->e[i].name, f->e[i].n,
-				f->e[i].max, f->e[i].min, f->e[i].mean, f->e[i].sumsqr);
-	}
-	ret = ferror(out) ? -EIO : 0;
+	ret = tfile_write(out, f, &o);
 	if (fclose(out) && !ret)
 		ret = -errno;
 	return ret;

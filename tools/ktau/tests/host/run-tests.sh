@@ -19,7 +19,7 @@ LOG=$W/log
 # ---- ktaud's command line ----
 c_help() {
 	"$KTAUD" --help >"$LOG" 2>&1 || return 1
-	for c in dump run watch export merge plot functions control sample probe drill callgraph; do
+	for c in dump run watch export merge combine plot functions control sample probe drill callgraph; do
 		"$KTAUD" $c --help >>"$LOG" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 	done
 	[ -f "$TOOLS/man/ktaud.1" ] && man -l "$TOOLS/man/ktaud.1" >/dev/null 2>&1 || true
@@ -45,6 +45,7 @@ c_bad_arguments() {
 	expect_rc 2 "$KTAUD" plot top -o x.gif 1 || return 1
 	expect_rc 2 "$KTAUD" export || return 1
 	expect_rc 2 "$KTAUD" merge || return 1
+	expect_rc 2 "$KTAUD" combine || return 1
 	expect_rc 2 "$KTAUD" sample || return 1
 	expect_rc 2 "$KTAUD" sample -e bogus true || return 1
 	expect_rc 2 "$KTAUD" sample -e cpu-clock:5us true || return 1
@@ -350,6 +351,58 @@ c_watch_two_sessions() {
 	grep -q "a delta that does not continue" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
+# An MPI job without mpirun: 4 ranks of the instrumented example at once,
+# each into its own directory (KTAU_PROFILE_DIR with %r, %h), combined
+# into one profile whose nodes are the ranks; and into one shared
+# directory, where nothing is lost. Both pass the strict checker.
+c_combine_ranks() {
+	rm -rf "$IN"/rank-* "$W/shared-ranks"
+	pids=
+	for r in 0 1 2 3; do
+		case $r in
+		0) v=OMPI_COMM_WORLD_RANK ;; 1) v=PMI_RANK ;; 2) v=PMIX_RANK ;; 3) v=SLURM_PROCID ;;
+		esac
+		env $v=$r KTAU_PROFILE_DIR="$IN/rank-%r-%h" "$DEMO" -q -c 1000 -s 1 -S 1 -n 2 -m 2 \
+			>"$LOG.$r" 2>&1 &
+		pids="$pids $!"
+		env $v=$r "$DEMO" -q -o "$W/shared-ranks" -c 1000 -s 1 -S 1 -n 2 -m 2 >"$LOG.s$r" 2>&1 &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait $p || { cat "$LOG".* | sed 's/^/#   /'; return 1; }; done
+	h=$(hostname)
+	for r in 0 1 2 3; do
+		[ -f "$IN/rank-$r-$h/profile.$r.0.2" ] || { echo "# rank $r: $(ls "$IN/rank-$r-$h")"; return 1; }
+		[ -f "$W/shared-ranks/profile.$r.0.2" ] || { echo "# shared: $(ls "$W/shared-ranks")"; return 1; }
+	done
+	"$KTAUD" combine -o "$W/combined" "$IN"/rank-3-* "$IN"/rank-1-* "$IN"/rank-0-* "$IN"/rank-2-* \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "4 inputs, 4 nodes$" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	for r in 0 1 2 3; do
+		p="$W/combined/profile.$r.0.0"
+		grep -q "<name>Node</name><value>$r</value>" "$p" &&
+		grep -q "<name>Hostname</name><value>$h</value>" "$p" &&
+		grep -q "<name>KTAU Combine Source</name><value>$IN/rank-$r-$h</value>" "$p" ||
+			{ echo "# $p: node, host or source"; return 1; }
+		grep -q '^"main" 1 ' "$p" || return 1
+	done
+	"$TAUCHECK" "$W/combined" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Outputs without ranks (all node 0, 1, 2): in argument order.
+	"$KTAUD" export --tau "$IN/exp-a" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+	"$KTAUD" export --processes --tau "$IN/exp-b" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" combine -o "$W/combined-runs" "$IN/exp-a" "$IN/exp-b" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "6 nodes (inputs share node numbers" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "<name>KTAU Combine Node</name><value>2</value>" "$W/combined-runs/profile.5.0.0" &&
+		grep -q "<name>KTAU Combine Source</name><value>$IN/exp-b</value>" \
+			"$W/combined-runs/profile.5.0.0" || return 1
+	# Combined again (ours): replaced; different metrics: refused.
+	"$KTAUD" combine -q -o "$W/combined-runs" "$IN/exp-b" >"$LOG" 2>&1 || return 1
+	[ "$(ls "$W/combined-runs" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
+		{ echo "# again: $(ls "$W/combined-runs")"; return 1; }
+	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$W/merged-multi" || return 1
+	grep -q "do not have the same metrics" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+}
+
 # Bad inputs: a clear message and a non-zero exit, never a crash.
 merge_err() {
 	want=$1 text=$2
@@ -460,7 +513,7 @@ c_analyzer() {
 	echo 'int main(void){return 0;}' >"$IN/a.c"
 	$cc -fanalyzer -c -o "$IN/a.o" "$IN/a.c" 2>/dev/null ||
 		{ SKIP="$cc has no -fanalyzer"; return 77; }
-	for f in lib/outdir.c lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/tauprofile.c \
+	for f in lib/outdir.c lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/combine.c ktaud/tauprofile.c \
 		lib/callgraph.c lib/probe.c lib/drill.c ktaud/probe.c ktaud/drill.c ktaud/callgraph.c; do
 		$cc -std=gnu11 -O1 -fanalyzer -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES \
 			-I"$TOOLS/lib" -I"$TOOLS/ktaud" -c -o "$IN/an.o" "$TOOLS/$f" >"$LOG" 2>&1 ||
@@ -488,7 +541,8 @@ c_taucheck() {
 }
 
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
-c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_watch_two_sessions c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
+c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_watch_two_sessions c_combine_ranks
+c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
