@@ -286,6 +286,20 @@ int expand_outputs(struct out_opts *o)
 	return EX_KT_OK;
 }
 
+int prepare_outputs(struct out_opts *o)
+{
+	int ret;
+
+	o->rank = ktau_mpi_rank();
+	o->has_rank = o->rank >= 0;
+	ret = expand_outputs(o);
+	if (ret || !o->tau_dir)
+		return ret;
+	ret = ktau_outdir_open(o->tau_dir, "kernel", o->has_rank ? o->rank : -1,
+			       KTAU_OUTDIR_CHECK | (o->force ? KTAU_OUTDIR_FORCE : 0), NULL);
+	return ret ? outdir_report(ret, "the command is not run") : EX_KT_OK;
+}
+
 void free_outputs(struct out_opts *o)
 {
 	size_t i;

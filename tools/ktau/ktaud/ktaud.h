@@ -65,6 +65,12 @@ struct out_opts {
 };
 /* Expand %r, %p, %h in the paths of o (0, or an exit code after a message). */
 int expand_outputs(struct out_opts *o);
+/*
+ * Before a command runs: the MPI rank into o, its paths expanded, and its
+ * TAU directory checked (refused when it holds others' files, unless
+ * --force). 0, or an exit code after a message; free_outputs() after.
+ */
+int prepare_outputs(struct out_opts *o);
 void free_outputs(struct out_opts *o);
 /*
  * An error of ktau_outdir_open/_create (or of a writer that uses them)

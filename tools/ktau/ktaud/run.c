@@ -206,13 +206,13 @@ int cmd_run(int argc, char **argv)
 	if (ra.sample_folded && !spec)
 		return usage_err("run", "--sample-folded needs --sample");
 	ra.cmd = argv + optind;
-	if (spec) {
+	ret = prepare_outputs(&ra.oo);
+	if (!ret && spec)
 		ret = ssess_new("run", spec, interval, 0, &ra.ss);
-		if (ret)
-			return ret;
-	}
-	ret = run_command(&ra);
+	if (!ret)
+		ret = run_command(&ra);
 	ssess_free(ra.ss);
+	free_outputs(&ra.oo);
 	return ret;
 }
 
@@ -353,15 +353,20 @@ int run_command(struct run_args *ra)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		snap->time_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	}
-	/* Under an MPI launcher, the rank's node (its processes contexts). */
-	oo.rank = ktau_mpi_rank();
-	oo.has_rank = oo.rank >= 0;
-	ret = expand_outputs(&oo);
-	if (!ret)
-		ret = ra->ss ? ssess_write_outputs(ra->ss, ra, snap, reg, &oo)
-			     : write_outputs(snap, reg, &oo);
-	if (ret)
-		err_msg("the profile could not be written completely");
+	/* Under an MPI launcher, the rank's node (its processes contexts):
+	 * prepare_outputs() has set it. */
+	ret = ra->ss ? ssess_write_outputs(ra->ss, ra, snap, reg, &oo)
+		     : write_outputs(snap, reg, &oo);
+	if (ret) {
+		/* Checked before the run: the command wrote there meanwhile? */
+		err_msg("the profile could not be written completely%s",
+			strstr(ktau_output_error(), "did not write") ?
+			" (the command wrote into the directory while it ran: libktau's runtime "
+			"writes KTAU_PROFILE_DIR, default ktau-profile; give ktaud another -o)" : "");
+		/* The command's status, unless it succeeded: then ours. */
+		if (!rc)
+			rc = EX_KT_FAIL;
+	}
 	else if (oo.tau_dir)
 		nfiles = snap->ntasks;
 	if (!ra->quiet) {
@@ -372,7 +377,6 @@ int run_command(struct run_args *ra)
 	}
 	if (ra->inspect)
 		ra->inspect(snap, reg, ra->inspect_arg);
-	free_outputs(&oo);
 	ktau_snap_free(snap);
 	ktau_registry_free(reg);
 	return rc;

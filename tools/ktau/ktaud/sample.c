@@ -929,11 +929,7 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 	ktau_snap_sort(delta);
 	reg = load_registry();
 	ktau_snap_fill_host(delta);
-	oo.rank = ktau_mpi_rank();
-	oo.has_rank = oo.rank >= 0;
-	rc = expand_outputs(&oo);
-	if (!rc)
-		rc = ssess_write_outputs(s, aa->ra, delta, reg, &oo);
+	rc = ssess_write_outputs(s, aa->ra, delta, reg, &oo);
 	if (!aa->ra->quiet) {
 		fprintf(stderr, "ktaud: sampled %zu thread%s for %.3f s\n", s->nth,
 			s->nth == 1 ? "" : "s", now_s() - t0);
@@ -943,7 +939,6 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 				oo.tau_dir, delta->ntasks);
 	}
 out:
-	free_outputs(&oo);
 	ktau_registry_free(reg);
 	ktau_snap_free(base);
 	ktau_snap_free(prev);
@@ -1059,7 +1054,7 @@ int cmd_sample(int argc, char **argv)
 			  "or -p PID");
 	else if ((aa.tids || aa.duration) && !aa.nids)
 		usage_err("sample", "--tid and --duration go with -p");
-	else
+	else if (!(ret = prepare_outputs(&ra.oo)))
 		ret = ssess_new("sample", spec, interval, capacity, &s);
 	if (!ret) {
 		if (aa.nids) {
@@ -1071,6 +1066,7 @@ int cmd_sample(int argc, char **argv)
 		}
 	}
 	ssess_free(s);
+	free_outputs(&ra.oo);
 	free(aa.ids);
 	return ret;
 }

@@ -252,6 +252,8 @@ struct ktau_sample_profile;
  *    node there (the manifest is locked with flock() until closed);
  *  - removes the files of the writer's earlier run, the ones its
  *    manifest lists that still look like its own, and nothing else.
+ * With KTAU_OUTDIR_CHECK, only says (0 or the error, *od NULL) whether
+ * dir would be refused for others' files, touching nothing.
  * ktau_outdir_create() creates dir/name (name: "file" or "subdir/file")
  * with O_EXCL, after listing it: -EEXIST (errno) when the file exists,
  * which is never replaced (two ranks with one number, two jobs in one
@@ -259,6 +261,8 @@ struct ktau_sample_profile;
  */
 struct ktau_outdir;
 #define KTAU_OUTDIR_FORCE	1
+/* Only check (before a long run): what open would refuse, nothing made. */
+#define KTAU_OUTDIR_CHECK	2
 int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int flags,
 		     struct ktau_outdir **od);
 /* A new file dir/name for writing; NULL with errno on failure. */

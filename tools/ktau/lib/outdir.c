@@ -389,6 +389,34 @@ static int write_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
+/* The message of a directory that holds bad, a file not listed. */
+static int refuse(const char *dir, const char *kind, const char *bad)
+{
+	return fail(-ENOTEMPTY, "%s holds '%s', which is not from an earlier output of this kind "
+		    "(%s): nothing was changed; write into another (or an empty) directory", dir,
+		    bad, kind);
+}
+
+static int check_only(const char *dir, const char *kind, unsigned int flags)
+{
+	char bad[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	if (stat(dir, &st))
+		return errno == ENOENT ? 0 : fail(-errno, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(-ENOTDIR, "%s is not a directory", dir);
+	if (access(dir, W_OK | X_OK))
+		return fail(-errno, "cannot write in %s: %s", dir, strerror(errno));
+	if (flags & KTAU_OUTDIR_FORCE)
+		return 0;
+	ret = find_foreign(dir, kind, bad, sizeof(bad));
+	if (ret > 0)
+		return refuse(dir, kind, bad);
+	return ret ? fail(ret, "cannot read %s: %s", dir, strerror(-ret)) : 0;
+}
+
 int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int flags,
 		     struct ktau_outdir **out)
 {
@@ -398,10 +426,15 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	size_t oldlen = 0;
 	int ret, created = 0;
 
-	*out = NULL;
+	if (out)
+		*out = NULL;
 	why[0] = '\0';
 	if (!dir || !*dir || !kind || !*kind || strchr(kind, '/') || strchr(kind, '.'))
 		return fail(-EINVAL, "no output directory given");
+	if (flags & KTAU_OUTDIR_CHECK)
+		return check_only(dir, kind, flags);
+	if (!out)
+		return fail(-EINVAL, "no place for the directory's handle");
 	od = calloc(1, sizeof(*od));
 	if (!od)
 		return -ENOMEM;
@@ -443,9 +476,7 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	if (!(flags & KTAU_OUTDIR_FORCE)) {
 		ret = find_foreign(dir, kind, bad, sizeof(bad));
 		if (ret > 0) {
-			ret = fail(-ENOTEMPTY, "%s holds '%s', which this %s writer did not write: "
-				   "nothing was changed; write into another (or an empty) directory",
-				   dir, bad, kind);
+			ret = refuse(dir, kind, bad);
 			goto err;
 		}
 		if (ret) {

@@ -290,12 +290,13 @@ c_merge_mismatch() {
 # our own earlier files are replaced; export, dump and merge alike.
 c_outdir_keeps_others() {
 	R=$FIXTURES/run.ktau
+	make_tau_input 55 || return 1
 	rm -rf "$IN/own" "$IN/own.orig" && mkdir -p "$IN/own" || return 1
 	tau_file "$IN/own/profile.0.0.0" 4242
 	echo "my notes" >"$IN/own/notes.txt"
 	cp -a "$IN/own" "$IN/own.orig" || return 1
 	expect_rc 1 "$KTAUD" export --tau "$IN/own" "$R" || return 1
-	grep -q "did not write" "$LOG" && grep -q -- "--force" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "is not from an earlier output" "$LOG" && grep -q -- "--force" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	diff -r "$IN/own" "$IN/own.orig" >"$W/diff" 2>&1 || { echo "# changed:"; sed 's/^/#   /' "$W/diff"; return 1; }
 	# --force: beside them, never over them (profile.0.0.0 is theirs).
 	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
@@ -304,14 +305,15 @@ c_outdir_keeps_others() {
 	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
 	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs removed"; return 1; }
 	expect_rc 1 "$KTAUD" merge -q -p 55 -o "$IN/own" "$IN/tau" "$R" || return 1
-	grep -q "did not write" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "is not from an earlier output of this kind (merge)" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# A directory of ours: replaced by the next export, 4 files then 3.
 	"$KTAUD" export --tau "$W/ours" "$R" >"$LOG" 2>&1 || return 1
 	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(ls "$W/ours" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
 		{ echo "# files: $(ls "$W/ours")"; return 1; }
 	# Another writer's output (the runtime's, merge's) is not ours either.
-	expect_rc 1 "$KTAUD" export --tau "$W/merged-map" "$R" || return 1
+	"$KTAUD" merge -q -p 55 -o "$W/keep-merged" "$IN/tau" "$R" >"$LOG" 2>&1 || return 1
+	expect_rc 1 "$KTAUD" export --tau "$W/keep-merged" "$R" || return 1
 	# Their notes among ours, with --force: kept, ours replaced.
 	echo "my notes" >"$W/ours/notes.txt"
 	expect_rc 1 "$KTAUD" export --tau "$W/ours" "$R" || return 1
@@ -325,6 +327,23 @@ c_outdir_keeps_others() {
 	grep -q "libktau: the profile was not written: .*KTAU_PROFILE_FORCE" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	cmp -s "$IN/app/profile.0.0.0" "$IN/app.orig" && [ "$(ls "$IN/app")" = profile.0.0.0 ]
+}
+
+# The commands that run a command check their output directory first:
+# refused before the command runs (on any host, KTAU or not), nothing
+# touched, nothing made.
+c_run_checks_output() {
+	rm -rf "$IN/busy" "$IN/fresh" && mkdir -p "$IN/busy" && echo "my notes" >"$IN/busy/notes.txt"
+	for cmd in "run" "sample" "run --sample cpu-clock" "probe add vfs_read"; do
+		expect_rc 1 "$KTAUD" $cmd -o "$IN/busy" -- touch "$IN/ran" || return 1
+		grep -q "the command is not run: .*notes.txt" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+		[ ! -e "$IN/ran" ] && [ "$(ls -A "$IN/busy")" = notes.txt ] ||
+			{ echo "# '$cmd': ran, or the directory changed: $(ls -A "$IN/busy")"; return 1; }
+	done
+	# %r, %p, %h in -o: the check is of the expanded name.
+	mkdir -p "$IN/busy-0-$(hostname)" && echo x >"$IN/busy-0-$(hostname)/x"
+	expect_rc 1 "$KTAUD" run -o "$IN/busy-%r-%h" -- true || return 1
+	grep -q "busy-0-$(hostname) holds 'x'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # A directory into which 'ktaud watch' was started twice: two baselines.
@@ -541,7 +560,8 @@ c_taucheck() {
 }
 
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
-c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_watch_two_sessions c_combine_ranks
+c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
+c_combine_ranks
 c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
