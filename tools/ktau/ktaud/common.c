@@ -331,6 +331,11 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 	}
 	if (o->save_path) {
 		ret = ktau_snap_save(o->save_path, snap, reg);
+		if (ret == -EEXIST) {
+			err_msg("%s exists and is not a snapshot file: it is left as it is; give "
+				"another --save FILE", o->save_path);
+			return EX_KT_FAIL;
+		}
 		if (ret < 0) {
 			err_msg("cannot save the snapshot to %s: %s", o->save_path, strerror(-ret));
 			return EX_KT_FAIL;

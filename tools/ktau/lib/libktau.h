@@ -168,8 +168,16 @@ int ktau_snap_accumulate(struct ktau_snap *a, const struct ktau_snap *b);
  * the binary ABI. reg may be NULL.
  */
 struct ktau_registry;
+/*
+ * Save snap to path, which is never seen half-written; an existing path
+ * is replaced only when it is a snapshot file itself (-EEXIST for any
+ * other file: it is left as it is).
+ */
 int ktau_snap_save(const char *path, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg);
+/* The same, never replacing anything: -EEXIST when path exists. */
+int ktau_snap_save_new(const char *path, const struct ktau_snap *snap,
+		       const struct ktau_registry *reg);
 /* Parse a file's bytes; *regp (if not NULL) gets its registry. */
 int ktau_snap_parse_file(const void *buf, size_t len, struct ktau_snap **out,
 			 struct ktau_registry **regp);

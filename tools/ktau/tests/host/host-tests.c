@@ -1196,6 +1196,50 @@ static int t_mpi_rank_templates(void)
 	return 0;
 }
 
+/* A text file of this content: 0 when it has it. */
+static int text_is(const char *path, const char *text)
+{
+	char buf[256];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strcmp(buf, text);
+}
+
+/*
+ * Snapshot files replace only snapshot files (--save FILE); watch's never
+ * replace anything (two watches in one directory).
+ */
+static int t_snap_save_no_replace(void)
+{
+	struct ktau_snap *s = NULL;
+	struct ktau_registry *reg = NULL;
+	char path[512], notes[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/process.ktau", fx);
+	CHECK(ktau_snap_load(path, &s, &reg) == 0, "load");
+	snprintf(notes, sizeof(notes), "%s/notes.txt", tmpdir);
+	f = fopen(notes, "w");
+	CHECK(f && fputs("my notes\n", f) >= 0 && !fclose(f), "notes");
+	CHECK(ktau_snap_save(notes, s, reg) == -EEXIST, "a text file was replaced");
+	CHECK(text_is(notes, "my notes\n") == 0, "the notes changed");
+	snprintf(path, sizeof(path), "%s/snap-000000.ktau", tmpdir);
+	CHECK(ktau_snap_save_new(path, s, reg) == 0, "save_new");
+	CHECK(ktau_snap_save_new(path, s, reg) == -EEXIST, "save_new replaced a file");
+	CHECK(ktau_snap_save(path, s, reg) == 0, "a snapshot file is replaced by save");
+	snprintf(notes, sizeof(notes), "%s/snap-000000.ktau.tmp-%d", tmpdir, (int)getpid());
+	CHECK(access(notes, F_OK), "a temporary file is left");
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
 static const struct host_test tests[] = {
 	{ "registry_fixture", t_registry_fixture },
 	{ "registry_rejects_bad", t_registry_rejects_bad },
@@ -1223,6 +1267,7 @@ static const struct host_test tests[] = {
 	{ "tau_rows", t_tau_rows },
 	{ "tau_ranks_concurrent", t_tau_ranks_concurrent },
 	{ "mpi_rank_templates", t_mpi_rank_templates },
+	{ "snap_save_no_replace", t_snap_save_no_replace },
 };
 
 int main(int argc, char **argv)

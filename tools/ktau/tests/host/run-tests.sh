@@ -346,6 +346,22 @@ c_run_checks_output() {
 	grep -q "busy-0-$(hostname) holds 'x'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
+# --save FILE replaces a snapshot file, nothing else; watch warns when
+# it starts a second session in a directory (before it opens KTAU).
+c_save_and_watch_keep() {
+	echo "my notes" >"$IN/notes.ktau"
+	expect_rc 1 "$KTAUD" export --save "$IN/notes.ktau" "$FIXTURES/run.ktau" || return 1
+	grep -q "is not a snapshot file: it is left as it is" "$LOG" &&
+		[ "$(cat "$IN/notes.ktau")" = "my notes" ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" export --save "$IN/again.ktau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+		"$KTAUD" export --save "$IN/again.ktau" "$FIXTURES/process.ktau" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	rm -rf "$IN/w1" && mkdir -p "$IN/w1" && cp "$FIXTURES/watch/snap-000000.ktau" "$IN/w1/"
+	"$KTAUD" watch -c 1 -i 0.01 -o "$IN/w1" >"$LOG" 2>&1
+	grep -q "warning: .*w1 already holds the snapshots of an earlier watch" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
 # A directory into which 'ktaud watch' was started twice: two baselines.
 # Adding them up would double the totals: refused, with what to do.
 c_watch_two_sessions() {
@@ -562,7 +578,7 @@ c_taucheck() {
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks
-c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
