@@ -464,6 +464,8 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	}
 	if (flock(od->fd, LOCK_EX | LOCK_NB)) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		/* Made by us but taken by the other writer: it is its now. */
+		created = 0;
 		if (node >= 0)
 			fail(ret, "another process is writing the %s output of node %d into %s right "
 			     "now: give each process its own directory (%%p, %%r or %%h in its "

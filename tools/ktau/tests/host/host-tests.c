@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/ktau.h>
@@ -1152,9 +1154,21 @@ static int t_tau_ranks_concurrent(void)
 	{
 		struct ktau_tau_opts o = { .dense_processes = 1, .has_rank = 1, .rank = 2 };
 
+		int fd, ret;
+
 		CHECK(ktau_write_tau(dir, s, reg, &o) == 4, "rank 2 again");
 		snprintf(path, sizeof(path), "%s/profile.3.2.0", dir);
 		CHECK(!access(path, F_OK), "rank 2 removed rank 3's files");
+		/* Another process writing rank 2 right now (its manifest locked). */
+		snprintf(path, sizeof(path), "%s/.ktau-written.kernel.2", dir);
+		fd = open(path, O_RDONLY);
+		CHECK(fd >= 0 && !flock(fd, LOCK_EX), "lock %s", path);
+		ret = ktau_write_tau(dir, s, reg, &o);
+		close(fd);
+		CHECK(ret == -EBUSY && strstr(ktau_output_error(), "node 2"),
+		      "two writers of rank 2 at once: %d (%s)", ret, ktau_output_error());
+		snprintf(path, sizeof(path), "%s/profile.2.0.0", dir);
+		CHECK(!access(path, F_OK), "the busy writer removed files");
 	}
 	keep_for_checker(dir, "ranks");
 	ktau_snap_free(s);
