@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ktaud.h"
 #include "internal.h"
@@ -26,7 +27,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-"Usage: ktaud combine [options] <tau-dir>...\n\n"
+"Usage: ktaud combine [options] <tau-dir>...\n"
+"       ktaud combine [options] <snapshot-file>...\n\n"
 "Join the TAU profile directories of the ranks of an MPI job (one per rank,\n"
 "as 'ktaud run -o prof-%%r' or KTAU_PROFILE_DIR=prof-%%r write them, on one\n"
 "machine or several) into one TAU profile directory whose nodes are the\n"
@@ -34,7 +36,9 @@ static void help(FILE *f)
 "(the ranks); when inputs share a node number they are taken in argument\n"
 "order. Nodes are numbered densely from 0; contexts and threads are kept.\n"
 "Every file gets its host name (\"Hostname\"), and \"KTAU Combine Node\" and\n"
-"\"KTAU Combine Source\" (where it came from) in its metadata.\n\n"
+"\"KTAU Combine Source\" (where it came from) in its metadata.\n"
+"Snapshot files ('ktaud run --save prof-%%r.ktau'), one per rank: node N is\n"
+"the N-th file (give them in rank order), its processes contexts 0, 1, ...\n\n"
 "  -o, --output DIR     the combined profile (default: ktau-combined); %%r,\n"
 "                       %%p, %%h as for 'ktaud run'\n"
 "  -f, --force          write into a directory that holds files combine did\n"
@@ -134,6 +138,56 @@ static const struct tmetric *find_metric(const struct tprofile *p, const char *m
 	return NULL;
 }
 
+/*
+ * Snapshot files, one per rank (ktaud run --save prof-%r.ktau): node i is
+ * the i-th file, its processes contexts, as 'ktaud run' writes a rank.
+ */
+static int combine_snapshots(char **files, size_t n, const char *outdir, int force, int quiet)
+{
+	struct ktau_outdir *od = NULL;
+	size_t i;
+	int ret, rc = EX_KT_OK;
+
+	ret = ktau_outdir_open(outdir, "combine", -1, force ? KTAU_OUTDIR_FORCE : 0, &od);
+	if (ret)
+		return outdir_report(ret, "combine");
+	for (i = 0; i < n && !rc; i++) {
+		const char *meta[] = { "KTAU Combine Source", files[i] };
+		struct ktau_tau_opts o = { .dense_processes = 1, .has_rank = 1, .rank = (int)i,
+					   .extra_meta = meta, .nextra = 1 };
+		struct ktau_registry *reg = NULL;
+		struct ktau_snap *snap = NULL;
+
+		ret = ktau_snap_load(files[i], &snap, &reg);
+		if (ret == -EBADMSG)
+			err_msg("%s is not a KTAU snapshot file, or it is truncated or garbled",
+				files[i]);
+		else if (ret)
+			err_msg("cannot read %s: %s", files[i], strerror(-ret));
+		else if (!snap->ntasks)
+			err_msg("%s has no task: rank %zu would have no profile", files[i], i);
+		if (!ret && snap->ntasks) {
+			ktau_snap_sort(snap);
+			ret = ktau_write_tau_into(od, snap, reg, &o);
+			if (ret < 0)
+				rc = outdir_report(ret, "combine");
+			else if (!quiet)
+				fprintf(stderr, "ktaud combine:   node %zu <- %s (%s, %d file%s)\n", i,
+					files[i], snap->hostname[0] ? snap->hostname : "host unknown",
+					ret, ret == 1 ? "" : "s");
+		} else {
+			rc = EX_KT_FAIL;
+		}
+		ktau_snap_free(snap);
+		ktau_registry_free(reg);
+	}
+	ktau_outdir_close(od);
+	if (!rc && !quiet)
+		fprintf(stderr, "ktaud combine: %zu snapshot file%s, %zu nodes (in argument order); "
+			"profile: %s/ (paraprof, pprof)\n", n, n == 1 ? "" : "s", n, outdir);
+	return rc;
+}
+
 int cmd_combine(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -170,6 +224,20 @@ int cmd_combine(int argc, char **argv)
 	hosts = calloc(nin, sizeof(*hosts));
 	if (!outdir || !prof || !hosts) {
 		rc = report(-ENOMEM, "combine");
+		goto out;
+	}
+	/* Snapshot files, or TAU directories: not both. */
+	for (i = 0, j = 0; i < nin; i++) {
+		struct stat st;
+
+		j += !stat(argv[optind + i], &st) && S_ISREG(st.st_mode);
+	}
+	if (j && j != nin) {
+		rc = usage_err("combine", "give TAU profile directories or snapshot files, not both");
+		goto out;
+	}
+	if (j) {
+		rc = combine_snapshots(argv + optind, nin, outdir, force, quiet);
 		goto out;
 	}
 	for (i = 0; i < nin; i++) {

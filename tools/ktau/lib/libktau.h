@@ -350,6 +350,13 @@ struct ktau_tau_opts {
  */
 int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg, const struct ktau_tau_opts *opts);
+/*
+ * The same into a directory the caller has opened (ktau_outdir_open, of
+ * any kind), as 'ktaud combine' writes several snapshots, one node each
+ * (opts->has_rank, opts->rank), into one. opts->force is not used here.
+ */
+int ktau_write_tau_into(struct ktau_outdir *od, const struct ktau_snap *snap,
+			const struct ktau_registry *reg, const struct ktau_tau_opts *opts);
 /* One TAU profile file of task t to f. */
 int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
 			const struct ktau_task *t, const struct ktau_registry *reg,

@@ -309,14 +309,8 @@ static int cmp_task_ptr(const void *a, const void *b)
 int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg, const struct ktau_tau_opts *opts)
 {
-	const struct ktau_task **order;
+	int ranked = opts && opts->has_rank && opts->rank >= 0, ret, ret2;
 	struct ktau_outdir *od;
-	char path[4096], sub[2][64], smname[40];
-	int node = 0, ctx = 0, thread = 0, ret, nfiles = 0, m;
-	int multi = ktau__has_samples(snap, opts), dense = opts && opts->dense_processes;
-	int ranked = opts && opts->has_rank && opts->rank >= 0;
-	size_t i;
-	FILE *f;
 
 	if (!snap->ntasks)
 		return 0;
@@ -324,15 +318,29 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 			       opts && opts->force ? KTAU_OUTDIR_FORCE : 0, &od);
 	if (ret)
 		return ret;
+	ret = ktau_write_tau_into(od, snap, reg, opts);
+	ret2 = ktau_outdir_close(od);
+	return ret < 0 || !ret2 ? ret : ret2;
+}
+
+int ktau_write_tau_into(struct ktau_outdir *od, const struct ktau_snap *snap,
+			const struct ktau_registry *reg, const struct ktau_tau_opts *opts)
+{
+	const struct ktau_task **order;
+	char path[4096], sub[2][64], smname[40];
+	int node = 0, ctx = 0, thread = 0, ret = 0, nfiles = 0, m;
+	int multi = ktau__has_samples(snap, opts), dense = opts && opts->dense_processes;
+	int ranked = opts && opts->has_rank && opts->rank >= 0;
+	size_t i;
+	FILE *f;
+
 	/* With samples, two metrics: MULTI__TIME and MULTI__<samples>. */
 	ktau__metric_name(smname, sizeof(smname), opts ? opts->sample_metric : NULL);
 	snprintf(sub[0], sizeof(sub[0]), "MULTI__TIME/");
 	snprintf(sub[1], sizeof(sub[1]), "MULTI__%s/", smname);
-	order = malloc(snap->ntasks * sizeof(*order));
-	if (!order) {
-		ktau_outdir_close(od);
+	order = malloc((snap->ntasks ? snap->ntasks : 1) * sizeof(*order));
+	if (!order)
 		return -ENOMEM;
-	}
 	for (i = 0; i < snap->ntasks; i++)
 		order[i] = &snap->tasks[i];
 	if (dense)
@@ -377,8 +385,5 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 			ret = -errno;
 	}
 	free(order);
-	m = ktau_outdir_close(od);
-	if (!ret)
-		ret = m;
 	return ret ? ret : nfiles;
 }

@@ -436,6 +436,20 @@ c_combine_ranks() {
 		{ echo "# again: $(ls "$W/combined-runs")"; return 1; }
 	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$W/merged-multi" || return 1
 	grep -q "do not have the same metrics" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Snapshot files, one per rank ('ktaud run --save prof-%r.ktau'), in
+	# argument order; not mixed with directories.
+	"$KTAUD" combine -o "$W/combined-snaps" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$W/combined-snaps" | tr '\n' ' ')" = \
+	  "profile.0.0.0 profile.0.0.1 profile.0.1.0 profile.0.2.0 profile.1.0.0 " ] ||
+		{ echo "# snapshots: $(ls "$W/combined-snaps")"; return 1; }
+	grep -q "<name>Hostname</name><value>ktau-guest</value>" "$W/combined-snaps/profile.1.0.0" &&
+	grep -q "<name>KTAU Combine Source</name><value>$FIXTURES/process.ktau</value>" \
+		"$W/combined-snaps/profile.1.0.0" || return 1
+	expect_rc 2 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$FIXTURES/run.ktau" || return 1
+	head -c 300 "$FIXTURES/run.ktau" >"$IN/cut.ktau"
+	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$FIXTURES/run.ktau" "$IN/cut.ktau" || return 1
+	grep -q "truncated or garbled" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # Bad inputs: a clear message and a non-zero exit, never a crash.
