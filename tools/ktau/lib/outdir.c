@@ -214,10 +214,29 @@ static int read_manifests(const char *top, const char *prefix, const char *kind,
 	return ret;
 }
 
+/* A directory of ours to look into: a metric's, or one with a manifest. */
+static int worth_entering(const char *path, const char *name)
+{
+	struct dirent *de;
+	int found = !strncmp(name, "MULTI__", 7);
+	DIR *d;
+
+	if (found)
+		return 1;
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d)))
+		found = is_manifest(de->d_name);
+	closedir(d);
+	return found;
+}
+
 /*
  * What top/prefix holds, as paths from top: files into files, and the
- * directories gone into (at most 4 deep) into dirs; an empty directory
- * is a file ("sub/"), a manifest is neither.
+ * directories gone into (at most 4 deep; only metric directories and
+ * those with a manifest) into dirs; an empty directory, or one not gone
+ * into, is a file ("sub/"), a manifest is neither.
  */
 static int list_tree(const char *top, const char *prefix, struct names *files,
 		     struct names *dirs, int depth)
@@ -242,11 +261,14 @@ static int list_tree(const char *top, const char *prefix, struct names *files,
 		    (int)sizeof(rel) - 2 ||
 		    snprintf(path, sizeof(path), "%s/%s", top, rel) >= (int)sizeof(path))
 			continue;
-		if (!lstat(path, &st) && S_ISDIR(st.st_mode) && depth < 4) {
-			ret = names_add(dirs, rel, strlen(rel));
-			if (!ret)
-				ret = list_tree(top, rel, files, dirs, depth + 1);
-			continue;
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode)) {
+			if (depth < 4 && worth_entering(path, de->d_name)) {
+				ret = names_add(dirs, rel, strlen(rel));
+				if (!ret)
+					ret = list_tree(top, rel, files, dirs, depth + 1);
+				continue;
+			}
+			strcat(rel, "/");
 		}
 		ret = names_add(files, rel, strlen(rel));
 	}

@@ -306,6 +306,10 @@ c_outdir_keeps_others() {
 	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs removed"; return 1; }
 	expect_rc 1 "$KTAUD" merge -q -p 55 -o "$IN/own" "$IN/tau" "$R" || return 1
 	grep -q "is not from an earlier output of this kind (merge)" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# A subdirectory of somebody's (not gone into): refused by its name.
+	rm -rf "$IN/sub" && mkdir -p "$IN/sub/data/deep" && echo x >"$IN/sub/data/deep/f"
+	expect_rc 1 "$KTAUD" export --tau "$IN/sub" "$R" || return 1
+	grep -q "holds 'data/'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# A directory of ours: replaced by the next export, 4 files then 3.
 	"$KTAUD" export --tau "$W/ours" "$R" >"$LOG" 2>&1 || return 1
 	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
@@ -434,7 +438,10 @@ c_combine_ranks() {
 	"$KTAUD" combine -q -o "$W/combined-runs" "$IN/exp-b" >"$LOG" 2>&1 || return 1
 	[ "$(ls "$W/combined-runs" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
 		{ echo "# again: $(ls "$W/combined-runs")"; return 1; }
-	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$W/merged-multi" || return 1
+	rm -rf "$IN/two" && mkdir -p "$IN/two/MULTI__TIME" "$IN/two/MULTI__PAPI_TOT_CYC"
+	tau_file "$IN/two/MULTI__TIME/profile.0.0.0" 57
+	tau_file "$IN/two/MULTI__PAPI_TOT_CYC/profile.0.0.0" 57 PAPI_TOT_CYC
+	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$IN/two" || return 1
 	grep -q "do not have the same metrics" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# Snapshot files, one per rank ('ktaud run --save prof-%r.ktau'), in
 	# argument order; not mixed with directories.
