@@ -14,8 +14,10 @@
  *    anything not listed in a manifest of the same kind (a user's own TAU
  *    profile, notes, another kind's output), unless KTAU_OUTDIR_FORCE.
  *  - Then it removes the files its own manifest lists from an earlier run,
- *    and only those that still look like ours (regular files of our
- *    names; profiles that start like a TAU profile).
+ *    and only those that are still as it left them (the inode, size and
+ *    time stamped at close; without a stamp, after a crash: regular files
+ *    of our names whose content starts like a TAU profile). A file
+ *    changed since is kept, and then in the way (-EEXIST).
  *  - Files are created with O_EXCL: a file that exists is never replaced
  *    (-EEXIST: another writer has the same node, or a foreign file has the
  *    name). The manifest is locked (flock) while the writer writes: a

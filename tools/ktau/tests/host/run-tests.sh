@@ -324,6 +324,13 @@ c_outdir_keeps_others() {
 	"$KTAUD" export --force --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(cat "$W/ours/notes.txt")" = "my notes" ] && [ -f "$W/ours/profile.0.0.1" ] || return 1
 	rm "$W/ours/notes.txt"
+	# One of ours that somebody changed since: kept, in the way (not replaced).
+	"$KTAUD" export --tau "$IN/edited" "$R" >"$LOG" 2>&1 || return 1
+	echo "# my remark" >>"$IN/edited/profile.1.0.0"
+	cp "$IN/edited/profile.1.0.0" "$IN/edited.orig"
+	expect_rc 1 "$KTAUD" export --tau "$IN/edited" "$R" || return 1
+	grep -q "profile.1.0.0 exists" "$LOG" && cmp -s "$IN/edited/profile.1.0.0" "$IN/edited.orig" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
 	# The runtime at exit: refused with a message, the app's files intact.
 	rm -rf "$IN/app" && mkdir -p "$IN/app" && tau_file "$IN/app/profile.0.0.0" 4242
 	cp "$IN/app/profile.0.0.0" "$IN/app.orig"
