@@ -281,19 +281,6 @@ static long run(int f, long arg)
 
 /* ---- Output ---- */
 
-static int mkdirs(const char *a, const char *b)
-{
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s", a);
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	snprintf(path, sizeof(path), "%s/%s", a, b);
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* DIR/interp/profile.0.0.0: the interpreted functions and their samples. */
 static int write_interp(const char *dir, const char *metric)
 {
@@ -306,25 +293,34 @@ static int write_interp(const char *dir, const char *metric)
 		"KTAU Sample Spec", metric, "pid", pid, "KTAU Signals Handled", sig,
 		"KTAU Samples Taken", total,
 	};
+	struct ktau_outdir *od;
 	int f, ret;
 	FILE *out;
 
-	ret = mkdirs(dir, "interp");
-	if (ret)
+	/* Never over anybody's files (see ktau_outdir_open). */
+	snprintf(path, sizeof(path), "%s/interp", dir);
+	ret = ktau_outdir_open(path, "interp", -1, 0, &od);
+	if (ret) {
+		fprintf(stderr, "ktau-interp: %s\n", ktau_output_error());
 		return ret;
+	}
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	snprintf(sig, sizeof(sig), "%lu", (unsigned long)nsignals);
 	snprintf(total, sizeof(total), "%llu", (unsigned long long)sstats.taken);
 	for (f = 0; f < NFUNCS; f++)
 		rows[f] = (struct ktau_tau_row){ fname[f], "INTERP", ncalls[f], 0,
 						 (double)excl_samples[f], (double)incl_samples[f] };
-	snprintf(path, sizeof(path), "%s/interp/profile.0.0.0", dir);
-	out = fopen(path, "w");
-	if (!out)
-		return -errno;
+	out = ktau_outdir_create(od, "profile.0.0.0");
+	if (!out) {
+		ret = -errno;
+		fprintf(stderr, "ktau-interp: %s\n", ktau_output_error());
+		ktau_outdir_close(od);
+		return ret;
+	}
 	ret = ktau_write_tau_rows(out, ktau_sample_event_name(spec.event), rows, NFUNCS, meta, 5);
 	if (fclose(out) && !ret)
 		ret = -errno;
+	ktau_outdir_close(od);
 	return ret;
 }
 

@@ -248,27 +248,94 @@ void print_tables(FILE *f, const struct ktau_snap *snap, const struct ktau_regis
 		print_task(f, snap, &snap->tasks[i], reg, o);
 }
 
+int outdir_report(int err, const char *cmd)
+{
+	const char *why = ktau_output_error();
+
+	if (!*why) {
+		err_msg("%s: %s", cmd, strerror(-err));
+		return EX_KT_FAIL;
+	}
+	err_msg("%s: %s%s", cmd, why, err == -ENOTEMPTY ? " (or give --force: files that are "
+		"not its own are never replaced)" : "");
+	return EX_KT_FAIL;
+}
+
+char *output_path(const char *tmpl)
+{
+	char *p = ktau_output_path(tmpl);
+
+	if (!p)
+		report(-ENOMEM, "output path");
+	return p;
+}
+
+int expand_outputs(struct out_opts *o)
+{
+	const char **paths[4] = { &o->tau_dir, &o->json_path, &o->folded_path, &o->save_path };
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		if (!*paths[i] || !strcmp(*paths[i], "-") || !strchr(*paths[i], '%'))
+			continue;
+		o->owned[i] = output_path(*paths[i]);
+		if (!o->owned[i])
+			return EX_KT_FAIL;
+		*paths[i] = o->owned[i];
+	}
+	return EX_KT_OK;
+}
+
+int prepare_outputs(struct out_opts *o)
+{
+	int ret;
+
+	o->rank = ktau_mpi_rank();
+	o->has_rank = o->rank >= 0;
+	ret = expand_outputs(o);
+	if (ret || !o->tau_dir)
+		return ret;
+	ret = ktau_outdir_open(o->tau_dir, "kernel", o->has_rank ? o->rank : -1,
+			       KTAU_OUTDIR_CHECK | (o->force ? KTAU_OUTDIR_FORCE : 0), NULL);
+	return ret ? outdir_report(ret, "the command is not run") : EX_KT_OK;
+}
+
+void free_outputs(struct out_opts *o)
+{
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		free(o->owned[i]);
+		o->owned[i] = NULL;
+	}
+}
+
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		  const struct out_opts *o)
 {
-	struct ktau_tau_opts topts = { .dense_processes = o->dense };
+	struct ktau_tau_opts topts = { 0 };
 	FILE *f;
 	int ret;
 
-	if (o->tau_opts) {
+	if (o->tau_opts)
 		topts = *o->tau_opts;
-		topts.dense_processes = o->dense;
-	}
+	topts.dense_processes = o->dense;
+	topts.force = o->force;
+	topts.has_rank = o->has_rank;
+	topts.rank = o->rank;
 
 	if (o->tau_dir) {
 		ret = ktau_write_tau(o->tau_dir, snap, reg, &topts);
-		if (ret < 0) {
-			err_msg("cannot write the TAU profile to %s: %s", o->tau_dir, strerror(-ret));
-			return EX_KT_FAIL;
-		}
+		if (ret < 0)
+			return outdir_report(ret, "the TAU profile was not written");
 	}
 	if (o->save_path) {
 		ret = ktau_snap_save(o->save_path, snap, reg);
+		if (ret == -EEXIST) {
+			err_msg("%s exists and is not a snapshot file: it is left as it is; give "
+				"another --save FILE", o->save_path);
+			return EX_KT_FAIL;
+		}
 		if (ret < 0) {
 			err_msg("cannot save the snapshot to %s: %s", o->save_path, strerror(-ret));
 			return EX_KT_FAIL;

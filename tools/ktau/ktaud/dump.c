@@ -88,6 +88,7 @@ int cmd_dump(int argc, char **argv)
 		{ "tau", required_argument, NULL, 'T' },
 		{ "save", required_argument, NULL, 'S' },
 		{ "raw", required_argument, NULL, 'R' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -127,6 +128,7 @@ int cmd_dump(int argc, char **argv)
 		case 'T': oo.tau_dir = optarg; break;
 		case 'S': oo.save_path = optarg; break;
 		case 'R': raw = optarg; break;
+		case 'f': oo.force = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("dump", "bad option");
@@ -200,7 +202,10 @@ int cmd_dump(int argc, char **argv)
 	}
 	/* Files get the threads when asked, processes otherwise. */
 	oo.dense = 1;
-	ret = write_outputs(shown, reg, &oo);
+	ret = expand_outputs(&oo);
+	if (!ret)
+		ret = write_outputs(shown, reg, &oo);
+	free_outputs(&oo);
 	if (ret)
 		rc = ret;
 	if (json)

@@ -29,6 +29,8 @@ static void help(FILE *f)
 "  -t, --threads        keep threads apart (default: as saved)\n"
 "  -P, --processes      sum threads into processes\n"
 "      --deltas-only    skip files that are not deltas (the baseline)\n"
+"  -f, --force          write the TAU directory among files export did not\n"
+"                       write (none of them is replaced)\n"
 "  -h, --help           this help\n\n"
 "Without an output option, tables are printed.\n");
 }
@@ -90,10 +92,42 @@ static int series_add_file(struct series *s, const char *path)
 	return 0;
 }
 
+/*
+ * The files [first, s->n) of directory dir are one 'ktaud watch' session:
+ * a baseline (or, pruned, none) and deltas each from where the one before
+ * ended. A directory that watch was started in twice has two baselines
+ * (or a chain that breaks): adding them up counts twice. -EINVAL, said.
+ */
+static int one_session(const struct series *s, size_t first, const char *dir)
+{
+	size_t i, nsess = 1, at = 0;
+	const char *b;
+
+	for (i = first + 1; i < s->n; i++) {
+		const struct ktau_snap *p = s->snaps[i - 1], *c = s->snaps[i];
+
+		if (!c->is_delta || c->base_ns != p->time_ns) {
+			if (!at)
+				at = i;
+			nsess++;
+		}
+	}
+	if (nsess == 1)
+		return 0;
+	b = strrchr(s->names[at], '/');
+	err_msg("%s holds %zu 'ktaud watch' sessions, not one (a new one starts at %s: %s): "
+		"adding them up would count what they share twice. Give the files of one "
+		"session (%s/snap-*.ktau from one baseline to the file before the next), or "
+		"start each watch in a new directory", dir, nsess, b ? b + 1 : s->names[at],
+		s->snaps[at]->is_delta ? "a delta that does not continue the file before it" :
+		"a second baseline", dir);
+	return -EINVAL;
+}
+
 int series_load(struct series *s, int nargs, char **args)
 {
 	char **names = NULL, **nn, *p;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, cap = 0, i, first;
 	struct dirent *de;
 	struct stat st;
 	int a, ret = 0;
@@ -136,11 +170,14 @@ int series_load(struct series *s, int nargs, char **args)
 		if (!n)
 			err_msg("warning: no *.ktau snapshot files in %s", args[a]);
 		qsort(names, n, sizeof(*names), cmp_str);
+		first = s->n;
 		for (i = 0; i < n; i++) {
 			if (!ret)
 				ret = series_add_file(s, names[i]);
 			free(names[i]);
 		}
+		if (!ret)
+			ret = one_session(s, first, args[a]);
 	}
 	free(names);
 	if (!ret && !s->n) {
@@ -162,6 +199,7 @@ int cmd_export(int argc, char **argv)
 		{ "threads", no_argument, NULL, 't' },
 		{ "processes", no_argument, NULL, 'P' },
 		{ "deltas-only", no_argument, NULL, 'd' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -181,6 +219,7 @@ int cmd_export(int argc, char **argv)
 		case 't': procs = 0; break;
 		case 'P': procs = 1; break;
 		case 'd': deltas = 1; break;
+		case 'f': oo.force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("export", "bad option");
 		}
@@ -212,7 +251,10 @@ int cmd_export(int argc, char **argv)
 		rc = report(ret, "export");
 		goto out;
 	}
-	rc = write_outputs(shown, s.reg, &oo);
+	rc = expand_outputs(&oo);
+	if (!rc)
+		rc = write_outputs(shown, s.reg, &oo);
+	free_outputs(&oo);
 	if (json)
 		oo = (struct out_opts){ .json_path = "-" };
 	else if (folded)

@@ -58,8 +58,28 @@ struct out_opts {
 	const char *folded_path;
 	const char *save_path;
 	int dense;
+	int force;		/* --force: write among others' files */
+	int has_rank, rank;	/* an MPI rank's (ktau_mpi_rank()) */
 	const struct ktau_tau_opts *tau_opts;	/* samples etc.; NULL: none */
+	char *owned[4];		/* the paths expanded by expand_outputs() */
 };
+/* Expand %r, %p, %h in the paths of o (0, or an exit code after a message). */
+int expand_outputs(struct out_opts *o);
+/*
+ * Before a command runs: the MPI rank into o, its paths expanded, and its
+ * TAU directory checked (refused when it holds others' files, unless
+ * --force). 0, or an exit code after a message; free_outputs() after.
+ */
+int prepare_outputs(struct out_opts *o);
+void free_outputs(struct out_opts *o);
+/*
+ * An error of ktau_outdir_open/_create (or of a writer that uses them)
+ * in command cmd: what ktau_output_error() says, with the hint to
+ * --force where it helps; returns EX_KT_FAIL.
+ */
+int outdir_report(int err, const char *cmd);
+/* The -o DIR of a command, its %r, %p, %h expanded (NULL: no memory, said). */
+char *output_path(const char *tmpl);
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		  const struct out_opts *o);
 
@@ -68,6 +88,7 @@ int cmd_run(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_combine(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
 int cmd_control(int argc, char **argv);

@@ -19,6 +19,7 @@ static const struct {
 	{ "watch", cmd_watch, "periodic snapshots (deltas) into a directory; a daemon" },
 	{ "export", cmd_export, "saved snapshots to TAU, folded stacks or JSON" },
 	{ "merge", cmd_merge, "a TAU profile and the kernel profile of the same run, per thread" },
+	{ "combine", cmd_combine, "the TAU profiles of the ranks of an MPI job into one, ranks as nodes" },
 	{ "plot", cmd_plot, "PNG/SVG charts with gnuplot: top routines, groups over time" },
 	{ "functions", cmd_functions, "list the function IDs of the registry" },
 	{ "control", cmd_control, "show or switch instrumentation groups, reset" },

@@ -17,7 +17,8 @@
  * Threads are matched (see ktaud(1)): --map first; then a TAU file's
  * "tid" metadata when the threads of its node have distinct tids; else
  * the node's process (--pid, or "pid" metadata, or the n-th process of
- * the kernel profile in start order) and its threads in start order
+ * the kernel profile in start order: refused when the node names another
+ * pid or program, unless --force-map) and its threads in start order
  * (start time, then tid) against the TAU threads in thread-number order.
  */
 #include <errno.h>
@@ -49,9 +50,15 @@ static void help(FILE *f)
 "\"[kernel]\" routine, not under the user routines that incurred them (for\n"
 "that, time the program with libktau's runtime).\n\n"
 "  -o, --output DIR     the merged profile (default: ktau-merged)\n"
-"  -m, --map N.C.T=TID  TAU thread profile.N.C.T is kernel thread TID\n"
+"  -m, --map N.C.T=TID[,N.C.T=TID...]\n"
+"                       TAU thread profile.N.C.T is kernel thread TID\n"
 "                       (repeatable)\n"
 "  -p, --pid [N=]PID    TAU node N (default 0) is process PID\n"
+"      --force-map      a node that nothing maps takes the next kernel process\n"
+"                       in start order even when its pid or program differ\n"
+"                       (without: refused)\n"
+"  -f, --force          write into a directory that holds files merge did not\n"
+"                       write (none of them is replaced)\n"
 "  -a, --attach WHERE   top: under the top-level routine (default);\n"
 "                       node: under a separate \"[kernel]\" routine\n"
 "  -t, --top NAME       the top-level routine (default: the largest inclusive)\n"
@@ -113,13 +120,65 @@ static int parse_int_meta(const char *v, long *out)
 	return errno || *end || *out <= 0 || *out > INT_MAX ? -1 : 0;
 }
 
+/* The program of TAU file f: libktau's "comm", or the base of TAU's "Executable". */
+static const char *prog_name(const struct tfile *f)
+{
+	const char *v = meta_get(f, "comm"), *b;
+
+	if (v && *v)
+		return v;
+	v = meta_get(f, "Executable");
+	if (!v || !*v)
+		return NULL;
+	b = strrchr(v, '/');
+	return b && b[1] ? b + 1 : v;
+}
+
+/*
+ * Whether node file f may be the kernel process p when nothing maps
+ * them: not when f names another pid or another program. 0, or -EINVAL
+ * after saying so.
+ */
+static int check_fallback(const struct tfile *f, const struct ktau_task *p)
+{
+	const char *name = prog_name(f), *vpid = meta_get(f, "pid");
+	char comm[sizeof(p->comm) + 1];
+	long v;
+
+	memcpy(comm, p->comm, sizeof(p->comm));
+	comm[sizeof(p->comm)] = '\0';
+	if (!parse_int_meta(vpid, &v)) {
+		err_msg("profile.%d.%d.%d is of pid %ld, which the kernel profile does not have: "
+			"are they of the same run? Map them with --pid %d=PID or --map "
+			"%d.%d.%d=TID, or take the kernel's processes in start order with "
+			"--force-map", f->node, f->ctx, f->thread, v, f->node, f->node, f->ctx,
+			f->thread);
+		return -EINVAL;
+	}
+	if (name && strncmp(name, comm, sizeof(p->comm) - 1)) {
+		err_msg("profile.%d.%d.%d is of program '%s', but the next process of the kernel "
+			"profile in start order, %d, is '%s': are they of the same run? Map them "
+			"with --pid %d=PID or --map %d.%d.%d=TID, or take it anyway with "
+			"--force-map", f->node, f->ctx, f->thread, name, (int)p->pid, comm,
+			f->node, f->node, f->ctx, f->thread);
+		return -EINVAL;
+	}
+	if (!name)
+		err_msg("warning: profile.%d.%d.%d names neither its pid nor its program: taken "
+			"as process %d (%s), the next in start order; check it, or give --pid",
+			f->node, f->ctx, f->thread, (int)p->pid, comm);
+	return 0;
+}
+
 /*
  * Match the files of the time metric (sorted by node, context, thread)
- * to tasks of s. used[] marks tasks taken.
+ * to tasks of s. used[] marks tasks taken. Without force_map, a node
+ * that nothing maps is refused when its pid or program differ from the
+ * process it would get in start order.
  */
 static int match_threads(const struct tmetric *tm, const struct ktau_snap *s,
 			 struct mapopt *maps, size_t nmaps, const struct pidopt *pids,
-			 size_t npids, struct match *mt)
+			 size_t npids, int force_map, struct match *mt)
 {
 	const struct ktau_task **procs = NULL, **threads = NULL;
 	char *used = calloc(s->ntasks ? s->ntasks : 1, 1);
@@ -233,6 +292,8 @@ static int match_threads(const struct tmetric *tm, const struct ktau_snap *s,
 				continue;
 			parse_int_meta(meta_get(&tm->files[i], "tid"), &v);
 			t = find_tid(s, (pid_t)v);
+			if (t && !parse_int_meta(meta_get(&tm->files[i], "pid"), &v) && t->pid != v)
+				t = NULL;	/* the same tid, another process: not this one */
 			if (t && !used[t - s->tasks]) {
 				mt[i].task = t;
 				mt[i].how = "tid metadata";
@@ -253,9 +314,15 @@ static int match_threads(const struct tmetric *tm, const struct ktau_snap *s,
 					break;
 			}
 			if (nextproc < nprocs) {
+				if (!force_map && check_fallback(&tm->files[first], procs[nextproc])) {
+					ret = -EINVAL;
+					goto out;
+				}
 				taken[nextproc] = 1;
 				pid = procs[nextproc++]->pid;
-				phow = "node and process in start order, threads in start order";
+				phow = force_map ? "node and process in start order (--force-map), "
+						   "threads in start order"
+						 : "node and process in start order, threads in start order";
 			}
 		}
 		if (!pid) {
@@ -519,16 +586,29 @@ out:
 	return ret;
 }
 
-static void write_meta(FILE *out, const struct tfile *f, const char *metric,
-		       const struct match *mt, const struct merged *m, const char *top_name)
-{
-	char buf[512];
-	size_t i;
+/* What write_file's hooks need. */
+struct mfile {
+	const struct tfile *f;
+	const struct match *mt;
+	const struct merged *m;
+	const char *top_name;
+	int is_time;
+};
 
-	fputs("# Name Calls Subrs Excl Incl ProfileCalls # <metadata>", out);
-	ktau__meta(out, "Metric Name", metric);
-	for (i = 0; i < f->nm; i++)
-		ktau__meta(out, f->m[i].name, f->m[i].value);
+/* An earlier merge's attributes are not copied: this one writes its own. */
+static const char *mf_meta_value(const char *name, const char *value, void *arg)
+{
+	(void)arg;
+	return strncmp(name, "KTAU Merge", 10) ? value : NULL;
+}
+
+static void mf_meta(FILE *out, void *arg)
+{
+	const struct mfile *x = arg;
+	const struct match *mt = x->mt;
+	const struct merged *m = x->m;
+	char buf[512];
+
 	if (!mt->task) {
 		ktau__meta(out, "KTAU Merge", "ktaud merge: no kernel thread matched this TAU "
 			   "thread; copied without kernel data");
@@ -542,14 +622,14 @@ static void write_meta(FILE *out, const struct tfile *f, const char *metric,
 			 "ktaud merge: the kernel profile of thread %d, added without time "
 			 "alignment: its kernel routines and groups (exact calls and times) are "
 			 "callpath children of \"%s\"; which user routines incurred them is not "
-			 "known", (int)t->tid, top_name);
+			 "known", (int)t->tid, x->top_name);
 		ktau__meta(out, "KTAU Merge", buf);
 		ktau__meta_u64(out, "KTAU Merge tid", (unsigned long long)t->tid);
 		ktau__meta_u64(out, "KTAU Merge pid", (unsigned long long)t->pid);
 		ktau__clean_name(comm, sizeof(comm), t->comm[0] ? t->comm : "?");
 		ktau__meta(out, "KTAU Merge comm", comm);
 		ktau__meta(out, "KTAU Merge Match", mt->how);
-		ktau__meta(out, "KTAU Merge Attached To", top_name);
+		ktau__meta(out, "KTAU Merge Attached To", x->top_name);
 		if (m->why_node)
 			ktau__meta(out, "KTAU Merge Reason", m->why_node);
 		snprintf(buf, sizeof(buf), "%.16G", m->kernel_us);
@@ -563,72 +643,56 @@ static void write_meta(FILE *out, const struct tfile *f, const char *metric,
 		if (t->flags & KTAU_TASK_PROCESS)
 			ktau__meta_u64(out, "KTAU Merge Threads Summed", t->nthreads);
 	}
-	fputs("</metadata>\n", out);
+}
+
+/* The top routine (and its callpath ends) lose the kernel time. */
+static double mf_excl(const struct tfile *f, size_t i, void *arg)
+{
+	const struct mfile *x = arg;
+	const struct tfunc *fn = &f->f[i];
+	const char *last = strrchr(fn->name, '>');
+
+	if (!x->is_time || !x->mt->task || x->m->node)
+		return fn->excl;
+	if (i == x->m->top)
+		return x->m->new_excl;
+	if (fn->callpath && last && !strcmp(last + 2, x->top_name) && fn->excl > x->m->new_excl)
+		return x->m->new_excl;
+	return fn->excl;
+}
+
+static void mf_rows(FILE *out, void *arg)
+{
+	const struct mfile *x = arg;
+	size_t i;
+
+	for (i = 0; i < x->m->nk; i++) {
+		const struct krow *k = &x->m->k[i];
+
+		fprintf(out, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"%s\"\n", k->name, k->calls,
+			x->is_time ? k->excl : 0.0, x->is_time ? k->incl : 0.0, k->group);
+	}
 }
 
 /* One output file: f of metric 'metric', time metric or not. */
-static int write_file(const char *path, const struct tfile *f, const char *metric, int is_time,
-		      const struct match *mt, const struct merged *m)
+static int write_file(struct ktau_outdir *od, const char *name, const struct tfile *f,
+		      const char *metric, int is_time, const struct match *mt,
+		      const struct merged *m)
 {
-	const char *top_name = !mt->task ? "" : m->node ? m->node_name : f->f[m->top].name;
-	FILE *out = fopen(path, "w");
-	size_t i;
+	struct mfile x = {
+		.f = f, .mt = mt, .m = m, .is_time = is_time,
+		.top_name = !mt->task ? "" : m->node ? m->node_name : f->f[m->top].name,
+	};
+	struct tfile_out o = {
+		.metric = metric, .meta_value = mf_meta_value, .meta = mf_meta, .excl = mf_excl,
+		.nextra = mt->task ? m->nk : 0, .rows = mt->task ? mf_rows : NULL, .arg = &x,
+	};
+	FILE *out = ktau_outdir_create(od, name);
 	int ret;
 
 	if (!out)
 		return -errno;
-	fprintf(out, "%zu templated_functions_MULTI_%s\n", f->nf + (mt->task ? m->nk : 0), metric);
-	write_meta(out, f, metric, mt, m, top_name);
-	for (i = 0; i < f->nf; i++) {
-		const struct tfunc *x = &f->f[i];
-		double excl = x->excl;
-		char *group = x->group;
-		char *cpg = NULL;
-
-		if (is_time && mt->task && !m->node) {
-			const char *last = strrchr(x->name, '>');
-
-			if (i == m->top)
-				excl = m->new_excl;
-			else if (x->callpath && last && !strcmp(last + 2, top_name) && excl > m->new_excl)
-				excl = m->new_excl;
-		}
-		if (x->callpath) {
-			/* TAU_CALLPATH|<group of the last element>. */
-			const char *last = strrchr(x->name, '>');
-			size_t j;
-
-			for (j = 0; last && j < f->nf; j++)
-				if (!f->f[j].callpath && !strcmp(f->f[j].name, last + 2))
-					break;
-			if (last && j < f->nf) {
-				cpg = ktau__strfmt("TAU_CALLPATH|%s", f->f[j].group);
-				if (cpg)
-					group = cpg;
-			} else if (!group_has(group, "TAU_CALLPATH")) {
-				cpg = ktau__strfmt("TAU_CALLPATH|%s", group);
-				if (cpg)
-					group = cpg;
-			}
-		}
-		fprintf(out, "\"%s\" %llu %llu %.16G %.16G 0 GROUP=\"%s\"\n", x->name, x->calls,
-			x->subrs, excl, x->incl, group);
-		free(cpg);
-	}
-	for (i = 0; mt->task && i < m->nk; i++) {
-		const struct krow *k = &m->k[i];
-
-		fprintf(out, "\"%s\" %llu 0 %.16G %.16G 0 GROUP=\"%s\"\n", k->name, k->calls,
-			is_time ? k->excl : 0.0, is_time ? k->incl : 0.0, k->group);
-	}
-	fputs("0 aggregates\n", out);
-	if (f->ne) {
-		fprintf(out, "%zu userevents\n# eventname numevents max min mean sumsqr\n", f->ne);
-		for (i = 0; i < f->ne; i++)
-			fprintf(out, "\"%s\" %llu %.16G %.16G %.16G %.16G\n", f->e[i].name, f->e[i].n,
-				f->e[i].max, f->e[i].min, f->e[i].mean, f->e[i].sumsqr);
-	}
-	ret = ferror(out) ? -EIO : 0;
+	ret = tfile_write(out, f, &o);
 	if (fclose(out) && !ret)
 		ret = -errno;
 	return ret;
@@ -674,6 +738,8 @@ int cmd_merge(int argc, char **argv)
 		{ "attach", required_argument, NULL, 'a' },
 		{ "top", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "force-map", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -685,31 +751,51 @@ int cmd_merge(int argc, char **argv)
 	struct tprofile prof = { 0 };
 	struct ktau_snap *sum = NULL;
 	struct series s = { 0 };
+	struct ktau_outdir *od = NULL;
 	const char *outdir = "ktau-merged";
+	char *outexp = NULL;
 	char rin[PATH_MAX], rout[PATH_MAX], path[PATH_MAX], b1[32];
 	size_t nmaps = 0, npids = 0, i, j, nmerged = 0, nkthreads = 0;
-	int c, quiet = 0, rc = EX_KT_OK, ret;
+	int c, quiet = 0, rc = EX_KT_OK, ret, force = 0, force_map = 0;
+	size_t maxmaps = 1;
 
-	/* Each option takes an argument: at most argc of each. */
-	maps = calloc((size_t)argc, sizeof(*maps));
+	/* Each option takes an argument: at most argc of each; --map lists. */
+	for (i = 1; i < (size_t)argc; i++)
+		for (j = 0; argv[i][j]; j++)
+			maxmaps += argv[i][j] == ',';
+	maps = calloc((size_t)argc + maxmaps, sizeof(*maps));
 	pids = calloc((size_t)argc, sizeof(*pids));
 	if (!maps || !pids) {
 		rc = report(-ENOMEM, "merge");
 		goto out;
 	}
-	while ((c = getopt_long(argc, argv, "+o:m:p:a:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:m:p:a:t:qfh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			outdir = optarg;
 			break;
-		case 'm':
-			if (parse_map(optarg, &maps[nmaps])) {
-				rc = usage_err("merge", "bad --map '%s': NODE.CONTEXT.THREAD=TID, "
-					       "as 0.0.1=1234", optarg);
+		case 'm': {
+			char *list = strdup(optarg), *item, *save = NULL;
+
+			if (!list) {
+				rc = report(-ENOMEM, "merge");
 				goto out;
 			}
-			nmaps++;
+			for (item = strtok_r(list, ",", &save); item;
+			     item = strtok_r(NULL, ",", &save)) {
+				if (parse_map(item, &maps[nmaps])) {
+					rc = usage_err("merge", "bad --map '%s': NODE.CONTEXT.THREAD=TID"
+						       "[,...], as 0.0.1=1234", item);
+					free(list);
+					goto out;
+				}
+				nmaps++;
+			}
+			free(list);
 			break;
+		}
+		case 'f': force = 1; break;
+		case 'M': force_map = 1; break;
 		case 'p':
 			if (parse_pidopt(optarg, &pids[npids])) {
 				rc = usage_err("merge", "bad --pid '%s': PID or NODE=PID", optarg);
@@ -746,6 +832,12 @@ int cmd_merge(int argc, char **argv)
 		rc = usage_err("merge", "-o needs a directory name");
 		goto out;
 	}
+	outexp = output_path(outdir);
+	if (!outexp) {
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+	outdir = outexp;
 	if (realpath(argv[optind], rin) && realpath(outdir, rout) && !strcmp(rin, rout)) {
 		rc = usage_err("merge", "the output directory is the input TAU directory: "
 			       "give another one with -o");
@@ -806,7 +898,7 @@ int cmd_merge(int argc, char **argv)
 			rc = report(-ENOMEM, "merge");
 			goto out;
 		}
-		if (match_threads(tm, sum, maps, nmaps, pids, npids, mt)) {
+		if (match_threads(tm, sum, maps, nmaps, pids, npids, force_map, mt)) {
 			rc = EX_KT_FAIL;
 			goto out;
 		}
@@ -828,33 +920,22 @@ int cmd_merge(int argc, char **argv)
 	}
 
 	/* Write every metric (the same kernel rows; times only in the time metric). */
-	ret = ktau__profile_dir(outdir, 0);
+	ret = ktau_outdir_open(outdir, "merge", -1, force ? KTAU_OUTDIR_FORCE : 0, &od);
 	if (ret) {
-		err_msg("cannot create %s: %s", outdir, strerror(-ret));
-		rc = EX_KT_FAIL;
+		rc = outdir_report(ret, "merge");
 		goto out;
 	}
 	for (i = 0; i < prof.nm; i++) {
 		const struct tmetric *m = &prof.m[i];
 
-		if (m->dir) {
-			snprintf(path, sizeof(path), "%s/%s", outdir, m->dir);
-			ret = ktau__profile_dir(path, 0);
-			if (ret) {
-				err_msg("cannot create %s: %s", path, strerror(-ret));
-				rc = EX_KT_FAIL;
-				goto out;
-			}
-		}
 		for (j = 0; j < m->n; j++) {
 			const struct tfile *f = &m->files[j];
 
-			snprintf(path, sizeof(path), "%s%s%s/profile.%d.%d.%d", outdir,
-				 m->dir ? "/" : "", m->dir ? m->dir : "", f->node, f->ctx, f->thread);
-			ret = write_file(path, f, m->metric, i == prof.time, &mt[j], &mg[j]);
+			snprintf(path, sizeof(path), "%s%sprofile.%d.%d.%d", m->dir ? m->dir : "",
+				 m->dir ? "/" : "", f->node, f->ctx, f->thread);
+			ret = write_file(od, path, f, m->metric, i == prof.time, &mt[j], &mg[j]);
 			if (ret) {
-				err_msg("cannot write %s: %s", path, strerror(-ret));
-				rc = EX_KT_FAIL;
+				rc = outdir_report(ret, "merge");
 				goto out;
 			}
 		}
@@ -911,6 +992,8 @@ int cmd_merge(int argc, char **argv)
 			"ktaud merge: merged profile: %s/ (paraprof, pprof)\n", outdir);
 	}
 out:
+	ktau_outdir_close(od);
+	free(outexp);
 	if (mg && prof.nm) {
 		for (i = 0; i < prof.m[prof.time].n; i++)
 			merged_free(&mg[i]);

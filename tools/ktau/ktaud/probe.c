@@ -191,7 +191,7 @@ static int probe_add(int argc, char **argv)
 			break;
 		}
 	nfunc = dash < 0 ? argc : dash;
-	while ((c = getopt_long(nfunc, argv, "o:j:n:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(nfunc, argv, "o:j:n:qfh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			help(stdout);
 			return EX_KT_OK;
@@ -216,13 +216,23 @@ static int probe_add(int argc, char **argv)
 		if (ret)
 			return ret;
 	}
+	if (ncmd) {
+		ret = prepare_outputs(&ra.oo);
+		if (ret) {
+			free_outputs(&ra.oo);
+			return ret;
+		}
+	}
 	fd = probes_open_report();
-	if (fd < 0)
+	if (fd < 0) {
+		free_outputs(&ra.oo);
 		return -fd;
+	}
 	h.names = argv + optind;
 	h.ids = calloc(nfunc - optind, sizeof(*h.ids));
 	if (!h.ids) {
 		close(fd);
+		free_outputs(&ra.oo);
 		return report(-ENOMEM, "probe add");
 	}
 	/* All or none: closing fd takes back those added before an error. */
@@ -235,6 +245,7 @@ static int probe_add(int argc, char **argv)
 					"the probes", argv[i], h.n == 1 ? "is" : "are");
 			free(h.ids);
 			close(fd);
+			free_outputs(&ra.oo);
 			return ret;
 		}
 		h.n++;
@@ -254,6 +265,7 @@ static int probe_add(int argc, char **argv)
 	}
 	free(h.ids);
 	close(fd);
+	free_outputs(&ra.oo);
 	return ret;
 }
 

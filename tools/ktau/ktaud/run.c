@@ -29,8 +29,13 @@ static void help(FILE *f)
 "0, 1, ... of their node, the real pid and tid in the metadata. Prints a\n"
 "summary on stderr and exits with the command's exit status (128 + signal\n"
 "when a signal killed it, 127 when it cannot be found, 126 when it cannot\n"
-"be executed).\n\n"
-"  -o, --output DIR     the TAU profile directory (default: ktau-profile)\n"
+"be executed). Under an MPI launcher (OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
+"PMI_RANK or SLURM_PROCID set) every file is on node RANK and processes\n"
+"are its contexts 0, 1, ...: ranks can share one directory.\n\n"
+"  -o, --output DIR     the TAU profile directory (default: ktau-profile); %%r\n"
+"                       the MPI rank, %%p ktaud's pid, %%h the host name\n"
+"  -f, --force          write DIR even when it holds files ktaud did not write\n"
+"                       (none of them is replaced)\n"
 "  -j, --json FILE      also write JSON (- for stdout)\n"
 "      --folded FILE    also write folded stacks\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
@@ -153,6 +158,7 @@ int run_output_option(struct run_args *ra, int c, const char *arg)
 			return usage_err(ra->cmd_name, "bad --top '%s': a number", arg);
 		break;
 	case 'q': ra->quiet = 1; break;
+	case 'f': ra->oo.force = 1; break;
 	default: return -1;
 	}
 	return 0;
@@ -174,7 +180,7 @@ int cmd_run(int argc, char **argv)
 	double interval = 0.1;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "+o:j:n:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:j:n:qfh", opts, NULL)) != -1) {
 		ret = run_output_option(&ra, c, optarg);
 		if (ret >= 0) {
 			if (ret)
@@ -200,20 +206,19 @@ int cmd_run(int argc, char **argv)
 	if (ra.sample_folded && !spec)
 		return usage_err("run", "--sample-folded needs --sample");
 	ra.cmd = argv + optind;
-	if (spec) {
+	ret = prepare_outputs(&ra.oo);
+	if (!ret && spec)
 		ret = ssess_new("run", spec, interval, 0, &ra.ss);
-		if (ret)
-			return ret;
-	}
-	ret = run_command(&ra);
+	if (!ret)
+		ret = run_command(&ra);
 	ssess_free(ra.ss);
+	free_outputs(&ra.oo);
 	return ret;
 }
 
 int run_command(struct run_args *ra)
 {
 	struct out_opts oo = ra->oo;
-	struct ktau_tau_opts topts = { 0 };
 	struct ktau_snap *snap = NULL;
 	struct ktau_registry *reg = NULL;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
@@ -221,7 +226,7 @@ int run_command(struct run_args *ra)
 	int fd, pfd[2], ret, status = 0, rc, child_err = 0, nfiles = 0;
 	long delay = 5;
 	double t0, wall;
-	char **cmd = ra->cmd, *folded = NULL;
+	char **cmd = ra->cmd;
 	pid_t pid, w;
 	ssize_t n;
 
@@ -348,19 +353,20 @@ int run_command(struct run_args *ra)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		snap->time_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	}
-	if (ra->ss) {
-		ssess_tau_opts(ra->ss, &topts);
-		oo.tau_opts = &topts;
+	/* Under an MPI launcher, the rank's node (its processes contexts):
+	 * prepare_outputs() has set it. */
+	ret = ra->ss ? ssess_write_outputs(ra->ss, ra, snap, reg, &oo)
+		     : write_outputs(snap, reg, &oo);
+	if (ret) {
+		/* Checked before the run: the command wrote there meanwhile? */
+		err_msg("the profile could not be written completely%s",
+			strstr(ktau_output_error(), "did not write") ?
+			" (the command wrote into the directory while it ran: libktau's runtime "
+			"writes KTAU_PROFILE_DIR, default ktau-profile; give ktaud another -o)" : "");
+		/* The command's status, unless it succeeded: then ours. */
+		if (!rc)
+			rc = EX_KT_FAIL;
 	}
-	ret = write_outputs(snap, reg, &oo);
-	if (!ret && ra->ss) {
-		if (!ra->sample_folded && asprintf(&folded, "%s/samples.folded", oo.tau_dir) < 0)
-			folded = NULL;
-		ret = ssess_write_folded(ra->ss, ra->sample_folded ? ra->sample_folded : folded,
-					 snap, reg);
-	}
-	if (ret)
-		err_msg("the profile could not be written completely");
 	else if (oo.tau_dir)
 		nfiles = snap->ntasks;
 	if (!ra->quiet) {
@@ -371,7 +377,6 @@ int run_command(struct run_args *ra)
 	}
 	if (ra->inspect)
 		ra->inspect(snap, reg, ra->inspect_arg);
-	free(folded);
 	ktau_snap_free(snap);
 	ktau_registry_free(reg);
 	return rc;

@@ -539,6 +539,30 @@ int ssess_write_folded(const struct ssess *s, const char *path, const struct kta
 	return EX_KT_OK;
 }
 
+int ssess_write_outputs(const struct ssess *s, const struct run_args *ra,
+			const struct ktau_snap *snap, const struct ktau_registry *reg,
+			struct out_opts *oo)
+{
+	struct ktau_tau_opts topts = { 0 };
+	char name[48];
+	int rc;
+
+	ssess_tau_opts(s, &topts);
+	if (!ra->sample_folded) {
+		if (oo->has_rank)
+			snprintf(name, sizeof(name), "samples.%d.folded", oo->rank);
+		else
+			snprintf(name, sizeof(name), "samples.folded");
+		topts.samples_folded = name;
+	}
+	oo->tau_opts = &topts;
+	rc = write_outputs(snap, reg, oo);
+	oo->tau_opts = NULL;
+	if (!rc && ra->sample_folded)
+		rc = ssess_write_folded(s, ra->sample_folded, snap, reg);
+	return rc;
+}
+
 struct top_item {
 	char *label;
 	uint64_t count;
@@ -660,8 +684,13 @@ static void help(FILE *f)
 "                       ones; until they exit, --duration or SIGINT/SIGTERM\n"
 "  -t, --tid            the IDs of -p are threads, not processes\n"
 "  -d, --duration S     with -p: stop after S seconds\n"
-"  -o, --output DIR     the TAU profile directory (default ktau-profile)\n"
-"      --folded FILE    folded stacks of the samples (default DIR/samples.folded;\n"
+"  -o, --output DIR     the TAU profile directory (default ktau-profile); %%r\n"
+"                       the MPI rank, %%p ktaud's pid, %%h the host name; under\n"
+"                       an MPI launcher files are on node RANK (as 'ktaud run')\n"
+"  -f, --force          write DIR even when it holds files ktaud did not write\n"
+"                       (none of them is replaced)\n"
+"      --folded FILE    folded stacks of the samples (default DIR/samples.folded,\n"
+"                       DIR/samples.RANK.folded under an MPI launcher;\n"
 "                       - for stdout): \"comm;function N\" for user code,\n"
 "                       \"comm;[k] routine;function N\" for the kernel\n"
 "  -j, --json FILE      also write the kernel profile as JSON (- for stdout)\n"
@@ -799,12 +828,10 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 {
 	struct ktau_snap *base = NULL, *prev = NULL, *cur = NULL, *gone = NULL, *delta = NULL;
 	struct ktau_registry *reg = NULL;
-	struct ktau_tau_opts topts = { 0 };
 	struct out_opts oo = aa->ra->oo;
 	struct sigaction sa = { .sa_handler = on_stop }, old_int, old_term;
 	struct timespec ts;
 	double t0, end, left;
-	char *folded = NULL;
 	size_t i, live;
 	int ret, rc = EX_KT_OK;
 
@@ -902,16 +929,7 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 	ktau_snap_sort(delta);
 	reg = load_registry();
 	ktau_snap_fill_host(delta);
-	ssess_tau_opts(s, &topts);
-	oo.tau_opts = &topts;
-	rc = write_outputs(delta, reg, &oo);
-	if (!rc) {
-		if (!aa->ra->sample_folded &&
-		    asprintf(&folded, "%s/samples.folded", oo.tau_dir) < 0)
-			folded = NULL;
-		rc = ssess_write_folded(s, aa->ra->sample_folded ? aa->ra->sample_folded : folded,
-					delta, reg);
-	}
+	rc = ssess_write_outputs(s, aa->ra, delta, reg, &oo);
 	if (!aa->ra->quiet) {
 		fprintf(stderr, "ktaud: sampled %zu thread%s for %.3f s\n", s->nth,
 			s->nth == 1 ? "" : "s", now_s() - t0);
@@ -921,7 +939,6 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 				oo.tau_dir, delta->ntasks);
 	}
 out:
-	free(folded);
 	ktau_registry_free(reg);
 	ktau_snap_free(base);
 	ktau_snap_free(prev);
@@ -982,7 +999,7 @@ int cmd_sample(int argc, char **argv)
 	struct ssess *s = NULL;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j:n:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j:n:qfh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e': spec = optarg; break;
 		case 'i':
@@ -1037,7 +1054,7 @@ int cmd_sample(int argc, char **argv)
 			  "or -p PID");
 	else if ((aa.tids || aa.duration) && !aa.nids)
 		usage_err("sample", "--tid and --duration go with -p");
-	else
+	else if (!(ret = prepare_outputs(&ra.oo)))
 		ret = ssess_new("sample", spec, interval, capacity, &s);
 	if (!ret) {
 		if (aa.nids) {
@@ -1049,6 +1066,7 @@ int cmd_sample(int argc, char **argv)
 		}
 	}
 	ssess_free(s);
+	free_outputs(&ra.oo);
 	free(aa.ids);
 	return ret;
 }

@@ -32,7 +32,8 @@ int run_command(struct run_args *ra);
 	{ "folded", required_argument, NULL, 'F' }, \
 	{ "save", required_argument, NULL, 'S' }, \
 	{ "top", required_argument, NULL, 'n' }, \
-	{ "quiet", no_argument, NULL, 'q' }
+	{ "quiet", no_argument, NULL, 'q' }, \
+	{ "force", no_argument, NULL, 'f' }
 /* Apply option c (with arg) of those to ra: 0, -1 when c is none of them, or an exit code. */
 int run_output_option(struct run_args *ra, int c, const char *arg);
 
@@ -57,6 +58,14 @@ int ssess_child_prepare(void);
  */
 int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, int *status);
 
+/*
+ * The profile snap with the samples: write_outputs() with the samples, and
+ * their folded stacks into --folded FILE or else DIR/samples.folded
+ * (samples.RANK.folded under an MPI launcher); an exit code.
+ */
+int ssess_write_outputs(const struct ssess *s, const struct run_args *ra,
+			const struct ktau_snap *snap, const struct ktau_registry *reg,
+			struct out_opts *oo);
 /* The TAU options for the samples (metric, places, period). */
 void ssess_tau_opts(const struct ssess *s, struct ktau_tau_opts *o);
 /* Write the folded stacks of the samples to path ("-": stdout); an exit code. */

@@ -325,7 +325,7 @@ static void meta_parse(struct tfile *t, const char *s, size_t len)
 			for (l = strlen(value); l && value[l - 1] == ' '; l--)
 				value[l - 1] = '\0';
 		}
-		if (!*name || !strcmp(name, "Metric Name") || !strncmp(name, "KTAU Merge", 10)) {
+		if (!*name || !strcmp(name, "Metric Name")) {
 			free(name);
 			free(value);
 			continue;
@@ -779,4 +779,63 @@ fail_top:
 fail:
 	tprofile_free(p);
 	return ret;
+}
+
+/* ---- Writing ------------------------------------------------------------- */
+
+int tfile_write(FILE *out, const struct tfile *f, const struct tfile_out *o)
+{
+	size_t i;
+
+	fprintf(out, "%zu templated_functions_MULTI_%s\n", f->nf + o->nextra, o->metric);
+	fputs("# Name Calls Subrs Excl Incl ProfileCalls # <metadata>", out);
+	ktau__meta(out, "Metric Name", o->metric);
+	for (i = 0; i < f->nm; i++) {
+		const char *v = o->meta_value ? o->meta_value(f->m[i].name, f->m[i].value, o->arg)
+					      : f->m[i].value;
+
+		if (v)
+			ktau__meta(out, f->m[i].name, v);
+	}
+	if (o->meta)
+		o->meta(out, o->arg);
+	fputs("</metadata>\n", out);
+	for (i = 0; i < f->nf; i++) {
+		const struct tfunc *x = &f->f[i];
+		double excl = o->excl ? o->excl(f, i, o->arg) : x->excl;
+		char *group = x->group;
+		char *cpg = NULL;
+
+		if (x->callpath) {
+			/* TAU_CALLPATH|<group of the last element>. */
+			const char *last = strrchr(x->name, '>');
+			size_t j;
+
+			for (j = 0; last && j < f->nf; j++)
+				if (!f->f[j].callpath && !strcmp(f->f[j].name, last + 2))
+					break;
+			if (last && j < f->nf) {
+				cpg = ktau__strfmt("TAU_CALLPATH|%s", f->f[j].group);
+				if (cpg)
+					group = cpg;
+			} else if (!group_has(group, "TAU_CALLPATH")) {
+				cpg = ktau__strfmt("TAU_CALLPATH|%s", group);
+				if (cpg)
+					group = cpg;
+			}
+		}
+		fprintf(out, "\"%s\" %llu %llu %.16G %.16G 0 GROUP=\"%s\"\n", x->name, x->calls,
+			x->subrs, excl, x->incl, group);
+		free(cpg);
+	}
+	if (o->rows)
+		o->rows(out, o->arg);
+	fputs("0 aggregates\n", out);
+	if (f->ne) {
+		fprintf(out, "%zu userevents\n# eventname numevents max min mean sumsqr\n", f->ne);
+		for (i = 0; i < f->ne; i++)
+			fprintf(out, "\"%s\" %llu %.16G %.16G %.16G %.16G\n", f->e[i].name, f->e[i].n,
+				f->e[i].max, f->e[i].min, f->e[i].mean, f->e[i].sumsqr);
+	}
+	return ferror(out) ? -EIO : 0;
 }

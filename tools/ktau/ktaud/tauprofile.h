@@ -8,6 +8,7 @@
 #define KTAUD_TAUPROFILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct tfunc {
 	char *name, *group;
@@ -70,5 +71,24 @@ const char *meta_get(const struct tfile *t, const char *name);
 int group_has(const char *g, const char *comp);
 /* Group list g is one of the kernel's (TAU_KERNEL_MERGE, KERNEL_GROUPS, KTAU_*). */
 int is_kernel_group(const char *g);
+
+/*
+ * Write file f in the strict form (callpath groups "TAU_CALLPATH|<group
+ * of the last element>") with metric o->metric: its metadata (through
+ * o->meta_value when set: the value to write for an attribute, NULL to
+ * drop it) and then o->meta's, its rows (exclusive values from o->excl
+ * when set) and then o->nextra rows from o->rows, its user events. 0 or
+ * -EIO.
+ */
+struct tfile_out {
+	const char *metric;
+	const char *(*meta_value)(const char *name, const char *value, void *arg);
+	void (*meta)(FILE *out, void *arg);
+	double (*excl)(const struct tfile *f, size_t i, void *arg);
+	size_t nextra;
+	void (*rows)(FILE *out, void *arg);
+	void *arg;
+};
+int tfile_write(FILE *out, const struct tfile *f, const struct tfile_out *o);
 
 #endif

@@ -38,7 +38,8 @@ static void help(FILE *f)
 "are removed. SIGTERM or SIGINT stop it after the current file is complete.\n"
 "'ktaud export' and 'ktaud plot --series' read the directory.\n\n"
 "  -i, --interval S     seconds between snapshots (default 1; fractions ok)\n"
-"  -o, --output DIR     the directory (default: ktau-watch)\n"
+"  -o, --output DIR     the directory (default: ktau-watch); %%r, %%p, %%h as for\n"
+"                       'ktaud run'\n"
 "  -k, --keep N         files kept (default 600; 0: no limit)\n"
 "  -c, --count N        stop after N snapshots (default: run until stopped)\n"
 "  -t, --threads        keep threads apart (default: sum into processes)\n"
@@ -132,6 +133,7 @@ int cmd_watch(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir_arg = "ktau-watch", *pidfile_arg = NULL;
+	char *dir_own = NULL;	/* -o with %r, %p, %h expanded */
 	char dir[PATH_MAX], pidfile[PATH_MAX] = "", path[PATH_MAX + 32];
 	unsigned long keep = 600, count = 0, seq, taken = 0;
 	struct ktau_snap *prev = NULL, *cur = NULL, *delta = NULL, *out = NULL;
@@ -168,6 +170,10 @@ int cmd_watch(int argc, char **argv)
 		default: return usage_err("watch", "bad option");
 		}
 	}
+	dir_own = output_path(dir_arg);
+	if (!dir_own)
+		return EX_KT_FAIL;
+	dir_arg = dir_own;
 	npids = argc - optind;
 	if (npids) {
 		pids = calloc(npids, sizeof(*pids));
@@ -176,6 +182,7 @@ int cmd_watch(int argc, char **argv)
 		for (i = 0; i < npids; i++)
 			if (parse_pid(argv[optind + i], &pids[i])) {
 				free(pids);
+				free(dir_own);
 				return usage_err("watch", "'%s' is not a pid", argv[optind + i]);
 			}
 		flags = KTAU_LIB_PIDS | KTAU_LIB_PROCESS;
@@ -183,13 +190,21 @@ int cmd_watch(int argc, char **argv)
 	if (mkdir(dir_arg, 0755) && errno != EEXIST) {
 		err_msg("cannot create %s: %s", dir_arg, strerror(errno));
 		free(pids);
+		free(dir_own);
 		return EX_KT_FAIL;
 	}
 	if (!realpath(dir_arg, dir)) {
 		err_msg("%s: %s", dir_arg, strerror(errno));
 		free(pids);
+		free(dir_own);
 		return EX_KT_FAIL;
 	}
+	/* A second session in one directory: export would add both up. */
+	if (next_seq(dir))
+		err_msg("warning: %s already holds the snapshots of an earlier watch: this one "
+			"starts a new session (a new baseline) there, which 'ktaud export %s' "
+			"will refuse to add to the other; export each session's files, or watch "
+			"into a new directory", dir_arg, dir_arg);
 	if (pidfile_arg) {
 		if (pidfile_arg[0] == '/')
 			snprintf(pidfile, sizeof(pidfile), "%s", pidfile_arg);
@@ -268,7 +283,13 @@ int cmd_watch(int argc, char **argv)
 		}
 		out->ntasks = j;
 		snprintf(path, sizeof(path), "%s/snap-%06lu.ktau", dir, seq++);
-		ret = ktau_snap_save(path, out, reg);
+		ret = ktau_snap_save_new(path, out, reg);
+		if (ret == -EEXIST) {
+			err_msg("%s exists: another ktaud watch writes into %s; stopped (give "
+				"each watch its own directory)", path, dir);
+			rc = EX_KT_FAIL;
+			break;
+		}
 		if (ret) {
 			err_msg("cannot write %s: %s", path, strerror(-ret));
 			rc = EX_KT_FAIL;
@@ -295,5 +316,6 @@ out:
 	ktau_registry_free(reg);
 	ktau_close(k);
 	free(pids);
+	free(dir_own);
 	return rc;
 }

@@ -26,12 +26,6 @@ void ktau__meta_u64(FILE *f, const char *name, unsigned long long v);
  * (the callpath separator); at most size - 1 bytes; "?" when empty.
  */
 void ktau__clean_name(char *dst, size_t size, const char *src);
-/*
- * Make dir (and its parents), then remove the profile.* files of an
- * earlier run from it and, with multi, its MULTI_* directories of them;
- * -errno.
- */
-int ktau__profile_dir(const char *dir, int multi);
 /* asprintf()'s string; NULL when out of memory. */
 char *ktau__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -168,8 +168,16 @@ int ktau_snap_accumulate(struct ktau_snap *a, const struct ktau_snap *b);
  * the binary ABI. reg may be NULL.
  */
 struct ktau_registry;
+/*
+ * Save snap to path, which is never seen half-written; an existing path
+ * is replaced only when it is a snapshot file itself (-EEXIST for any
+ * other file: it is left as it is).
+ */
 int ktau_snap_save(const char *path, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg);
+/* The same, never replacing anything: -EEXIST when path exists. */
+int ktau_snap_save_new(const char *path, const struct ktau_snap *snap,
+		       const struct ktau_registry *reg);
 /* Parse a file's bytes; *regp (if not NULL) gets its registry. */
 int ktau_snap_parse_file(const void *buf, size_t len, struct ktau_snap **out,
 			 struct ktau_registry **regp);
@@ -235,6 +243,56 @@ int ktau_collect_stats(int fd, uint64_t *collected, uint64_t *dropped,
 
 struct ktau_sample_profile;
 
+/*
+ * Output directories that never lose anybody's data; every writer of a
+ * TAU profile directory in libktau and ktaud goes through them.
+ *
+ * ktau_outdir_open() makes dir (and its parents) and takes it for a
+ * writer of a kind ("kernel": ktau_write_tau; "user": the runtime;
+ * "merge", "combine": ktaud) and a node (an MPI rank; -1: the writer
+ * writes every node). A manifest ".ktau-written.<kind>[.<node>]" in dir
+ * lists what that writer wrote. Opening
+ *  - refuses with -ENOTEMPTY, touching nothing, a directory that holds
+ *    anything no manifest of the same kind lists (a user's own TAU
+ *    profile, notes, another kind's output), unless flags has
+ *    KTAU_OUTDIR_FORCE (which still never replaces such a file);
+ *  - returns -EBUSY while another process writes as the same kind and
+ *    node there (the manifest is locked with flock() until closed);
+ *  - removes the files of the writer's earlier run, the ones its
+ *    manifest lists that still look like its own, and nothing else.
+ * With KTAU_OUTDIR_CHECK, only says (0 or the error, *od NULL) whether
+ * dir would be refused for others' files, touching nothing.
+ * ktau_outdir_create() creates dir/name (name: "file" or "subdir/file")
+ * with O_EXCL, after listing it: -EEXIST (errno) when the file exists,
+ * which is never replaced (two ranks with one number, two jobs in one
+ * directory). On errors, ktau_output_error() says what was wrong.
+ */
+struct ktau_outdir;
+#define KTAU_OUTDIR_FORCE	1
+/* Only check (before a long run): what open would refuse, nothing made. */
+#define KTAU_OUTDIR_CHECK	2
+int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int flags,
+		     struct ktau_outdir **od);
+/* A new file dir/name for writing; NULL with errno on failure. */
+FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name);
+/* Unlock and free; 0 or -errno. */
+int ktau_outdir_close(struct ktau_outdir *od);
+/* What was wrong with the last output directory of this thread ("": nothing said). */
+const char *ktau_output_error(void);
+
+/*
+ * The MPI rank of this process from its launcher's environment
+ * (OMPI_COMM_WORLD_RANK of Open MPI, PMIX_RANK of PMIx, PMI_RANK of
+ * MPICH/Hydra, SLURM_PROCID of srun, in that order); -1 outside one.
+ */
+int ktau_mpi_rank(void);
+/*
+ * An output path from a template: "%r" the MPI rank (0 outside a
+ * launcher), "%p" the pid, "%h" the host name, "%%" a '%'. malloc()ed;
+ * NULL when out of memory.
+ */
+char *ktau_output_path(const char *tmpl);
+
 /* TAU profile directory options. */
 struct ktau_tau_opts {
 	/* 1: node = dense process number, thread = dense thread number
@@ -254,13 +312,27 @@ struct ktau_tau_opts {
 	const char *sample_metric;
 	const struct ktau_sample_profile *samples;
 	uint64_t sample_period_ns;
+	/*
+	 * has_rank: the tasks are MPI rank 'rank''s: every file is on node
+	 * rank; with dense_processes, each process is a context (the first
+	 * in pid order 0), its threads dense threads; else every task a
+	 * thread of context 0.
+	 */
+	int has_rank, rank;
+	/* Write into a directory that holds others' files (KTAU_OUTDIR_FORCE). */
+	int force;
+	/* With samples: also dir/<samples_folded>, their folded stacks
+	 * (ktau_write_sample_folded); NULL: not. */
+	const char *samples_folded;
 };
 
 /*
  * Write snap as a TAU profile directory: one file profile.<node>.0.<thread>
- * per task, one metric TIME (microseconds) in dir itself (created when
- * missing; stale profile.* files and MULTI__* directories of them in it
- * are removed). Kernel routines are in groups
+ * per task, one metric TIME (microseconds) in dir itself, through
+ * ktau_outdir_open() (kind "kernel", node: the rank or -1): the files of
+ * an earlier ktau_write_tau into dir are replaced, a directory with
+ * anything else is refused (-ENOTEMPTY) unless opts->force, an existing
+ * file is never replaced (-EEXIST); ktau_output_error() says why. Kernel routines are in groups
  * "TAU_KERNEL_MERGE|KTAU_<CLASS>", per-group totals (SYSCALL, IRQ, ...)
  * in "KERNEL_GROUPS|TAU_KERNEL_MERGE". Metadata: pid, tid, comm,
  * Hostname, OS Release and more.
@@ -278,6 +350,13 @@ struct ktau_tau_opts {
  */
 int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg, const struct ktau_tau_opts *opts);
+/*
+ * The same into a directory the caller has opened (ktau_outdir_open, of
+ * any kind), as 'ktaud combine' writes several snapshots, one node each
+ * (opts->has_rank, opts->rank), into one. opts->force is not used here.
+ */
+int ktau_write_tau_into(struct ktau_outdir *od, const struct ktau_snap *snap,
+			const struct ktau_registry *reg, const struct ktau_tau_opts *opts);
 /* One TAU profile file of task t to f. */
 int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
 			const struct ktau_task *t, const struct ktau_registry *reg,
@@ -309,17 +388,23 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  * symbol tables when it writes.
  *
  * At exit (or ktau_user_write()) every thread that used a timer is
- * written as one file profile.0.0.<n> of a TAU profile directory (n: the
- * order in which threads first used a timer): user routines, callpaths
+ * written as one file profile.<rank>.0.<n> of a TAU profile directory
+ * (rank: the MPI rank, ktau_mpi_rank(), 0 outside a launcher; n: the
+ * order in which threads first used a timer), through ktau_outdir_open()
+ * (kind "user", node rank): nothing is written when nothing was measured,
+ * a directory with others' files is refused: user routines, callpaths
  * "main => compute", and kernel groups and routines as callpath children
  * of the user routine that incurred them ("main => compute => SYSCALL",
  * "main => compute => write"), plus the flat kernel entries. A user
  * routine's exclusive time excludes the kernel time charged to it.
  *
  * Environment (read at the first timer event of the process):
- *   KTAU_PROFILE_DIR      output directory ("%p" becomes the pid; relative
- *                         to the working directory at the first event);
+ *   KTAU_PROFILE_DIR      output directory ("%p" becomes the pid, "%r" the
+ *                         MPI rank, "%h" the host name; relative to the
+ *                         working directory at the first event);
  *                         default "ktau-profile"; empty: nothing at exit
+ *   KTAU_PROFILE_FORCE=1  write into a directory that holds files the
+ *                         runtime did not write (never replacing one)
  *   KTAU_CALLPATH_DEPTH   longest callpath kept (1..64, default 32)
  *   KTAU_SHARED=0         do not register pages (no kernel attribution)
  *   KTAU_VERBOSE=1        say on stderr why kernel attribution is off
@@ -366,12 +451,16 @@ int ktau_timer_stop_name(const char *name);
  * directory, see ktau_user_output(); -EINVAL if there is none). Threads that still run have their
  * open timers closed at this time in the file, not in their state. The
  * kernel time of the writing itself is not charged. Returns the number
- * of files or -errno. Stale profile.* files in dir are removed.
+ * of files (0 and nothing written when nothing was measured) or -errno
+ * (ktau_output_error() says why: -ENOTEMPTY others' files in dir, -EEXIST
+ * a file would be replaced, -EBUSY another process writes there). The
+ * files of an earlier write of this runtime in dir are replaced.
  */
 int ktau_user_write(const char *dir);
 
 /*
- * Set the directory written at exit ("%p": the pid; relative to the
+ * Set the directory written at exit ("%p": the pid, "%r": the MPI rank,
+ * "%h": the host name; relative to the
  * working directory now); NULL or "": write nothing at exit. Overrides
  * KTAU_PROFILE_DIR. 0 or -ENOMEM.
  */

@@ -70,8 +70,27 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int ktau_snap_save(const char *path, const struct ktau_snap *snap,
-		   const struct ktau_registry *reg)
+/* path is a snapshot file (a regular file with our magic): 1, else 0. */
+static int is_snapfile(const char *path)
+{
+	char magic[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+	     !memcmp(magic, SNAPFILE_MAGIC, 8);
+	close(fd);
+	return ok;
+}
+
+/*
+ * Written to a temporary file of this process, then linked into place
+ * (never replacing) or, replace set, renamed over a snapshot file; never
+ * over anything else. -EEXIST when path is taken.
+ */
+static int snap_save(const char *path, const struct ktau_snap *snap,
+		     const struct ktau_registry *reg, int replace)
 {
 	struct snapfile_hdr h;
 	char *funcs = NULL, *tmp;
@@ -110,14 +129,13 @@ int ktau_snap_save(const char *path, const struct ktau_snap *snap,
 	memcpy(h.hostname, snap->hostname, sizeof(h.hostname) - 1);
 	memcpy(h.release, snap->release, sizeof(h.release) - 1);
 
-	/* Written to a temporary file and renamed: never seen half-written. */
-	tmp = malloc(strlen(path) + 8);
+	/* Written to a temporary file and moved: never seen half-written. */
+	tmp = ktau__strfmt("%s.tmp-%d", path, (int)getpid());
 	if (!tmp) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	sprintf(tmp, "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		goto out;
@@ -131,15 +149,29 @@ int ktau_snap_save(const char *path, const struct ktau_snap *snap,
 		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path))
+	if (!ret && link(tmp, path)) {
 		ret = -errno;
-	if (ret)
-		unlink(tmp);
+		if (ret == -EEXIST && replace && is_snapfile(path))
+			ret = rename(tmp, path) ? -errno : 0;
+	}
+	unlink(tmp);
 out:
 	free(tmp);
 	free(funcs);
 	free(recs);
 	return ret;
+}
+
+int ktau_snap_save(const char *path, const struct ktau_snap *snap,
+		   const struct ktau_registry *reg)
+{
+	return snap_save(path, snap, reg, 1);
+}
+
+int ktau_snap_save_new(const char *path, const struct ktau_snap *snap,
+		       const struct ktau_registry *reg)
+{
+	return snap_save(path, snap, reg, 0);
 }
 
 int ktau_snap_parse_file(const void *buf, size_t len, struct ktau_snap **out,

@@ -278,64 +278,6 @@ int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,
 	return write_task(f, snap, t, reg, node, thread, opts, 0);
 }
 
-static int mkdir_p(const char *dir)
-{
-	char *p, *d = strdup(dir);
-	int ret = 0;
-
-	if (!d)
-		return -ENOMEM;
-	for (p = d + 1; ; p++) {
-		if (*p == '/' || !*p) {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(d, 0755) && errno != EEXIST) {
-				ret = -errno;
-				break;
-			}
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	free(d);
-	return ret;
-}
-
-/* The profile.* files of dir and, at the top, its MULTI_* directories of
- * them: a profile written again may have another layout. */
-static int remove_stale(const char *dir, int top)
-{
-	char path[4096];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (top && !strncmp(de->d_name, "MULTI_", 6)) {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			if (!remove_stale(path, 0))
-				rmdir(path);
-			continue;
-		}
-		if (strncmp(de->d_name, "profile.", 8))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	return 0;
-}
-
-int ktau__profile_dir(const char *dir, int multi)
-{
-	int ret = mkdir_p(dir);
-
-	return ret ? ret : remove_stale(dir, multi);
-}
-
 char *ktau__strfmt(const char *fmt, ...)
 {
 	va_list ap;
@@ -367,39 +309,50 @@ static int cmp_task_ptr(const void *a, const void *b)
 int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		   const struct ktau_registry *reg, const struct ktau_tau_opts *opts)
 {
+	int ranked = opts && opts->has_rank && opts->rank >= 0, ret, ret2;
+	struct ktau_outdir *od;
+
+	if (!snap->ntasks)
+		return 0;
+	ret = ktau_outdir_open(dir, "kernel", ranked ? opts->rank : -1,
+			       opts && opts->force ? KTAU_OUTDIR_FORCE : 0, &od);
+	if (ret)
+		return ret;
+	ret = ktau_write_tau_into(od, snap, reg, opts);
+	ret2 = ktau_outdir_close(od);
+	return ret < 0 || !ret2 ? ret : ret2;
+}
+
+int ktau_write_tau_into(struct ktau_outdir *od, const struct ktau_snap *snap,
+			const struct ktau_registry *reg, const struct ktau_tau_opts *opts)
+{
 	const struct ktau_task **order;
-	char path[4096], sub[2][4096], smname[40];
-	int node = 0, thread = 0, ret, nfiles = 0, multi = ktau__has_samples(snap, opts), m;
+	char path[4096], sub[2][64], smname[40];
+	int node = 0, ctx = 0, thread = 0, ret = 0, nfiles = 0, m;
+	int multi = ktau__has_samples(snap, opts), dense = opts && opts->dense_processes;
+	int ranked = opts && opts->has_rank && opts->rank >= 0;
 	size_t i;
 	FILE *f;
 
-	ret = ktau__profile_dir(dir, 1);
-	if (ret)
-		return ret;
-	if (!snap->ntasks)
-		return 0;
 	/* With samples, two metrics: MULTI__TIME and MULTI__<samples>. */
 	ktau__metric_name(smname, sizeof(smname), opts ? opts->sample_metric : NULL);
-	snprintf(sub[0], sizeof(sub[0]), "%s/MULTI__TIME", dir);
-	snprintf(sub[1], sizeof(sub[1]), "%s/MULTI__%s", dir, smname);
-	for (m = 0; multi && m < 2; m++)
-		if (mkdir(sub[m], 0755) && errno != EEXIST)
-			return -errno;
-	order = malloc(snap->ntasks * sizeof(*order));
+	snprintf(sub[0], sizeof(sub[0]), "MULTI__TIME/");
+	snprintf(sub[1], sizeof(sub[1]), "MULTI__%s/", smname);
+	order = malloc((snap->ntasks ? snap->ntasks : 1) * sizeof(*order));
 	if (!order)
 		return -ENOMEM;
 	for (i = 0; i < snap->ntasks; i++)
 		order[i] = &snap->tasks[i];
-	if (opts && opts->dense_processes)
+	if (dense)
 		qsort(order, snap->ntasks, sizeof(*order), cmp_task_ptr);
 	for (i = 0; i < snap->ntasks; i++) {
 		const struct ktau_task *t = order[i];
 
-		if (opts && opts->dense_processes) {
+		if (dense) {
 			if (i && (t->pid != order[i - 1]->pid ||
 				  (t->flags & KTAU_TASK_AGGREGATE) ||
 				  (t->flags & KTAU_TASK_PROCESS))) {
-				node++;
+				ctx++;
 				thread = 0;
 			} else if (i) {
 				thread++;
@@ -407,10 +360,12 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		} else {
 			thread = i;
 		}
+		/* A rank's processes are contexts of its node; else nodes. */
+		node = ranked ? opts->rank : ctx;
 		for (m = 0; m <= multi && !ret; m++) {
-			snprintf(path, sizeof(path), "%s/profile.%d.0.%d", multi ? sub[m] : dir,
-				 node, thread);
-			f = fopen(path, "w");
+			snprintf(path, sizeof(path), "%sprofile.%d.%d.%d", multi ? sub[m] : "",
+				 node, ranked ? ctx : 0, thread);
+			f = ktau_outdir_create(od, path);
 			if (!f) {
 				ret = -errno;
 				break;
@@ -422,6 +377,12 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 		if (ret)
 			break;
 		nfiles++;
+	}
+	if (!ret && opts && opts->samples && opts->samples_folded) {
+		f = ktau_outdir_create(od, opts->samples_folded);
+		ret = f ? ktau_write_sample_folded(f, opts->samples, snap, reg) : -errno;
+		if (f && fclose(f) && !ret)
+			ret = -errno;
 	}
 	free(order);
 	return ret ? ret : nfiles;

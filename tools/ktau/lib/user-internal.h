@@ -227,7 +227,7 @@ int ktau__rows(const struct kt_tsnap *ts, char *const *names, uint32_t nnames,
 void ktau__rows_free(struct ktau__row *rows, size_t n);
 /* Write the rows as a TAU profile file with the thread's metadata. */
 int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row *rows,
-		     size_t n, int thread);
+		     size_t n, int node, int thread);
 /* Display names of all timers (resolving addresses); free with ktau__names_free. */
 char **ktau__timer_names(uint32_t *n);
 void ktau__names_free(char **names, uint32_t n);

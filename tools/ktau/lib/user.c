@@ -78,6 +78,8 @@ static struct {
 	int fd;				/* /proc/ktau/profiles */
 	int fd_err;			/* why not (-errno) */
 	int shared_off, verbose, depth_max;
+	int rank;			/* MPI rank from the launcher; -1: none */
+	int force;			/* KTAU_PROFILE_FORCE: write among others' files */
 	atomic_int reported;
 	atomic_int exiting;
 	uint64_t (*clock)(void);
@@ -373,40 +375,21 @@ static int env_flag(const char *name, int dflt)
 }
 
 /*
- * The output directory: "%p" becomes the pid; a relative one is taken
- * from the working directory of now (not of the exit).
+ * The output directory: "%p" becomes the pid, "%r" the MPI rank, "%h"
+ * the host name (ktau_output_path); a relative one is taken from the
+ * working directory of now (not of the exit).
  */
 static char *expand_dir(const char *tmpl)
 {
-	char pid[24], cwd[4096], *out, *o;
-	size_t n = 0;
-	const char *s;
+	char cwd[4096], *path, *out;
 
 	if (!*tmpl)
 		return strdup("");
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	if (tmpl[0] == '/' || !getcwd(cwd, sizeof(cwd)))
-		cwd[0] = '\0';
-	n = strlen(cwd) + 1;
-	for (s = tmpl; *s; s++)
-		n += (s[0] == '%' && s[1] == 'p') ? strlen(pid) : 1;
-	out = malloc(n + 1);
-	if (!out)
-		return NULL;
-	o = out;
-	if (cwd[0]) {
-		o = stpcpy(o, cwd);
-		*o++ = '/';
-	}
-	for (s = tmpl; *s; s++) {
-		if (s[0] == '%' && s[1] == 'p') {
-			o = stpcpy(o, pid);
-			s++;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
+	path = ktau_output_path(tmpl);
+	if (!path || path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return path;
+	out = ktau__strfmt("%s/%s", cwd, path);
+	free(path);
 	return out;
 }
 
@@ -418,6 +401,8 @@ static void kt_process_init(void)
 
 	g.verbose = env_flag("KTAU_VERBOSE", 0);
 	g.shared_off = !env_flag("KTAU_SHARED", 1);
+	g.force = env_flag("KTAU_PROFILE_FORCE", 0);
+	g.rank = ktau_mpi_rank();
 	v = getenv("KTAU_CALLPATH_DEPTH");
 	if (v && *v) {
 		long d = strtol(v, NULL, 10);
@@ -1327,12 +1312,13 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 	struct ktau_registry *own_reg = NULL;
 	const struct ktau_registry *reg;
 	struct kt_tsnap *snaps = NULL;
+	struct ktau_outdir *od = NULL;
 	struct kt_thread *th;
 	char **names, path[4096];
 	uint32_t nnames = 0;
 	size_t n = 0, cap = 0, i;
 	uint64_t now;
-	int ret = 0, nfiles = 0, skipped = 0;
+	int ret = 0, nfiles = 0, skipped = 0, node = g.rank < 0 ? 0 : g.rank;
 
 	names = ktau__timer_names(&nnames);
 	if (!names && nnames)
@@ -1370,8 +1356,9 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 	}
 	kt_unlock();
 
-	if (!ret)
-		ret = ktau__profile_dir(dir, 0);
+	/* Nothing measured (prog --help): nothing written, nothing removed. */
+	if (!ret && n)
+		ret = ktau_outdir_open(dir, "user", node, g.force ? KTAU_OUTDIR_FORCE : 0, &od);
 	for (i = 0; !ret && i < n; i++) {
 		struct ktau__row *rows = NULL;
 		size_t nrows = 0;
@@ -1380,20 +1367,22 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 		ret = ktau__rows(&snaps[i], names, nnames, reg, &rows, &nrows);
 		if (ret)
 			break;
-		snprintf(path, sizeof(path), "%s/profile.0.0.%zu", dir, i);
-		f = fopen(path, "w");
+		snprintf(path, sizeof(path), "profile.%d.0.%zu", node, i);
+		f = ktau_outdir_create(od, path);
 		if (!f) {
 			ret = -errno;
 			ktau__rows_free(rows, nrows);
 			break;
 		}
-		ret = ktau__write_rows(f, &snaps[i], rows, nrows, (int)i);
+		ret = ktau__write_rows(f, &snaps[i], rows, nrows, node, (int)i);
 		if (fclose(f) && !ret)
 			ret = -errno;
 		ktau__rows_free(rows, nrows);
 		if (!ret)
 			nfiles++;
 	}
+	if (od && ktau_outdir_close(od) && !ret)
+		ret = -EIO;
 	for (i = 0; i < n; i++)
 		ktau__data_free(&snaps[i].d);
 	free(snaps);
@@ -1468,10 +1457,17 @@ static void kt_atexit(void)
 	if (!g.outdir || !g.threads)
 		return;
 	ret = kt_write_all(g.outdir, th && th != &kt_dead ? th : NULL);
-	if (ret < 0)
+	if (ret == -ENOTEMPTY)
+		fprintf(stderr, "libktau: the profile was not written: %s (KTAU_PROFILE_DIR names "
+			"it; KTAU_PROFILE_FORCE=1 writes among those files)\n", ktau_output_error());
+	else if (ret < 0 && *ktau_output_error())
+		fprintf(stderr, "libktau: the profile was not written: %s\n", ktau_output_error());
+	else if (ret < 0)
 		fprintf(stderr, "libktau: cannot write the profile to %s: %s "
 			"(set KTAU_PROFILE_DIR to a writable directory)\n", g.outdir,
 			strerror(-ret));
+	else if (g.verbose && !ret)
+		fprintf(stderr, "libktau: nothing was measured: no profile written\n");
 	else if (g.verbose)
 		fprintf(stderr, "libktau: %d profile file%s in %s\n", ret, ret == 1 ? "" : "s",
 			g.outdir);

@@ -475,7 +475,7 @@ static const char *reg_reason(int err)
 }
 
 int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row *rows,
-		     size_t n, int thread)
+		     size_t n, int node, int thread)
 {
 	const struct kt_data *d = &ts->d;
 	struct utsname u;
@@ -493,7 +493,7 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 	ktau__meta(f, "comm", comm);
 	ktau__meta(f, "Hostname", u.nodename[0] ? u.nodename : "unknown");
 	ktau__meta(f, "OS Release", u.release[0] ? u.release : "unknown");
-	ktau__meta_u64(f, "Node", 0);
+	ktau__meta_u64(f, "Node", (unsigned long long)node);
 	ktau__meta_u64(f, "Thread", (unsigned long long)thread);
 	ktau__meta(f, "KTAU Merge",
 		   "libktau user runtime: the thread's kernel routines, read from the KTAU shared "

@@ -10,7 +10,10 @@
 #define KTAU_HOST_TEST_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #define FAIL(...) do { printf("# %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); \
 		       printf("\n"); return 1; } while (0)
@@ -55,6 +58,39 @@ static inline const struct host_test *test_find(const struct host_test *tests, s
 			return &tests[i];
 	printf("# no test '%s'\n", name);
 	return NULL;
+}
+
+/*
+ * Processes 0..n-1 running fn(i, arg) all at once (released together
+ * from a pipe), as MPI ranks do; each exits with what fn returns (from
+ * fn, exit() runs the atexit handlers). 0 when every one exited with 0.
+ */
+static inline int run_together(int n, int (*fn)(int i, void *arg), void *arg)
+{
+	int go[2], i, status, ok = 1;
+	pid_t pid;
+
+	if (pipe(go))
+		return -1;
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		pid = fork();
+		if (pid < 0)
+			ok = 0;
+		if (pid == 0) {
+			char c;
+
+			close(go[1]);
+			if (read(go[0], &c, 1) < 0)
+				_exit(3);
+			exit(fn(i, arg));
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	while ((pid = wait(&status)) > 0)
+		ok &= WIFEXITED(status) && !WEXITSTATUS(status);
+	return ok ? 0 : -1;
 }
 
 #endif

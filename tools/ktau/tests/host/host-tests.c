@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/ktau.h>
@@ -1115,6 +1117,148 @@ static int t_tau_rows(void)
 	return 0;
 }
 
+/*
+ * MPI ranks writing one directory at once (ktaud run under mpirun): each
+ * rank's processes are contexts of its node; nothing lost or replaced.
+ */
+struct rank_write {
+	const char *dir;
+	struct ktau_snap *s;
+	struct ktau_registry *reg;
+};
+
+static int rank_write(int i, void *arg)
+{
+	const struct rank_write *w = arg;
+	struct ktau_tau_opts o = { .dense_processes = 1, .has_rank = 1, .rank = i };
+
+	return ktau_write_tau(w->dir, w->s, w->reg, &o) == 4 ? 0 : 1;
+}
+
+static int t_tau_ranks_concurrent(void)
+{
+	enum { NRANKS = 4 };
+	static const char *const want[] = { "0.0", "0.1", "1.0", "2.0" };
+	struct ktau_snap *s = NULL;
+	struct ktau_registry *reg = NULL;
+	char dir[512], path[600];
+	int i, j;
+
+	snprintf(path, sizeof(path), "%s/run.ktau", fx);
+	CHECK(ktau_snap_load(path, &s, &reg) == 0, "run.ktau");
+	snprintf(dir, sizeof(dir), "%s/ranks", tmpdir);
+	CHECK(run_together(NRANKS, rank_write, &(struct rank_write){ dir, s, reg }) == 0,
+	      "a rank failed to write");
+	for (i = 0; i < NRANKS; i++)
+		for (j = 0; j < 4; j++) {
+			snprintf(path, sizeof(path), "%s/profile.%d.%s", dir, i, want[j]);
+			if (check_tau_file(path, expect("run.expect", "getppid_per_thread"), -1))
+				return 1;
+		}
+	/* Again (a second job): each rank replaces its own files only. */
+	{
+		struct ktau_tau_opts o = { .dense_processes = 1, .has_rank = 1, .rank = 2 };
+
+		int fd, ret;
+
+		CHECK(ktau_write_tau(dir, s, reg, &o) == 4, "rank 2 again");
+		snprintf(path, sizeof(path), "%s/profile.3.2.0", dir);
+		CHECK(!access(path, F_OK), "rank 2 removed rank 3's files");
+		/* Another process writing rank 2 right now (its manifest locked). */
+		snprintf(path, sizeof(path), "%s/.ktau-written.kernel.2", dir);
+		fd = open(path, O_RDONLY);
+		CHECK(fd >= 0 && !flock(fd, LOCK_EX), "lock %s", path);
+		ret = ktau_write_tau(dir, s, reg, &o);
+		close(fd);
+		CHECK(ret == -EBUSY && strstr(ktau_output_error(), "node 2"),
+		      "two writers of rank 2 at once: %d (%s)", ret, ktau_output_error());
+		snprintf(path, sizeof(path), "%s/profile.2.0.0", dir);
+		CHECK(!access(path, F_OK), "the busy writer removed files");
+	}
+	keep_for_checker(dir, "ranks");
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
+/* The rank from the launchers' variables, and the output path templates. */
+static int t_mpi_rank_templates(void)
+{
+	char host[256], want[600], *p;
+
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	unsetenv("PMIX_RANK");
+	unsetenv("PMI_RANK");
+	unsetenv("SLURM_PROCID");
+	CHECK(ktau_mpi_rank() == -1, "a rank outside a launcher");
+	setenv("SLURM_PROCID", "0", 1);
+	setenv("PMI_RANK", "5", 1);
+	CHECK(ktau_mpi_rank() == 5, "PMI_RANK before SLURM_PROCID (mpirun in an allocation)");
+	setenv("PMIX_RANK", "6", 1);
+	CHECK(ktau_mpi_rank() == 6, "PMIX_RANK");
+	setenv("OMPI_COMM_WORLD_RANK", "7", 1);
+	CHECK(ktau_mpi_rank() == 7, "OMPI_COMM_WORLD_RANK first");
+	setenv("OMPI_COMM_WORLD_RANK", "x7", 1);
+	CHECK(ktau_mpi_rank() == 6, "a bad value is skipped");
+	CHECK(gethostname(host, sizeof(host)) == 0, "hostname");
+	p = ktau_output_path("out-%r/%h/%p-%%-%q");
+	snprintf(want, sizeof(want), "out-6/%s/%d-%%-%%q", host, (int)getpid());
+	CHECK(p && !strcmp(p, want), "'%s', not '%s'", p ? p : "(null)", want);
+	free(p);
+	unsetenv("PMIX_RANK");
+	unsetenv("PMI_RANK");
+	unsetenv("SLURM_PROCID");
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	p = ktau_output_path("r%r");
+	CHECK(p && !strcmp(p, "r0"), "%%r outside a launcher: '%s'", p ? p : "(null)");
+	free(p);
+	return 0;
+}
+
+/* A text file of this content: 0 when it has it. */
+static int text_is(const char *path, const char *text)
+{
+	char buf[256];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strcmp(buf, text);
+}
+
+/*
+ * Snapshot files replace only snapshot files (--save FILE); watch's never
+ * replace anything (two watches in one directory).
+ */
+static int t_snap_save_no_replace(void)
+{
+	struct ktau_snap *s = NULL;
+	struct ktau_registry *reg = NULL;
+	char path[512], notes[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/process.ktau", fx);
+	CHECK(ktau_snap_load(path, &s, &reg) == 0, "load");
+	snprintf(notes, sizeof(notes), "%s/notes.txt", tmpdir);
+	f = fopen(notes, "w");
+	CHECK(f && fputs("my notes\n", f) >= 0 && !fclose(f), "notes");
+	CHECK(ktau_snap_save(notes, s, reg) == -EEXIST, "a text file was replaced");
+	CHECK(text_is(notes, "my notes\n") == 0, "the notes changed");
+	snprintf(path, sizeof(path), "%s/snap-000000.ktau", tmpdir);
+	CHECK(ktau_snap_save_new(path, s, reg) == 0, "save_new");
+	CHECK(ktau_snap_save_new(path, s, reg) == -EEXIST, "save_new replaced a file");
+	CHECK(ktau_snap_save(path, s, reg) == 0, "a snapshot file is replaced by save");
+	snprintf(notes, sizeof(notes), "%s/snap-000000.ktau.tmp-%d", tmpdir, (int)getpid());
+	CHECK(access(notes, F_OK), "a temporary file is left");
+	ktau_snap_free(s);
+	ktau_registry_free(reg);
+	return 0;
+}
+
 static const struct host_test tests[] = {
 	{ "registry_fixture", t_registry_fixture },
 	{ "registry_rejects_bad", t_registry_rejects_bad },
@@ -1140,6 +1284,9 @@ static const struct host_test tests[] = {
 	{ "tau_samples", t_tau_samples },
 	{ "snap_samples", t_snap_samples },
 	{ "tau_rows", t_tau_rows },
+	{ "tau_ranks_concurrent", t_tau_ranks_concurrent },
+	{ "mpi_rank_templates", t_mpi_rank_templates },
+	{ "snap_save_no_replace", t_snap_save_no_replace },
 };
 
 int main(int argc, char **argv)

@@ -19,7 +19,7 @@ LOG=$W/log
 # ---- ktaud's command line ----
 c_help() {
 	"$KTAUD" --help >"$LOG" 2>&1 || return 1
-	for c in dump run watch export merge plot functions control sample probe drill callgraph; do
+	for c in dump run watch export merge combine plot functions control sample probe drill callgraph; do
 		"$KTAUD" $c --help >>"$LOG" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 	done
 	[ -f "$TOOLS/man/ktaud.1" ] && man -l "$TOOLS/man/ktaud.1" >/dev/null 2>&1 || true
@@ -45,6 +45,7 @@ c_bad_arguments() {
 	expect_rc 2 "$KTAUD" plot top -o x.gif 1 || return 1
 	expect_rc 2 "$KTAUD" export || return 1
 	expect_rc 2 "$KTAUD" merge || return 1
+	expect_rc 2 "$KTAUD" combine || return 1
 	expect_rc 2 "$KTAUD" sample || return 1
 	expect_rc 2 "$KTAUD" sample -e bogus true || return 1
 	expect_rc 2 "$KTAUD" sample -e cpu-clock:5us true || return 1
@@ -234,13 +235,13 @@ c_merge_options() {
 		return 1
 	# Without pid metadata: nodes 1 and 2 by --pid, node 0 in start order.
 	make_tau_input "" || return 1
-	"$KTAUD" merge -q -p 2=56 -p 1=57 -o "$W/merged-pid" "$IN/tau" "$FIXTURES/run.ktau" \
-		>"$LOG" 2>&1 || return 1
+	"$KTAUD" merge -q --force-map -p 2=56 -p 1=57 -o "$W/merged-pid" "$IN/tau" \
+		"$FIXTURES/run.ktau" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q '<name>KTAU Merge pid</name><value>56</value>' "$W/merged-pid/profile.2.0.0" &&
 	grep -q '<name>KTAU Merge pid</name><value>57</value>' "$W/merged-pid/profile.1.0.0" &&
 	grep -q '<name>KTAU Merge Match</name><value>node and process in start order' \
 		"$W/merged-pid/profile.0.0.1" || { sed 's/^/#   /' "$LOG"; return 1; }
-	"$KTAUD" merge -q -o "$W/merged-order" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+	"$KTAUD" merge -q --force-map -o "$W/merged-order" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
 	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-order/profile.2.0.0"
 }
 
@@ -252,6 +253,217 @@ c_merge_multi_metric() {
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(fline "$W/merged-multi/MULTI__TIME/profile.0.0.0" "SYSCALL" | cut -d' ' -f1)" -gt 0 ] &&
 	[ "$(fline "$W/merged-multi/MULTI__PAPI_TOT_CYC/profile.0.0.0" "SYSCALL" | cut -d' ' -f3)" = 0 ]
+}
+
+# A user profile of another run (another pid, another program): refused,
+# nothing written, unless threads are mapped (--map, --pid) or --force-map.
+c_merge_mismatch() {
+	R=$FIXTURES/run.ktau
+	make_tau_input 4242 || return 1
+	rm -rf "$IN/mm"
+	expect_rc 1 "$KTAUD" merge -q -o "$IN/mm" "$IN/tau" "$R" || return 1
+	grep -q "is of pid 4242, which the kernel profile does not have" "$LOG" &&
+		grep -q -- "--force-map" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ ! -e "$IN/mm" ] || { echo "# output written after a refusal"; return 1; }
+	# No pid, and the program is not the kernel process's.
+	make_tau_input "" || return 1
+	expect_rc 1 "$KTAUD" merge -q -o "$IN/mm" "$IN/tau" "$R" || return 1
+	grep -q "is of program 'app & co', but .* is 'ktau-test-loop'" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# libktau's own profile names its program: the same name merges in start order.
+	rm -rf "$IN/named" && mkdir -p "$IN/named" || return 1
+	sed 's,/bin/app &amp; co,/usr/bin/ktau-test-loop,' "$IN/tau/profile.2.0.0" >"$IN/named/profile.0.0.0"
+	"$KTAUD" merge -q -o "$W/merged-named" "$IN/named" "$R" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# Told explicitly: --map with a list, or --force-map.
+	make_tau_input 4242 || return 1
+	"$KTAUD" merge -q -m 0.0.0=55,0.0.1=58 -m 1.0.0=56,2.0.0=57 -o "$W/merged-maplist" \
+		"$IN/tau" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-maplist/profile.2.0.0" ||
+		return 1
+	"$KTAUD" merge -q --force-map -o "$W/merged-forced" "$IN/tau" "$R" >"$LOG" 2>&1 &&
+	grep -q 'in start order (--force-map)' "$W/merged-forced/profile.0.0.0"
+}
+
+# Output directories: others' files are never removed or replaced; a
+# directory that has them is refused (nothing touched) without --force;
+# our own earlier files are replaced; export, dump and merge alike.
+c_outdir_keeps_others() {
+	R=$FIXTURES/run.ktau
+	make_tau_input 55 || return 1
+	rm -rf "$IN/own" "$IN/own.orig" && mkdir -p "$IN/own" || return 1
+	tau_file "$IN/own/profile.0.0.0" 4242
+	echo "my notes" >"$IN/own/notes.txt"
+	cp -a "$IN/own" "$IN/own.orig" || return 1
+	expect_rc 1 "$KTAUD" export --tau "$IN/own" "$R" || return 1
+	grep -q "is not from an earlier output" "$LOG" && grep -q -- "--force" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	diff -r "$IN/own" "$IN/own.orig" >"$W/diff" 2>&1 || { echo "# changed:"; sed 's/^/#   /' "$W/diff"; return 1; }
+	# --force: beside them, never over them (profile.0.0.0 is theirs).
+	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
+	grep -q "profile.0.0.0 exists" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs replaced"; return 1; }
+	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
+	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs removed"; return 1; }
+	expect_rc 1 "$KTAUD" merge -q -p 55 -o "$IN/own" "$IN/tau" "$R" || return 1
+	grep -q "is not from an earlier output of this kind (merge)" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# A subdirectory of somebody's (not gone into): refused by its name.
+	rm -rf "$IN/sub" && mkdir -p "$IN/sub/data/deep" && echo x >"$IN/sub/data/deep/f"
+	expect_rc 1 "$KTAUD" export --tau "$IN/sub" "$R" || return 1
+	grep -q "holds 'data/'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# A directory of ours: replaced by the next export, 4 files then 3.
+	"$KTAUD" export --tau "$W/ours" "$R" >"$LOG" 2>&1 || return 1
+	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$W/ours" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
+		{ echo "# files: $(ls "$W/ours")"; return 1; }
+	# Another writer's output (the runtime's, merge's) is not ours either.
+	"$KTAUD" merge -q -p 55 -o "$W/keep-merged" "$IN/tau" "$R" >"$LOG" 2>&1 || return 1
+	expect_rc 1 "$KTAUD" export --tau "$W/keep-merged" "$R" || return 1
+	# Their notes among ours, with --force: kept, ours replaced.
+	echo "my notes" >"$W/ours/notes.txt"
+	expect_rc 1 "$KTAUD" export --tau "$W/ours" "$R" || return 1
+	"$KTAUD" export --force --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(cat "$W/ours/notes.txt")" = "my notes" ] && [ -f "$W/ours/profile.0.0.1" ] || return 1
+	rm "$W/ours/notes.txt"
+	# One of ours that somebody changed since: kept, in the way (not replaced).
+	"$KTAUD" export --tau "$IN/edited" "$R" >"$LOG" 2>&1 || return 1
+	echo "# my remark" >>"$IN/edited/profile.1.0.0"
+	cp "$IN/edited/profile.1.0.0" "$IN/edited.orig"
+	expect_rc 1 "$KTAUD" export --tau "$IN/edited" "$R" || return 1
+	grep -q "profile.1.0.0 exists" "$LOG" && cmp -s "$IN/edited/profile.1.0.0" "$IN/edited.orig" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# The runtime at exit: refused with a message, the app's files intact.
+	rm -rf "$IN/app" && mkdir -p "$IN/app" && tau_file "$IN/app/profile.0.0.0" 4242
+	cp "$IN/app/profile.0.0.0" "$IN/app.orig"
+	KTAU_PROFILE_DIR="$IN/app" "$DEMO" -q -c 1000 -s 1 -S 1 -n 2 -m 2 >"$LOG" 2>&1
+	grep -q "libktau: the profile was not written: .*KTAU_PROFILE_FORCE" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$IN/app/profile.0.0.0" "$IN/app.orig" && [ "$(ls "$IN/app")" = profile.0.0.0 ]
+}
+
+# The commands that run a command check their output directory first:
+# refused before the command runs (on any host, KTAU or not), nothing
+# touched, nothing made.
+c_run_checks_output() {
+	rm -rf "$IN/busy" "$IN/fresh" && mkdir -p "$IN/busy" && echo "my notes" >"$IN/busy/notes.txt"
+	for cmd in "run" "sample" "run --sample cpu-clock" "probe add vfs_read"; do
+		expect_rc 1 "$KTAUD" $cmd -o "$IN/busy" -- touch "$IN/ran" || return 1
+		grep -q "the command is not run: .*notes.txt" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+		[ ! -e "$IN/ran" ] && [ "$(ls -A "$IN/busy")" = notes.txt ] ||
+			{ echo "# '$cmd': ran, or the directory changed: $(ls -A "$IN/busy")"; return 1; }
+	done
+	# %r, %p, %h in -o: the check is of the expanded name.
+	mkdir -p "$IN/busy-0-$(hostname)" && echo x >"$IN/busy-0-$(hostname)/x"
+	expect_rc 1 "$KTAUD" run -o "$IN/busy-%r-%h" -- true || return 1
+	grep -q "busy-0-$(hostname) holds 'x'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# --save FILE replaces a snapshot file, nothing else; watch warns when
+# it starts a second session in a directory (before it opens KTAU).
+c_save_and_watch_keep() {
+	echo "my notes" >"$IN/notes.ktau"
+	expect_rc 1 "$KTAUD" export --save "$IN/notes.ktau" "$FIXTURES/run.ktau" || return 1
+	grep -q "is not a snapshot file: it is left as it is" "$LOG" &&
+		[ "$(cat "$IN/notes.ktau")" = "my notes" ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" export --save "$IN/again.ktau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+		"$KTAUD" export --save "$IN/again.ktau" "$FIXTURES/process.ktau" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	rm -rf "$IN/w1" && mkdir -p "$IN/w1" && cp "$FIXTURES/watch/snap-000000.ktau" "$IN/w1/"
+	"$KTAUD" watch -c 1 -i 0.01 -o "$IN/w1" >"$LOG" 2>&1
+	grep -q "warning: .*w1 already holds the snapshots of an earlier watch" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# A directory into which 'ktaud watch' was started twice: two baselines.
+# Adding them up would double the totals: refused, with what to do.
+c_watch_two_sessions() {
+	rm -rf "$IN/w2" && mkdir -p "$IN/w2" || return 1
+	for i in 0 1 2 3; do
+		cp "$FIXTURES/watch/snap-00000$i.ktau" "$IN/w2/snap-00000$i.ktau"
+		cp "$FIXTURES/watch/snap-00000$i.ktau" "$IN/w2/snap-00000$((i + 4)).ktau"
+	done
+	expect_rc 1 "$KTAUD" export --tau "$W/w2" "$IN/w2" || return 1
+	grep -q "holds 2 'ktaud watch' sessions.*snap-000004.ktau: a second baseline" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ ! -e "$W/w2" ] || { echo "# written anyway"; return 1; }
+	expect_rc 1 "$KTAUD" export "$IN/w2" || return 1
+	# One session's files: fine, and the same as the fixture's.
+	"$KTAUD" export "$IN"/w2/snap-00000[0-3].ktau >"$W/one" 2>"$LOG" || return 1
+	"$KTAUD" export "$FIXTURES/watch" >"$W/fix" 2>"$LOG" || return 1
+	cmp -s "$W/one" "$W/fix" || { echo "# one session differs from the fixture"; return 1; }
+	rm "$W/one" "$W/fix"
+	# A delta that does not continue the one before: a second session too.
+	rm "$IN/w2/snap-000004.ktau"
+	expect_rc 1 "$KTAUD" export "$IN/w2" || return 1
+	grep -q "a delta that does not continue" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# An MPI job without mpirun: 4 ranks of the instrumented example at once,
+# each into its own directory (KTAU_PROFILE_DIR with %r, %h), combined
+# into one profile whose nodes are the ranks; and into one shared
+# directory, where nothing is lost. Both pass the strict checker.
+c_combine_ranks() {
+	rm -rf "$IN"/rank-* "$W/shared-ranks"
+	pids=
+	for r in 0 1 2 3; do
+		case $r in
+		0) v=OMPI_COMM_WORLD_RANK ;; 1) v=PMI_RANK ;; 2) v=PMIX_RANK ;; 3) v=SLURM_PROCID ;;
+		esac
+		env $v=$r KTAU_PROFILE_DIR="$IN/rank-%r-%h" "$DEMO" -q -c 1000 -s 1 -S 1 -n 2 -m 2 \
+			>"$LOG.$r" 2>&1 &
+		pids="$pids $!"
+		env $v=$r "$DEMO" -q -o "$W/shared-ranks" -c 1000 -s 1 -S 1 -n 2 -m 2 >"$LOG.s$r" 2>&1 &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait $p || { cat "$LOG".* | sed 's/^/#   /'; return 1; }; done
+	h=$(hostname)
+	for r in 0 1 2 3; do
+		[ -f "$IN/rank-$r-$h/profile.$r.0.2" ] || { echo "# rank $r: $(ls "$IN/rank-$r-$h")"; return 1; }
+		[ -f "$W/shared-ranks/profile.$r.0.2" ] || { echo "# shared: $(ls "$W/shared-ranks")"; return 1; }
+	done
+	"$KTAUD" combine -o "$W/combined" "$IN"/rank-3-* "$IN"/rank-1-* "$IN"/rank-0-* "$IN"/rank-2-* \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "4 inputs, 4 nodes$" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	for r in 0 1 2 3; do
+		p="$W/combined/profile.$r.0.0"
+		grep -q "<name>Node</name><value>$r</value>" "$p" &&
+		grep -q "<name>Hostname</name><value>$h</value>" "$p" &&
+		grep -q "<name>KTAU Combine Source</name><value>$IN/rank-$r-$h</value>" "$p" ||
+			{ echo "# $p: node, host or source"; return 1; }
+		grep -q '^"main" 1 ' "$p" || return 1
+	done
+	"$TAUCHECK" "$W/combined" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Outputs without ranks (all node 0, 1, 2): in argument order.
+	"$KTAUD" export --tau "$IN/exp-a" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
+	"$KTAUD" export --processes --tau "$IN/exp-b" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" combine -o "$W/combined-runs" "$IN/exp-a" "$IN/exp-b" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "6 nodes (inputs share node numbers" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "<name>KTAU Combine Node</name><value>2</value>" "$W/combined-runs/profile.5.0.0" &&
+		grep -q "<name>KTAU Combine Source</name><value>$IN/exp-b</value>" \
+			"$W/combined-runs/profile.5.0.0" || return 1
+	# Combined again (ours): replaced; different metrics: refused.
+	"$KTAUD" combine -q -o "$W/combined-runs" "$IN/exp-b" >"$LOG" 2>&1 || return 1
+	[ "$(ls "$W/combined-runs" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
+		{ echo "# again: $(ls "$W/combined-runs")"; return 1; }
+	rm -rf "$IN/two" && mkdir -p "$IN/two/MULTI__TIME" "$IN/two/MULTI__PAPI_TOT_CYC"
+	tau_file "$IN/two/MULTI__TIME/profile.0.0.0" 57
+	tau_file "$IN/two/MULTI__PAPI_TOT_CYC/profile.0.0.0" 57 PAPI_TOT_CYC
+	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$IN/two" || return 1
+	grep -q "do not have the same metrics" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Snapshot files, one per rank ('ktaud run --save prof-%r.ktau'), in
+	# argument order; not mixed with directories.
+	"$KTAUD" combine -o "$W/combined-snaps" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$W/combined-snaps" | tr '\n' ' ')" = \
+	  "profile.0.0.0 profile.0.0.1 profile.0.1.0 profile.0.2.0 profile.1.0.0 " ] ||
+		{ echo "# snapshots: $(ls "$W/combined-snaps")"; return 1; }
+	grep -q "<name>Hostname</name><value>ktau-guest</value>" "$W/combined-snaps/profile.1.0.0" &&
+	grep -q "<name>KTAU Combine Source</name><value>$FIXTURES/process.ktau</value>" \
+		"$W/combined-snaps/profile.1.0.0" || return 1
+	expect_rc 2 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$FIXTURES/run.ktau" || return 1
+	head -c 300 "$FIXTURES/run.ktau" >"$IN/cut.ktau"
+	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$FIXTURES/run.ktau" "$IN/cut.ktau" || return 1
+	grep -q "truncated or garbled" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # Bad inputs: a clear message and a non-zero exit, never a crash.
@@ -364,7 +576,7 @@ c_analyzer() {
 	echo 'int main(void){return 0;}' >"$IN/a.c"
 	$cc -fanalyzer -c -o "$IN/a.o" "$IN/a.c" 2>/dev/null ||
 		{ SKIP="$cc has no -fanalyzer"; return 77; }
-	for f in lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/tauprofile.c \
+	for f in lib/outdir.c lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/combine.c ktaud/tauprofile.c \
 		lib/callgraph.c lib/probe.c lib/drill.c ktaud/probe.c ktaud/drill.c ktaud/callgraph.c; do
 		$cc -std=gnu11 -O1 -fanalyzer -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES \
 			-I"$TOOLS/lib" -I"$TOOLS/ktaud" -c -o "$IN/an.o" "$TOOLS/$f" >"$LOG" 2>&1 ||
@@ -392,7 +604,9 @@ c_taucheck() {
 }
 
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
-c_merge_multi_metric c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
+c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
+c_combine_ranks
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0

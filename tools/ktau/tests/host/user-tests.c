@@ -852,6 +852,187 @@ static int t_write_merged(void)
 	return 0;
 }
 
+/* ---- Output directories: nobody's data lost ------------------------ */
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* The file holds exactly text. */
+static int same_text(const char *path, const char *text)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return !strcmp(buf, text);
+}
+
+static int timed_once(const char *name)
+{
+	return ktau_timer_start_name(name) || ktau_timer_stop_name(name) ? -1 : 0;
+}
+
+/*
+ * Nothing measured (prog --help): no directory, nothing removed; neither
+ * by ktau_user_write nor at exit.
+ */
+static int t_nothing_measured(void)
+{
+	char dir[600], atexit_dir[600];
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	subdir(atexit_dir, sizeof(atexit_dir), "nothing-at-exit");
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		if (ktau_user_output(atexit_dir) || ktau_user_init() < 0)
+			_exit(3);
+		exit(0);	/* the runtime's atexit runs */
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "child");
+	CHECK(stat(atexit_dir, &st) && errno == ENOENT, "%s was made at exit, with nothing "
+	      "measured", atexit_dir);
+	subdir(dir, sizeof(dir), "nothing");
+	CHECK(ktau_user_init() >= 0, "init");
+	CHECK(ktau_user_write(dir) == 0, "files written with nothing measured");
+	CHECK(stat(dir, &st) && errno == ENOENT, "%s was made with nothing measured", dir);
+	return 0;
+}
+
+/*
+ * A directory with somebody else's files (a TAU profile of the program,
+ * notes): refused, nothing touched. Our own earlier files are replaced.
+ */
+static int t_outdir_foreign(void)
+{
+	static const char theirs[] = "1 templated_functions_MULTI_TIME\n# theirs\n";
+	char dir[600], path[700], notes[700];
+	int ret;
+
+	subdir(dir, sizeof(dir), "foreign");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", dir);
+	CHECK(write_text(path, theirs) == 0 && write_text(notes, "my notes\n") == 0, "files");
+	CHECK(timed_once("work") == 0, "timer");
+	ret = ktau_user_write(dir);
+	CHECK(ret == -ENOTEMPTY, "a directory with others' files: %d, not -ENOTEMPTY", ret);
+	CHECK(strstr(ktau_output_error(), "notes.txt") || strstr(ktau_output_error(), "profile.0.0.0"),
+	      "the message names no file: '%s'", ktau_output_error());
+	CHECK(same_text(path, theirs) && same_text(notes, "my notes\n"), "their files changed");
+	snprintf(notes, sizeof(notes), "%s/.ktau-written.user.0", dir);
+	CHECK(access(notes, F_OK), "a refused directory got %s", notes);
+	/* Not a TAU directory: gone before the strict checker sees it. */
+	snprintf(notes, sizeof(notes), "%s/notes.txt", dir);
+	CHECK(unlink(path) == 0 && unlink(notes) == 0 && rmdir(dir) == 0, "clean up");
+	/* Ours alone: written, then replaced by the next write. */
+	subdir(dir, sizeof(dir), "own");
+	CHECK(ktau_user_write(dir) == 1, "first write");
+	CHECK(ktau_user_write(dir) == 1, "our own earlier files are not foreign");
+	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
+	CHECK(!access(path, F_OK), "no manifest %s", path);
+	return 0;
+}
+
+/* KTAU_PROFILE_FORCE=1: written among others' files, none of them replaced. */
+static int t_outdir_force(void)
+{
+	static const char theirs[] = "1 templated_functions_MULTI_TIME\n# theirs\n";
+	char dir[600], path[700], notes[700];
+	int ret;
+
+	setenv("KTAU_PROFILE_FORCE", "1", 1);
+	subdir(dir, sizeof(dir), "force");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", dir);
+	CHECK(write_text(notes, "my notes\n") == 0, "notes");
+	CHECK(timed_once("work") == 0, "timer");
+	CHECK(ktau_user_write(dir) == 1, "forced write");
+	CHECK(ktau_user_write(dir) == 1, "forced write again");
+	CHECK(same_text(notes, "my notes\n"), "the notes changed");
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(!access(path, F_OK), "no profile");
+	/* A file of ours by name, not by origin: never replaced. */
+	subdir(dir, sizeof(dir), "force-clash");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(write_text(path, theirs) == 0, "theirs");
+	ret = ktau_user_write(dir);
+	CHECK(ret == -EEXIST, "a file of the same name: %d, not -EEXIST", ret);
+	CHECK(same_text(path, theirs), "their profile.0.0.0 was replaced");
+	/* Not a TAU directory: left for the checker. */
+	CHECK(unlink(path) == 0 && unlink(notes) == 0, "clean up");
+	return 0;
+}
+
+/*
+ * MPI ranks (the launchers' variables) writing into one directory at
+ * once: each its own node, nothing lost; and %r, %p, %h in the path.
+ */
+static int rank_runtime(int i, void *arg)
+{
+	static const char *const vars[] = {
+		"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
+	};
+	char r[16];
+
+	snprintf(r, sizeof(r), "%d", i);
+	setenv(vars[i % 4], r, 1);
+	return ktau_user_output(arg) || timed_once("rank_work") ? 3 : 0;	/* written at exit */
+}
+
+static int t_ranks_shared_dir(void)
+{
+	enum { NRANKS = 8 };
+	char dir[600], path[800], want[64], line[8192], host[256];
+	int i, status, ok;
+	pid_t pid;
+	FILE *f;
+
+	subdir(dir, sizeof(dir), "ranks");
+	CHECK(run_together(NRANKS, rank_runtime, dir) == 0, "a rank failed");
+	for (i = 0; i < NRANKS; i++) {
+		snprintf(path, sizeof(path), "%s/profile.%d.0.0", dir, i);
+		f = fopen(path, "r");
+		CHECK(f, "rank %d wrote no %s", i, path);
+		snprintf(want, sizeof(want), "<name>Node</name><value>%d</value>", i);
+		ok = fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f) && strstr(line, want);
+		fclose(f);
+		CHECK(ok, "%s: no Node %d metadata", path, i);
+	}
+	/* Templates: rank 0 of pid P on host H. */
+	CHECK(gethostname(host, sizeof(host)) == 0, "hostname");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		snprintf(path, sizeof(path), "%s/tmpl-%%r-%%h-%%p", outdir);
+		setenv("KTAU_PROFILE_DIR", path, 1);
+		setenv("PMI_RANK", "0", 1);
+		exit(timed_once("templated") ? 3 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "template child");
+	snprintf(path, sizeof(path), "%s/tmpl-0-%s-%d/profile.0.0.0", outdir, host, (int)pid);
+	CHECK(!access(path, F_OK), "no %s", path);
+	return 0;
+}
+
 static const struct host_test tests[] = {
 	{ "user_timers_basic", t_timers_basic },
 	{ "user_exclusive_recursion", t_exclusive_recursion },
@@ -869,6 +1050,10 @@ static const struct host_test tests[] = {
 	{ "user_fork", t_fork },
 	{ "user_no_ktau", t_no_ktau },
 	{ "user_write_merged", t_write_merged },
+	{ "user_nothing_measured", t_nothing_measured },
+	{ "user_outdir_foreign", t_outdir_foreign },
+	{ "user_outdir_force", t_outdir_force },
+	{ "user_ranks_shared_dir", t_ranks_shared_dir },
 };
 
 int main(int argc, char **argv)

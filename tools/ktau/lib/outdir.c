@@ -1,0 +1,726 @@
+// SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause
+/*
+ * libktau: output directories that never lose anybody's data.
+ *
+ * Every writer of a TAU profile directory (ktau_write_tau, the runtime,
+ * ktaud merge and combine, the examples) goes through ktau_outdir_open():
+ *
+ *  - A manifest ".ktau-written.<kind>[.<node>]" in the directory lists,
+ *    one relative path a line, what that writer (kind: "kernel", "user",
+ *    "merge", ...; node: its node or MPI rank, none: every node) wrote.
+ *    A name is added before its file is created, so whatever a reader
+ *    finds in the directory is listed by then.
+ *  - Opening refuses (-ENOTEMPTY, nothing touched) a directory holding
+ *    anything not listed in a manifest of the same kind (a user's own TAU
+ *    profile, notes, another kind's output), unless KTAU_OUTDIR_FORCE.
+ *  - Then it removes the files its own manifest lists from an earlier run,
+ *    and only those that are still as it left them (the inode, size and
+ *    time stamped at close; without a stamp, after a crash: regular files
+ *    of our names whose content starts like a TAU profile). A file
+ *    changed since is kept, and then in the way (-EEXIST).
+ *  - Files are created with O_EXCL: a file that exists is never replaced
+ *    (-EEXIST: another writer has the same node, or a foreign file has the
+ *    name). The manifest is locked (flock) while the writer writes: a
+ *    second writer of the same kind and node gets -EBUSY.
+ *
+ * Thus MPI ranks (each its own node and manifest) and machines writing
+ * into one shared directory never overwrite each other.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "libktau.h"
+#include "internal.h"
+
+#define MANIFEST	".ktau-written."
+/*
+ * A manifest: a header line "# ktau-written 1 kind=K node=N host=H pid=P",
+ * one line per file or directory ("sub/") this writer made, written before
+ * it makes it, and at close a line "=INODE SIZE MTIME_NS NAME" per file:
+ * a file is removed later only when it still has that inode, size and
+ * time (or, without the line, when its content starts like ours).
+ */
+#define MANIFEST_HEAD	"# ktau-written 1"
+
+/* A set of relative paths, as the manifests list them. */
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+struct ktau_outdir {
+	char *dir;
+	char *manifest;		/* its path */
+	int fd;			/* the manifest, locked */
+	int flags;
+};
+
+static __thread char why[1024];
+
+const char *ktau_output_error(void)
+{
+	return why;
+}
+
+static int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char *p, *d = strdup(dir);
+	int ret = 0;
+
+	if (!d)
+		return -ENOMEM;
+	for (p = d + 1; ; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(d, 0755) && errno != EEXIST) {
+				ret = -errno;
+				break;
+			}
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	free(d);
+	return ret;
+}
+
+static int names_add(struct names *s, const char *name, size_t len)
+{
+	char *d;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		char **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	d = strndup(name, len);
+	if (!d)
+		return -ENOMEM;
+	s->v[s->n++] = d;
+	return 0;
+}
+
+static int names_has(const struct names *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i], name))
+			return 1;
+	return 0;
+}
+
+static void names_free(struct names *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The lines of a manifest's text (not its header) into s. */
+static int names_parse(struct names *s, const char *text)
+{
+	const char *l, *e;
+	int ret = 0;
+
+	for (l = text; *l && !ret; l = *e ? e + 1 : e) {
+		e = strchrnul(l, '\n');
+		if (e > l && *l != '#' && *l != '=')
+			ret = names_add(s, l, (size_t)(e - l));
+	}
+	return ret;
+}
+
+/* Manifest name ".ktau-written.<kind>[.<node>]" is of kind. */
+static int manifest_kind_is(const char *name, const char *kind)
+{
+	size_t l = strlen(kind);
+
+	if (strncmp(name, MANIFEST, sizeof(MANIFEST) - 1))
+		return 0;
+	name += sizeof(MANIFEST) - 1;
+	return !strncmp(name, kind, l) && (!name[l] || name[l] == '.');
+}
+
+static int is_manifest(const char *name)
+{
+	return !strncmp(name, MANIFEST, sizeof(MANIFEST) - 1);
+}
+
+/* Everything the manifests of kind in top/prefix list, as paths from top. */
+static int read_manifests(const char *top, const char *prefix, const char *kind,
+			  struct names *s)
+{
+	struct names here = { 0 };
+	struct dirent *de;
+	char path[PATH_MAX], *text;
+	size_t len, i;
+	int ret = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", top, *prefix ? "/" : "", prefix);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (!ret && (de = readdir(d))) {
+		if (!manifest_kind_is(de->d_name, kind))
+			continue;
+		if (snprintf(path, sizeof(path), "%s%s%s/%s", top, *prefix ? "/" : "", prefix,
+			     de->d_name) >= (int)sizeof(path) ||
+		    ktau__slurp(path, &text, &len))
+			continue;
+		ret = names_parse(&here, text);
+		free(text);
+	}
+	closedir(d);
+	for (i = 0; !ret && i < here.n; i++) {
+		if (!*prefix) {
+			ret = names_add(s, here.v[i], strlen(here.v[i]));
+			continue;
+		}
+		if (snprintf(path, sizeof(path), "%s/%s", prefix, here.v[i]) < (int)sizeof(path))
+			ret = names_add(s, path, strlen(path));
+	}
+	names_free(&here);
+	return ret;
+}
+
+/* A directory of ours to look into: a metric's, or one with a manifest. */
+static int worth_entering(const char *path, const char *name)
+{
+	struct dirent *de;
+	int found = !strncmp(name, "MULTI__", 7);
+	DIR *d;
+
+	if (found)
+		return 1;
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d)))
+		found = is_manifest(de->d_name);
+	closedir(d);
+	return found;
+}
+
+/*
+ * What top/prefix holds, as paths from top: files into files, and the
+ * directories gone into (at most 4 deep; only metric directories and
+ * those with a manifest) into dirs; an empty directory, or one not gone
+ * into, is a file ("sub/"), a manifest is neither.
+ */
+static int list_tree(const char *top, const char *prefix, struct names *files,
+		     struct names *dirs, int depth)
+{
+	char path[PATH_MAX], rel[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	int ret = 0, empty = 1;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", top, *prefix ? "/" : "", prefix);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT && depth ? 0 : -errno;
+	while (!ret && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		empty = 0;
+		if (is_manifest(de->d_name))
+			continue;
+		if (snprintf(rel, sizeof(rel), "%s%s%s", prefix, *prefix ? "/" : "", de->d_name) >=
+		    (int)sizeof(rel) - 2 ||
+		    snprintf(path, sizeof(path), "%s/%s", top, rel) >= (int)sizeof(path))
+			continue;
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode)) {
+			if (depth < 4 && worth_entering(path, de->d_name)) {
+				ret = names_add(dirs, rel, strlen(rel));
+				if (!ret)
+					ret = list_tree(top, rel, files, dirs, depth + 1);
+				continue;
+			}
+			strcat(rel, "/");
+		}
+		ret = names_add(files, rel, strlen(rel));
+	}
+	closedir(d);
+	if (!ret && empty && depth) {
+		snprintf(rel, sizeof(rel), "%s/", prefix);
+		ret = names_add(files, rel, strlen(rel));
+	}
+	return ret;
+}
+
+/*
+ * The first thing in dir that no manifest of kind lists, into bad: 1, or
+ * 0 when there is none, or -errno. The manifests are read after the
+ * listing (a writer lists a name before it makes the file), and what is
+ * not listed must still be there (its writer may have removed it).
+ */
+static int find_foreign(const char *dir, const char *kind, char *bad, size_t badsz)
+{
+	struct names files = { 0 }, dirs = { 0 }, listed = { 0 };
+	char path[PATH_MAX];
+	struct stat st;
+	size_t i;
+	int ret;
+
+	ret = list_tree(dir, "", &files, &dirs, 0);
+	if (!ret)
+		ret = read_manifests(dir, "", kind, &listed);
+	for (i = 0; !ret && i < dirs.n; i++)
+		ret = read_manifests(dir, dirs.v[i], kind, &listed);
+	for (i = 0; !ret && i < files.n; i++) {
+		if (names_has(&listed, files.v[i]))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, files.v[i]) >= (int)sizeof(path) ||
+		    lstat(path, &st))
+			continue;	/* removed meanwhile by its writer */
+		snprintf(bad, badsz, "%s", files.v[i]);
+		ret = 1;
+	}
+	names_free(&files);
+	names_free(&dirs);
+	names_free(&listed);
+	return ret;
+}
+
+/* A file we wrote and nobody changed into something else. */
+static int looks_ours(const char *path, const char *rel)
+{
+	const char *base = strrchr(rel, '/');
+	struct stat st;
+	char head[64];
+	ssize_t n;
+	int fd, ok;
+
+	base = base ? base + 1 : rel;
+	if (lstat(path, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	if (strncmp(base, "profile.", 8))
+		return !strncmp(base, "samples", 7) && strstr(base, ".folded");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	n = read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	head[n] = '\0';
+	ok = head[0] >= '0' && head[0] <= '9';
+	return ok && strstr(head, " templated_functions_MULTI_") != NULL;
+}
+
+/*
+ * The stamp line of name in manifest text: 1 when the file at path still
+ * matches it, 0 when it does not, -1 when there is no stamp for name.
+ */
+static int stamp_matches(const char *text, const char *name, const char *path)
+{
+	unsigned long long ino, size, mtime;
+	const char *l, *e;
+	struct stat st;
+	int off;
+
+	for (l = text; *l; l = *e ? e + 1 : e) {
+		e = strchrnul(l, '\n');
+		if (*l != '=' || sscanf(l, "=%llu %llu %llu %n", &ino, &size, &mtime, &off) != 3 ||
+		    (size_t)(e - l - off) != strlen(name) || strncmp(l + off, name, strlen(name)))
+			continue;
+		if (lstat(path, &st) || !S_ISREG(st.st_mode))
+			return 0;
+		return st.st_ino == ino && (unsigned long long)st.st_size == size &&
+		       st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec == mtime;
+	}
+	return -1;
+}
+
+/* Remove what the old manifest text lists and is still as we left it. */
+static void remove_listed(const char *dir, const char *text)
+{
+	struct names s = { 0 };
+	char path[PATH_MAX];
+	size_t i, l;
+	int m;
+
+	if (names_parse(&s, text))
+		goto out;
+	for (i = 0; i < s.n; i++) {
+		l = strlen(s.v[i]);
+		if (strstr(s.v[i], "..") || s.v[i][0] == '/' || s.v[i][l - 1] == '/')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, s.v[i]);
+		m = stamp_matches(text, s.v[i], path);
+		if (m > 0 || (m < 0 && looks_ours(path, s.v[i])))
+			unlink(path);
+	}
+	/* Then the directories it made, when they are empty. */
+	for (i = 0; i < s.n; i++) {
+		l = strlen(s.v[i]);
+		if (l < 2 || s.v[i][l - 1] != '/' || strstr(s.v[i], "..") || s.v[i][0] == '/')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, s.v[i]);
+		rmdir(path);
+	}
+out:
+	names_free(&s);
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The message of a directory that holds bad, a file not listed. */
+static int refuse(const char *dir, const char *kind, const char *bad)
+{
+	return fail(-ENOTEMPTY, "%s holds '%s', which is not from an earlier output of this kind "
+		    "(%s): nothing was changed; write into another (or an empty) directory", dir,
+		    bad, kind);
+}
+
+static int check_only(const char *dir, const char *kind, unsigned int flags)
+{
+	char bad[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	if (stat(dir, &st))
+		return errno == ENOENT ? 0 : fail(-errno, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(-ENOTDIR, "%s is not a directory", dir);
+	if (access(dir, W_OK | X_OK))
+		return fail(-errno, "cannot write in %s: %s", dir, strerror(errno));
+	if (flags & KTAU_OUTDIR_FORCE)
+		return 0;
+	ret = find_foreign(dir, kind, bad, sizeof(bad));
+	if (ret > 0)
+		return refuse(dir, kind, bad);
+	return ret ? fail(ret, "cannot read %s: %s", dir, strerror(-ret)) : 0;
+}
+
+int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int flags,
+		     struct ktau_outdir **out)
+{
+	struct ktau_outdir *od;
+	struct utsname u;
+	char bad[PATH_MAX], head[512], *old = NULL;
+	size_t oldlen = 0;
+	int ret, created = 0;
+
+	if (out)
+		*out = NULL;
+	why[0] = '\0';
+	if (!dir || !*dir || !kind || !*kind || strchr(kind, '/') || strchr(kind, '.'))
+		return fail(-EINVAL, "no output directory given");
+	if (flags & KTAU_OUTDIR_CHECK)
+		return check_only(dir, kind, flags);
+	if (!out)
+		return fail(-EINVAL, "no place for the directory's handle");
+	od = calloc(1, sizeof(*od));
+	if (!od)
+		return -ENOMEM;
+	od->fd = -1;
+	od->flags = (int)flags;
+	od->dir = strdup(dir);
+	od->manifest = node >= 0 ? ktau__strfmt("%s/" MANIFEST "%s.%d", dir, kind, node)
+				 : ktau__strfmt("%s/" MANIFEST "%s", dir, kind);
+	if (!od->dir || !od->manifest) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = mkdir_p(dir);
+	if (ret) {
+		fail(ret, "cannot create the directory %s: %s", dir, strerror(-ret));
+		goto err;
+	}
+	od->fd = open(od->manifest, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (od->fd >= 0)
+		created = 1;
+	else if (errno == EEXIST)
+		od->fd = open(od->manifest, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (od->fd < 0) {
+		ret = -errno;
+		fail(ret, "cannot write in %s: %s", dir, strerror(-ret));
+		goto err;
+	}
+	if (flock(od->fd, LOCK_EX | LOCK_NB)) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		/* Made by us but taken by the other writer: it is its now. */
+		created = 0;
+		if (node >= 0)
+			fail(ret, "another process is writing the %s output of node %d into %s right "
+			     "now: give each process its own directory (%%p, %%r or %%h in its "
+			     "name) or its own node (an MPI rank)", kind, node, dir);
+		else
+			fail(ret, "another process is writing %s output into %s right now: give each "
+			     "process its own directory (%%p or %%h in its name)", kind, dir);
+		goto err;
+	}
+	if (!(flags & KTAU_OUTDIR_FORCE)) {
+		ret = find_foreign(dir, kind, bad, sizeof(bad));
+		if (ret > 0) {
+			ret = refuse(dir, kind, bad);
+			goto err;
+		}
+		if (ret) {
+			fail(ret, "cannot read %s: %s", dir, strerror(-ret));
+			goto err;
+		}
+	}
+	/* The earlier run's files of this writer, and only those. */
+	if (!created) {
+		char buf[8192];
+		ssize_t n;
+
+		while ((n = read(od->fd, buf, sizeof(buf))) > 0) {
+			char *o = realloc(old, oldlen + (size_t)n + 1);
+
+			if (!o) {
+				ret = -ENOMEM;
+				goto err;
+			}
+			old = o;
+			memcpy(old + oldlen, buf, (size_t)n);
+			oldlen += (size_t)n;
+			old[oldlen] = '\0';
+		}
+		if (old)
+			remove_listed(dir, old);
+		free(old);
+		old = NULL;
+		if (ftruncate(od->fd, 0) || lseek(od->fd, 0, SEEK_SET)) {
+			ret = -errno;
+			goto err;
+		}
+	}
+	if (uname(&u))
+		strcpy(u.nodename, "?");
+	snprintf(head, sizeof(head), MANIFEST_HEAD " kind=%s node=%d host=%s pid=%d\n", kind,
+		 node, u.nodename, (int)getpid());
+	ret = write_all(od->fd, head, strlen(head));
+	if (ret)
+		goto err;
+	*out = od;
+	return 0;
+err:
+	if (created)
+		unlink(od->manifest);
+	if (od->fd >= 0)
+		close(od->fd);
+	free(old);
+	free(od->dir);
+	free(od->manifest);
+	free(od);
+	if (!why[0])
+		fail(ret, "%s: %s", dir, strerror(-ret));
+	return ret;
+}
+
+FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name)
+{
+	char path[PATH_MAX], line[PATH_MAX + 2];
+	const char *slash = strchr(name, '/');
+	off_t before;
+	FILE *f;
+	int fd, ret;
+
+	if (!*name || name[0] == '/' || strstr(name, "..") || (slash && strchr(slash + 1, '/'))) {
+		fail(-EINVAL, "bad file name '%s'", name);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (slash) {
+		/* One level: MULTI__<metric>/; listed when this writer makes it. */
+		snprintf(path, sizeof(path), "%s/%.*s", od->dir, (int)(slash - name), name);
+		if (!mkdir(path, 0755)) {
+			snprintf(line, sizeof(line), "%.*s/\n", (int)(slash - name), name);
+			ret = write_all(od->fd, line, strlen(line));
+			if (ret) {
+				errno = -ret;
+				return NULL;
+			}
+		} else if (errno != EEXIST) {
+			fail(-errno, "cannot create %s: %s", path, strerror(errno));
+			return NULL;
+		}
+	}
+	snprintf(line, sizeof(line), "%s\n", name);
+	before = lseek(od->fd, 0, SEEK_CUR);
+	ret = before < 0 ? -errno : write_all(od->fd, line, strlen(line));
+	if (ret) {
+		fail(ret, "cannot write the list of files in %s: %s", od->dir, strerror(-ret));
+		errno = -ret;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/%s", od->dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		int e = errno;
+
+		/* Not ours: off the list again. */
+		if (!ftruncate(od->fd, before))
+			lseek(od->fd, before, SEEK_SET);
+
+		if (e == EEXIST)
+			fail(-e, "%s exists and this writer did not write it: another process writes "
+			     "the same node into %s (two ranks with one number? two jobs in one "
+			     "directory?), or it is somebody else's; it was left as it is", path,
+			     od->dir);
+		else
+			fail(-e, "cannot create %s: %s", path, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
+int ktau_outdir_close(struct ktau_outdir *od)
+{
+	char path[PATH_MAX], line[PATH_MAX + 80];
+	struct stat st;
+	size_t i;
+	int ret = 0;
+
+	if (!od)
+		return 0;
+	/* Stamps of the files listed: what the next run of this writer may remove. */
+	if (od->fd >= 0 && !fstat(od->fd, &st) && st.st_size > 0 && st.st_size < (64 << 20)) {
+		struct names made = { 0 };
+		char *text = malloc((size_t)st.st_size + 1);
+		ssize_t n = text ? pread(od->fd, text, (size_t)st.st_size, 0) : -1;
+
+		if (n >= 0) {
+			text[n] = '\0';
+			ret = names_parse(&made, text);
+		}
+		free(text);
+		for (i = 0; i < made.n && !ret; i++) {
+			snprintf(path, sizeof(path), "%s/%s", od->dir, made.v[i]);
+			if (lstat(path, &st) || !S_ISREG(st.st_mode))
+				continue;
+			snprintf(line, sizeof(line), "=%llu %llu %llu %s\n",
+				 (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+				 st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec, made.v[i]);
+			ret = write_all(od->fd, line, strlen(line));
+		}
+		names_free(&made);
+	}
+	if (od->fd >= 0 && close(od->fd) && !ret)
+		ret = -errno;
+	free(od->dir);
+	free(od->manifest);
+	free(od);
+	return ret;
+}
+
+/* ---- MPI ranks and output path templates ---------------------------- */
+
+int ktau_mpi_rank(void)
+{
+	/* The launchers' own first: under mpirun in a Slurm allocation,
+	 * SLURM_PROCID is mpirun's (0 in every rank). */
+	static const char *const vars[] = {
+		"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		char *end;
+		long r;
+
+		if (!v || *v < '0' || *v > '9')
+			continue;
+		errno = 0;
+		r = strtol(v, &end, 10);
+		if (!errno && !*end && r >= 0 && r < INT_MAX)
+			return (int)r;
+	}
+	return -1;
+}
+
+char *ktau_output_path(const char *tmpl)
+{
+	char pid[24], rank[24], host[HOST_NAME_MAX + 1], *out = NULL;
+	const char *s;
+	size_t len = 0;
+	FILE *m;
+	int r = ktau_mpi_rank();
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(rank, sizeof(rank), "%d", r < 0 ? 0 : r);
+	if (gethostname(host, sizeof(host)))
+		strcpy(host, "unknown");
+	host[sizeof(host) - 1] = '\0';
+	m = open_memstream(&out, &len);
+	if (!m)
+		return NULL;
+	for (s = tmpl; *s; s++) {
+		if (s[0] != '%' || !s[1]) {
+			fputc(*s, m);
+			continue;
+		}
+		switch (*++s) {
+		case 'p': fputs(pid, m); break;
+		case 'r': fputs(rank, m); break;
+		case 'h': fputs(host, m); break;
+		case '%': fputc('%', m); break;
+		default: fputc('%', m); fputc(*s, m); break;
+		}
+	}
+	if (fclose(m)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
