@@ -265,6 +265,24 @@ t_guest_runner_typo_fails() {
 		v=$(cpus_verdict smp "$T/results.log" 2) && has "$v" PASS "smp: 2 CPUs online"
 }
 
+# The guest's /init, its paths moved under $T: its last line reports the
+# taint value, which the host reads back.
+t_guest_init_reports_taint() {
+	command -v busybox >/dev/null || { echo "no busybox on this host" >"$T/skip"; return 77; }
+	mkdir -p "$T/init"
+	echo "console=ttyS0 ktaurun=boot" >"$T/init/cmdline"
+	echo 4608 >"$T/init/tainted"
+	sed -e "s,/proc/cmdline,$T/init/cmdline,g" -e "s,/proc/sys/kernel/tainted,$T/init/tainted,g" \
+		-e "s,/dev/ttyS1,$T/init/ttyS1,g" -e 's,^/bin/busybox ,: ,' -e 's,^mount ,: ,' \
+		-e 's,^ip ,: ,' -e 's,^hostname ,: ,' -e 's,^sync,:,' -e 's,^reboot ,: ,' \
+		"$top/scripts/guest/init" >"$T/init/init"
+	busybox sh "$T/init/init" >"$T/init/out" 2>&1 || { sed 's/^/# /' "$T/init/out"; return 1; }
+	[ "$(guest_tainted "$T/init/ttyS1")" = 4608 ] ||
+		{ echo "# the init reported:"; sed 's/^/#   /' "$T/init/ttyS1"; return 1; }
+	v=$(run_verdicts guest /dev/null "$T/init/ttyS1" 0)
+	has "$v" FAIL "guest: kernel not tainted" "W kernel warning (bit 9), O out-of-tree module (bit 12)"
+}
+
 # ---- TAU archives ----
 t_taucheck_archives() {
 	mkdir -p "$T/a/run/good" "$T/a/run/bad"
@@ -309,6 +327,44 @@ t_failed_image_build_leaves_no_image() {
 		echo "# the stubbed build succeeded"; return 1
 	fi
 	[ ! -e "$T/out/guest/initramfs.cpio.gz" ] || { echo "# the old image is still there after a failed build"; return 1; }
+}
+
+# ---- boot.sh with a stand-in QEMU that writes the given console and results ----
+fakeboot() {	# console-text results-text boot.sh-args...: boot.sh's status
+	local con=$1 res=$2
+	shift 2
+	rm -rf "$T/bt"
+	mkdir -p "$T/bt/scripts" "$T/bt/bin" "$T/bt/out/guest/root/ktau/selftests"
+	cp "$top/scripts/boot.sh" "$top/scripts/lib.sh" "$top/scripts/check-lib.sh" "$T/bt/scripts/"
+	printf '#!/bin/sh\nexit 0\n' >"$T/bt/scripts/deps.sh"
+	printf '%s\n' "$con" >"$T/bt/console.txt"
+	printf '%s\n' "$res" >"$T/bt/results.txt"
+	# shellcheck disable=SC2016 # the stand-in's own script
+	printf '#!/bin/bash\nn=0\nwhile [ $# -gt 0 ]; do\n  if [ "$1" = -serial ]; then n=$((n + 1)); f=${2#file:}\n    [ $n = 1 ] && cp %s "$f"; [ $n = 2 ] && cp %s "$f"; fi\n  shift\ndone\nexit 0\n' \
+		"$T/bt/console.txt" "$T/bt/results.txt" >"$T/bt/bin/qemu-system-x86_64"
+	chmod +x "$T/bt/scripts/deps.sh" "$T/bt/bin/qemu-system-x86_64"
+	: >"$T/bt/bzImage"
+	: >"$T/bt/out/guest/initramfs.cpio.gz"
+	install -m 0755 /dev/null "$T/bt/out/guest/root/ktau/selftests/ktau_a"
+	PATH=$T/bt/bin:$PATH KTAU_OUT=$T/bt/out KTAU_CACHE=$T/bt/cache KTAU_KERNEL=$T/bt/bzImage \
+		bash "$T/bt/scripts/boot.sh" --out "$T/bt/run" "$@" >"$T/bt/log" 2>&1
+}
+t_boot_sh_verdicts() {
+	local rc
+	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=0 tainted=0" && rc=0 || rc=$?
+	[ $rc -eq 0 ] || { echo "# a clean run: boot.sh exited $rc"; sed 's/^/#   /' "$T/bt/log"; return 1; }
+	fakeboot "[ 1.0] BUG kmalloc-64 (Not tainted): Poison overwritten" "KTAU-GUEST-DONE rc=0 tainted=0" && rc=0 || rc=$?
+	[ $rc -eq 1 ] || { echo "# a SLUB report: boot.sh exited $rc, not 1"; return 1; }
+	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=0 tainted=512" && rc=0 || rc=$?
+	{ [ $rc -eq 1 ] && grep -q 'W kernel warning' "$T/bt/log"; } ||
+		{ echo "# tainted=512: boot.sh exited $rc"; sed 's/^/#   /' "$T/bt/log"; return 1; }
+	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=1 tainted=0" && rc=0 || rc=$?
+	[ $rc -eq 1 ] || { echo "# a failed guest run: boot.sh exited $rc, not 1"; return 1; }
+	fakeboot "[ 1.0] Linux" "# ktau-selftest-begin a" && rc=0 || rc=$?
+	[ $rc -eq 2 ] || { echo "# an unfinished run: boot.sh exited $rc, not 2"; return 1; }
+	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=0 tainted=0" --append "ktautests=ktau_a,ktau_typo" && rc=0 || rc=$?
+	{ [ $rc -eq 1 ] && grep -q 'ktautests= names ktau_typo' "$T/bt/log" && [ ! -e "$T/bt/run/results.log" ]; } ||
+		{ echo "# a typo in ktautests=: boot.sh exited $rc"; sed 's/^/#   /' "$T/bt/log"; return 1; }
 }
 
 tests=$(declare -F | awk '$3 ~ /^t_/ { print $3 }')
