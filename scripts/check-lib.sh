@@ -59,7 +59,8 @@ check_summary() {	# results.tsv
 # (GATE-PREFIX, default CASE-PREFIX) for each program or document whose plan
 # and reported cases differ, that exited non-zero without a failed case, that
 # did not finish, and for each program of EXPECTED (names separated by spaces
-# or commas) that has no begin marker; when there is no such problem, one
+# or commas) that has no begin marker (an EXPECTED word "docs=N": at least N
+# KTAP documents outside the markers); when there is no such problem, one
 # PASS line "GATE-PREFIXevery program reported its planned cases".
 # "ok ... # SKIP" is a skip; "not ok ... # SKIP" is a failure.
 parse_ktap() {	# file case-prefix [gate-prefix [expected]]
@@ -116,7 +117,10 @@ parse_ktap() {	# file case-prefix [gate-prefix [expected]]
 		flush()
 		n = split(want, w, /[ ,]+/)
 		for (i = 1; i <= n; i++)
-			if (w[i] != "" && !(w[i] in ran))
+			if (w[i] ~ /^docs=[0-9]+$/) {
+				if (ndoc < substr(w[i], 6) + 0)
+					problem("KTAP output " (ndoc + 1), sprintf("missing: %d KTAP documents expected, %d found", substr(w[i], 6) + 0, ndoc))
+			} else if (w[i] != "" && !(w[i] in ran))
 				problem(w[i], "not run: no \"# ktau-selftest-begin " w[i] "\" line (the guest stopped before it, or the image lacks it)")
 		if (nprog + ndoc == 0 && n == 0)
 			problem("KTAP output", "none found in " file)

@@ -95,6 +95,13 @@ t_ktap_host_documents_checked() {
 	has "$v" PASS "host: a" && has "$v" PASS "host: taucheck: y" &&
 		has "$v" FAIL "host tests: KTAP output 2" "plan said 3 tests, 2 reported" &&
 		! has "$v" FAIL "host tests: KTAP output 1" >/dev/null || return 1
+	# One document of the two expected.
+	printf '%s\n' 'TAP version 13' '1..1' 'ok 1 a' >"$T/k"
+	v=$(ktap "$T/k" "host: " "host tests: " docs=2)
+	has "$v" FAIL "host tests: KTAP output 2" "missing: 2 KTAP documents expected, 1 found" || return 1
+	printf '%s\n' 'TAP version 13' '1..1' 'ok 1 a' 'TAP version 13' '1..1' 'ok 1 b' >"$T/k"
+	v=$(ktap "$T/k" "host: " "host tests: " docs=2)
+	hasnt "$v" FAIL || return 1
 	# Plans alone (no "TAP version" line) also start a document.
 	printf '%s\n' '1..1' 'ok 1 a' '1..2' 'ok 1 b' >"$T/k"
 	v=$(ktap "$T/k" "host: " "host tests: ")
