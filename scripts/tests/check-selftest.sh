@@ -175,6 +175,7 @@ t_console_patterns_caught() {
 	[   12.345678] kernel BUG at kernel/ktau/core.c:123!
 	[   33.000000] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:
 	[   33.000000] rcu: INFO: rcu_preempt self-detected stall on CPU
+	[   33.000000] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 21 jiffies s: 93 root: 0x2/.
 	[    5.000000] ktau_fuzz[123]: segfault at 0 ip 0000000000401000 sp 00007ffc sp error 4
 	[    0.100000] ktau: out of memory, KTAU stays off
 	[    1.000000] WARNING: CPU: 0 PID: 1 at kernel/ktau/core.c:1 ktau_init+0x1/0x2
