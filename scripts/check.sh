@@ -274,6 +274,9 @@ if [ -f "$KTAU_BUILD/noktau/arch/x86/boot/bzImage" ] && [ -f "$KTAU_OUT/guest/in
 	else
 		result FAIL "guest: CONFIG_KTAU=n kernel boots, has no /proc/ktau" "see $KTAU_OUT/guest-run/noktau/console.log"
 	fi
+else
+	result FAIL "guest: CONFIG_KTAU=n kernel boots, has no /proc/ktau" \
+		"not booted: no CONFIG_KTAU=n kernel or no guest image (see the build and guest steps above)"
 fi
 
 # --- bench smoke (scripts/bench.sh --smoke): builds the peer kernel
