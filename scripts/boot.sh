@@ -6,8 +6,10 @@
 #                        [--out DIR]
 # The serial console goes to DIR/console.log and the guest's results (second
 # serial port) to DIR/results.log. Exit status: 0 when the guest finished and
-# the console is clean, 1 when the console shows a kernel problem or the
-# guest's run failed, 2 when the guest did not finish (hang or crash).
+# the console is clean, 1 when the console shows a kernel problem, the kernel
+# is tainted at the end, the guest's run failed, or a ktautests= name in
+# --append is no program of the image, 2 when the guest did not finish
+# (hang or crash).
 . "$(dirname "$0")/lib.sh"
 . "$KTAU_TOP/scripts/check-lib.sh"
 

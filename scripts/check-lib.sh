@@ -176,9 +176,9 @@ taint_bits() {	# value
 run_verdicts() {	# prefix console.log results.log boot-rc
 	local pfx=$1 con=$2 res=$3 brc=$4 t lines
 	if [ -n "$(guest_done_line "$res")" ] && [ "$brc" != 2 ]; then
-		printf 'PASS\t%s: guest finished its run\t\n' "$pfx"
+		printf 'PASS\t%s: run finished\t\n' "$pfx"
 	else
-		printf 'FAIL\t%s: guest finished its run\t%s\n' "$pfx" \
+		printf 'FAIL\t%s: run finished\t%s\n' "$pfx" \
 			"no KTAU-GUEST-DONE line or boot.sh status $brc (hang, crash or timeout); see $con"
 	fi
 	if lines=$(console_problems "$con"); then

@@ -190,7 +190,7 @@ t_console_clean_passes() {
 	! console_problems "$T/con" || { echo "# a clean console was reported"; return 1; }
 	printf '%s\n' 'KTAU-GUEST-DONE rc=0 tainted=0' >"$T/res"
 	v=$(run_verdicts guest "$T/con" "$T/res" 0)
-	has "$v" PASS "guest: console clean" && has "$v" PASS "guest: guest finished its run" &&
+	has "$v" PASS "guest: console clean" && has "$v" PASS "guest: run finished" &&
 		has "$v" PASS "guest: kernel not tainted" && hasnt "$v" FAIL
 }
 t_console_problem_fails_run() {
@@ -217,11 +217,11 @@ t_unfinished_run_fails() {
 	: >"$T/con"
 	printf '%s\n' '# ktau-selftest-begin a' >"$T/res"
 	v=$(run_verdicts guest "$T/con" "$T/res" 1)
-	has "$v" FAIL "guest: guest finished its run" &&
+	has "$v" FAIL "guest: run finished" &&
 		has "$v" FAIL "guest: kernel not tainted" || return 1
 	printf '%s\n' 'KTAU-GUEST-DONE rc=0 tainted=0' >"$T/res"
 	v=$(run_verdicts guest "$T/con" "$T/res" 2)
-	has "$v" FAIL "guest: guest finished its run" "status 2"
+	has "$v" FAIL "guest: run finished" "status 2"
 }
 t_cpus() {
 	printf '%s\r\n' '# ktau-cpus-online 1' >"$T/res"
