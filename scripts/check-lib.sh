@@ -133,9 +133,9 @@ parse_ktap() {	# file case-prefix [gate-prefix [expected]]
 # Lines of a console log that show a kernel problem: panics, oopses,
 # warnings, BUG reports (with or without a colon: SLUB says "BUG
 # kmalloc-64 (Not tainted): ..."), sanitizer, lockdep and RCU reports,
-# stalls, user-space segfaults, list and object debugging, and KTAU's own
-# failure to start. Prints "LINE:text" for each; status 0 when any was found.
-KTAU_CONSOLE_BAD='Kernel panic|Oops|WARNING:|BUG:|(^|\] )BUG [^ ]|kernel BUG at|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|detected stall|detected expedited stall|general protection fault|segfault at|Call Trace:|INFO: task .* blocked|watchdog: BUG|Sleeping function called|sleeping function called from invalid context|list_add corruption|list_del corruption|ODEBUG:|ktau: out of memory, KTAU stays off'
+# stalls, user-space segfaults, list and object debugging, kmemleak turning
+# itself off, and KTAU's own failure to start. Prints "LINE:text" for each; status 0 when any was found.
+KTAU_CONSOLE_BAD='Kernel panic|Oops|WARNING:|BUG:|(^|\] )BUG [^ ]|kernel BUG at|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|detected stall|detected expedited stall|general protection fault|segfault at|Call Trace:|INFO: task .* blocked|watchdog: BUG|Sleeping function called|sleeping function called from invalid context|list_add corruption|list_del corruption|ODEBUG:|ktau: out of memory, KTAU stays off|kmemleak: Kernel memory leak detector disabled'
 console_problems() {	# console.log
 	[ -f "$1" ] || return 1
 	tr -d '\r' <"$1" | grep -aEn "$KTAU_CONSOLE_BAD"

@@ -178,6 +178,7 @@ t_console_patterns_caught() {
 	[   33.000000] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 21 jiffies s: 93 root: 0x2/.
 	[    5.000000] ktau_fuzz[123]: segfault at 0 ip 0000000000401000 sp 00007ffc sp error 4
 	[    0.100000] ktau: out of memory, KTAU stays off
+	[   99.000000] kmemleak: Kernel memory leak detector disabled
 	[    1.000000] WARNING: CPU: 0 PID: 1 at kernel/ktau/core.c:1 ktau_init+0x1/0x2
 	[    1.000000] Oops: 0000 [#1] PREEMPT SMP
 	[    1.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 22s!
@@ -271,6 +272,35 @@ t_guest_runner_typo_fails() {
 	has "$v" PASS "guest: ktau_a: a_works" && has "$v" FAIL "guest: ktau_typo: requested_program_exists" &&
 		! has "$v" PASS "guest: b-tests: b_works" >/dev/null &&
 		v=$(cpus_verdict smp "$T/results.log" 2) && has "$v" PASS "smp: 2 CPUs online"
+}
+
+# The runner's kmemleak scan on the debug kernel: clean when the scan works
+# and reports nothing, failed when it reports leaks or is refused.
+kmemleak_run() {	# what /sys/kernel/debug/kmemleak is: null | leaks | refused
+	rm -rf "$T/dbg" && mkdir -p "$T/dbg"
+	case $1 in
+	null) ln -s /dev/null "$T/dbg/kmemleak" ;;
+	leaks) echo "unreferenced object 0xffff888003a1b2c0 (size 64):" >"$T/dbg/kmemleak" ;;
+	refused) mkdir "$T/dbg/kmemleak" ;;
+	esac
+	mkroot
+	rm -f "$T/root/ktau/selftests/ktau_a" "$T/root/ktau/tests/b-tests"
+	: >"$T/cmdline"
+	printf 'processor\t: 0\n' >"$T/cpuinfo"
+	sed -e "s,/ktau/,$T/root/ktau/,g" -e "s,/proc/cmdline,$T/cmdline,g" \
+		-e "s,/proc/cpuinfo,$T/cpuinfo,g" -e "s,/sys/kernel/debug,$T/dbg,g" -e 's,sleep 1,:,' \
+		-e 's,^mount ,: ,' -e 's,^dmesg ,: ,' "$top/scripts/guest/run-tests.sh" >"$T/run-tests.sh"
+	busybox sh "$T/run-tests.sh" >"$T/results.log" 2>&1 || true
+	ktap "$T/results.log" "debug: " "debug: " "kmemleak"
+}
+t_guest_runner_kmemleak() {
+	command -v busybox >/dev/null || { echo "no busybox on this host" >"$T/skip"; return 77; }
+	v=$(kmemleak_run null)
+	has "$v" PASS "debug: kmemleak: kmemleak_finds_nothing" || return 1
+	v=$(kmemleak_run leaks)
+	has "$v" FAIL "debug: kmemleak: kmemleak_finds_nothing" || return 1
+	v=$(kmemleak_run refused)
+	has "$v" FAIL "debug: kmemleak: kmemleak_finds_nothing"
 }
 
 # The guest's /init, its paths moved under $T: its last line reports the
