@@ -384,7 +384,7 @@ fakeboot() {	# console-text results-text boot.sh-args...: boot.sh's status
 	: >"$T/bt/bzImage"
 	: >"$T/bt/out/guest/initramfs.cpio.gz"
 	install -m 0755 /dev/null "$T/bt/out/guest/root/ktau/selftests/ktau_a"
-	PATH=$T/bt/bin:$PATH KTAU_OUT=$T/bt/out KTAU_CACHE=$T/bt/cache KTAU_KERNEL=$T/bt/bzImage \
+	env -u KTAU_IMAGE PATH="$T/bt/bin:$PATH" KTAU_OUT="$T/bt/out" KTAU_CACHE="$T/bt/cache" KTAU_KERNEL="$T/bt/bzImage" \
 		bash "$T/bt/scripts/boot.sh" --out "$T/bt/run" "$@" >"$T/bt/log" 2>&1
 }
 t_boot_sh_verdicts() {
@@ -403,6 +403,126 @@ t_boot_sh_verdicts() {
 	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=0 tainted=0" --append "ktautests=ktau_a,ktau_typo" && rc=0 || rc=$?
 	{ [ $rc -eq 1 ] && grep -q 'ktautests= names ktau_typo' "$T/bt/log" && [ ! -e "$T/bt/run/results.log" ]; } ||
 		{ echo "# a typo in ktautests=: boot.sh exited $rc"; sed 's/^/#   /' "$T/bt/log"; return 1; }
+}
+
+# ---- check.sh itself, end to end, with every build and boot stubbed ----
+# The stubs: an image with the programs check.sh's 2-CPU pass names plus
+# ktau_a and b-tests, and guest runs that report each program they were
+# asked for with one passing case, 2 CPUs when booted with --smp 2, and an
+# untainted kernel. FAKE_BREAK spoils one thing: "taint" (the debug run
+# ends tainted=512), "drop" (the 2-CPU run leaves out its last program),
+# "skip" (the main run reports a "not ok ... # SKIP").
+mkcheck() {
+	local c=$T/ck
+	rm -rf "$c"
+	mkdir -p "$c/tree/scripts/tests" "$c/bin" "$c/cache/src/scripts" "$c/cache/src/kernel/ktau" \
+		"$c/cache/src/Documentation/admin-guide"
+	cp "$top/scripts/check.sh" "$top/scripts/lib.sh" "$top/scripts/check-lib.sh" "$c/tree/scripts/"
+	(cd "$c/tree" && git init -q . 2>/dev/null) || true
+	printf '#!/bin/sh\nexit 0\n' >"$c/tree/scripts/deps.sh"
+	cp "$c/tree/scripts/deps.sh" "$c/tree/scripts/prepare-tree.sh"
+	printf '#!/bin/sh\necho "TAP version 13"; echo "1..1"; echo "ok 1 stub"\n' >"$c/tree/scripts/tests/check-selftest.sh"
+	cat >"$c/tree/scripts/build-kernel.sh" <<-'EOF'
+	#!/bin/bash
+	mkdir -p "$KTAU_CACHE/build/$1/arch/x86/boot"
+	: >"$KTAU_CACHE/build/$1/arch/x86/boot/bzImage"
+	: >"$KTAU_CACHE/build/$1/.config"
+	EOF
+	cat >"$c/tree/scripts/series.sh" <<-'EOF'
+	#!/bin/bash
+	mkdir -p "$KTAU_OUT/series"
+	: >"$KTAU_OUT/series/0001-x.patch"
+	EOF
+	cat >"$c/tree/scripts/bench.sh" <<-'EOF'
+	#!/bin/bash
+	mkdir -p "$KTAU_OUT/bench-smoke"
+	printf 'PASS\tbench smoke: ktau: every benchmark runs\t\n' >"$KTAU_OUT/bench-smoke/results.tsv"
+	EOF
+	cat >"$c/tree/scripts/build-image.sh" <<-'EOF'
+	#!/bin/bash
+	G=$KTAU_OUT/guest
+	rm -rf "$G"
+	mkdir -p "$G/root/ktau/selftests" "$G/root/ktau/tests"
+	for p in ktau_a $(sed -n 's/^smp_append="ktautests=\(.*\)"$/\1/p' "$(dirname "$0")/check.sh" | tr , ' '); do
+		install -m 0755 /dev/null "$G/root/ktau/selftests/$p"
+	done
+	install -m 0755 /dev/null "$G/root/ktau/tests/b-tests"
+	: >"$G/initramfs.cpio.gz"
+	EOF
+	cat >"$c/tree/scripts/boot.sh" <<-'EOF'
+	#!/bin/bash
+	. "$(dirname "$0")/lib.sh"
+	. "$KTAU_TOP/scripts/check-lib.sh"
+	out="" smp=1 append="" mode=check
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--out) out=$2 ;; --smp) smp=$2 ;; --append) append=$2 ;; --mode) mode=$2 ;;
+		esac
+		shift 2
+	done
+	mkdir -p "$out"
+	run=${out##*/} taint=0
+	echo "[    0.0] Linux version 6.12.0-ktau" >"$out/console.log"
+	progs=$(ktautests_list "$append")
+	[ -n "$progs" ] || progs=$(image_programs "$KTAU_OUT/guest/root")
+	[ "$run" != debug ] || progs="$progs kmemleak"
+	[ "$run/${FAKE_BREAK:-}" != debug/taint ] || taint=512
+	[ "$run/${FAKE_BREAK:-}" != smp/drop ] || progs=$(echo $progs | sed 's/ [^ ]*$//')
+	{
+		if [ "$mode" = boot ]; then
+			echo "no /proc/ktau"
+		else
+			echo "# ktau-cpus-online $smp"
+			for p in $progs; do
+				printf '# ktau-selftest-begin %s\nTAP version 13\n1..1\n' "$p"
+				if [ "$run/${FAKE_BREAK:-}" = check/skip ] && [ "$p" = ktau_a ]; then
+					echo "not ok 1 works # SKIP it did not"
+				else
+					echo "ok 1 works"
+				fi
+				echo "# ktau-selftest-end $p rc=0"
+			done
+		fi
+		echo "KTAU-GUEST-DONE rc=0 tainted=$taint"
+	} | sed 's/$/\r/' >"$out/results.log"
+	EOF
+	printf '#!/usr/bin/perl\nexit 0;\n' >"$c/cache/src/scripts/checkpatch.pl"
+	echo 'core_param(ktau, ktau_groups, charp, 0444);' >"$c/cache/src/kernel/ktau/core.c"
+	printf '\tktau=\t\t[KNL] groups\n' >"$c/cache/src/Documentation/admin-guide/kernel-parameters.txt"
+	: >"$c/cache/src/.ktau-files"
+	# make: the W=1 and sparse runs (nothing to warn about, sparse ran).
+	printf '#!/bin/sh\necho "  CHECK   kernel/ktau/core.c"\n' >"$c/bin/make"
+	chmod +x "$c"/tree/scripts/*.sh "$c/tree/scripts/tests/check-selftest.sh" "$c/bin/make"
+}
+runcheck() {	# FAKE_BREAK value: check.sh's status; output in $T/ck/log
+	PATH=$T/ck/bin:$PATH KTAU_CACHE=$T/ck/cache KTAU_OUT=$T/ck/out FAKE_BREAK=$1 \
+		bash "$T/ck/tree/scripts/check.sh" >"$T/ck/log" 2>&1
+}
+t_check_sh_end_to_end() {
+	local rc last
+	mkcheck
+	runcheck "" && rc=0 || rc=$?
+	last=$(tail -n 1 "$T/ck/log")
+	{ [ $rc -eq 0 ] && [[ $last =~ ^[0-9]+\ passed,\ 0\ failed,\ 0\ skipped$ ]]; } ||
+		{ echo "# a clean run: status $rc, last line '$last'"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
+	# Main pass: 9 programs (ktau_a, the 7 of the 2-CPU list, b-tests) and
+	# the debug kernel's kmemleak: 10 cases; 2-CPU pass: the 7 again; debug:
+	# the 9 again: 16 re-runs.
+	{ grep -qx '10 distinct behaviour cases (KTAP cases of the guest main pass and the host tests): 10 passed, 0 failed, 0 skipped' "$T/ck/log" &&
+	grep -qx '16 re-runs of those cases (smp: the 2-CPU pass, debug: the debug kernel): 16 passed, 0 failed, 0 skipped' "$T/ck/log" &&
+	grep -q '^PASS: debug: kmemleak: works$' "$T/ck/log" && grep -q '^PASS: smp: 2 CPUs online' "$T/ck/log"; } ||
+		{ echo "# the counts of a clean run:"; tail -n 5 "$T/ck/log" | sed 's/^/#   /'; return 1; }
+	for b in taint drop skip; do
+		runcheck $b && rc=0 || rc=$?
+		last=$(tail -n 1 "$T/ck/log")
+		{ [ $rc -eq 1 ] && [[ $last =~ ^[0-9]+\ passed,\ 1\ failed,\ [0-9]+\ skipped$ ]]; } ||
+			{ echo "# FAKE_BREAK=$b: status $rc, last line '$last'"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
+		case $b in
+		taint) grep -q '^FAIL: debug: kernel not tainted (tainted=512: W kernel warning' "$T/ck/log" ;;
+		drop) grep -q '^FAIL: smp: ktau_modules (not run' "$T/ck/log" ;;
+		skip) grep -q '^FAIL: guest: ktau_a: works (SKIP it did not)' "$T/ck/log" ;;
+		esac || { echo "# FAKE_BREAK=$b: no such failure in"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
+	done
 }
 
 tests=$(declare -F | awk '$3 ~ /^t_/ { print $3 }')
