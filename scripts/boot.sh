@@ -26,6 +26,10 @@ while [ $# -gt 0 ]; do
 	*) die "boot.sh: unknown argument '$1' (see the header of scripts/boot.sh)" ;;
 	esac
 done
+# No output of an earlier run may outlive this one, whatever stops it.
+out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
+mkdir -p "$out"
+rm -f "$out/console.log" "$out/results.log"
 "$KTAU_TOP/scripts/deps.sh" guest
 img=${KTAU_IMAGE:-$KTAU_OUT/guest/initramfs.cpio.gz}
 kernel=${KTAU_KERNEL:-$KTAU_BUILD/$kname/arch/x86/boot/bzImage}
@@ -38,9 +42,6 @@ if [ -z "${KTAU_IMAGE:-}" ] && [ -d "$KTAU_OUT/guest/root/ktau" ]; then
 	unknown=$(ktautests_unknown "$append" "$KTAU_OUT/guest/root" | tr '\n' ' ')
 	[ -z "$unknown" ] || die "ktautests= names ${unknown}which the image does not have; its test programs are: $(image_programs "$KTAU_OUT/guest/root" | tr '\n' ' ')"
 fi
-out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
-mkdir -p "$out"
-rm -f "$out/console.log" "$out/results.log"
 
 # Modules must be those of the kernel booted (the image has the ktau
 # kernel's): the example modules of samples/ktau go in a second archive,

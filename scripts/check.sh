@@ -20,6 +20,8 @@ set +e
 R=$KTAU_OUT/check
 rm -rf "$R"
 mkdir -p "$R"
+# The guest runs of an earlier check must not be read as this one's.
+rm -rf "$KTAU_OUT"/guest-run/{check,smp,debug,noktau}
 t0=$(date +%s)
 
 result() {	# PASS|FAIL|SKIP name [detail]

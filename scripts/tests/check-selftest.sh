@@ -400,8 +400,12 @@ t_boot_sh_verdicts() {
 	[ $rc -eq 1 ] || { echo "# a failed guest run: boot.sh exited $rc, not 1"; return 1; }
 	fakeboot "[ 1.0] Linux" "# ktau-selftest-begin a" && rc=0 || rc=$?
 	[ $rc -eq 2 ] || { echo "# an unfinished run: boot.sh exited $rc, not 2"; return 1; }
-	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=0 tainted=0" --append "ktautests=ktau_a,ktau_typo" && rc=0 || rc=$?
-	{ [ $rc -eq 1 ] && grep -q 'ktautests= names ktau_typo' "$T/bt/log" && [ ! -e "$T/bt/run/results.log" ]; } ||
+	# An earlier run's output must not survive a refused one.
+	mkdir -p "$T/bt.stale"
+	echo "KTAU-GUEST-DONE rc=0 tainted=0" >"$T/bt.stale/results.log"
+	fakeboot "[ 1.0] Linux" "KTAU-GUEST-DONE rc=0 tainted=0" --append "ktautests=ktau_a,ktau_typo" \
+		--out "$T/bt.stale" && rc=0 || rc=$?
+	{ [ $rc -eq 1 ] && grep -q 'ktautests= names ktau_typo' "$T/bt/log" && [ ! -e "$T/bt.stale/results.log" ]; } ||
 		{ echo "# a typo in ktautests=: boot.sh exited $rc"; sed 's/^/#   /' "$T/bt/log"; return 1; }
 }
 
