@@ -285,6 +285,7 @@ fi
 # (ftrace, BPF), boots the baseline, KTAU and peer kernels once each and
 # runs every benchmark under every configuration with tiny counts.
 step "bench smoke"
+rm -f "$KTAU_OUT/bench-smoke/results.tsv"	# an earlier run's must not count
 "$KTAU_TOP/scripts/bench.sh" --smoke >"$R/bench-smoke.log" 2>&1
 if [ -s "$KTAU_OUT/bench-smoke/results.tsv" ]; then
 	while IFS=$'\t' read -r st name detail; do
