@@ -415,7 +415,8 @@ t_boot_sh_verdicts() {
 # asked for with one passing case, 2 CPUs when booted with --smp 2, and an
 # untainted kernel. FAKE_BREAK spoils one thing: "taint" (the debug run
 # ends tainted=512), "drop" (the 2-CPU run leaves out its last program),
-# "skip" (the main run reports a "not ok ... # SKIP"), "bench" (bench.sh
+# "skip" (the main run reports a "not ok ... # SKIP"), "nokmemleak" (the
+# debug run ends without its kmemleak scan), "bench" (bench.sh
 # stops before it writes its results; the last run's are still there).
 mkcheck() {
 	local c=$T/ck
@@ -471,7 +472,7 @@ mkcheck() {
 	echo "[    0.0] Linux version 6.12.0-ktau" >"$out/console.log"
 	progs=$(ktautests_list "$append")
 	[ -n "$progs" ] || progs=$(image_programs "$KTAU_OUT/guest/root")
-	[ "$run" != debug ] || progs="$progs kmemleak"
+	[ "$run" != debug ] || [ "${FAKE_BREAK:-}" = nokmemleak ] || progs="$progs kmemleak"
 	[ "$run/${FAKE_BREAK:-}" != debug/taint ] || taint=512
 	[ "$run/${FAKE_BREAK:-}" != smp/drop ] || progs=$(echo $progs | sed 's/ [^ ]*$//')
 	{
@@ -518,7 +519,7 @@ t_check_sh_end_to_end() {
 	grep -qx '16 re-runs of those cases (smp: the 2-CPU pass, debug: the debug kernel): 16 passed, 0 failed, 0 skipped' "$T/ck/log" &&
 	grep -q '^PASS: debug: kmemleak: works$' "$T/ck/log" && grep -q '^PASS: smp: 2 CPUs online' "$T/ck/log"; } ||
 		{ echo "# the counts of a clean run:"; tail -n 5 "$T/ck/log" | sed 's/^/#   /'; return 1; }
-	for b in taint drop skip bench; do
+	for b in taint drop skip nokmemleak bench; do
 		runcheck $b && rc=0 || rc=$?
 		last=$(tail -n 1 "$T/ck/log")
 		{ [ $rc -eq 1 ] && [[ $last =~ ^[0-9]+\ passed,\ 1\ failed,\ [0-9]+\ skipped$ ]]; } ||
@@ -527,6 +528,7 @@ t_check_sh_end_to_end() {
 		taint) grep -q '^FAIL: debug: kernel not tainted (tainted=512: W kernel warning' "$T/ck/log" ;;
 		drop) grep -q '^FAIL: smp: ktau_modules (not run' "$T/ck/log" ;;
 		skip) grep -q '^FAIL: guest: ktau_a: works (SKIP it did not)' "$T/ck/log" ;;
+		nokmemleak) grep -q '^FAIL: debug: kmemleak (not run' "$T/ck/log" ;;
 		bench) grep -q '^FAIL: bench smoke: kernels, programs and image build' "$T/ck/log" ;;
 		esac || { echo "# FAKE_BREAK=$b: no such failure in"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
 	done
