@@ -6,9 +6,12 @@
 #                        [--out DIR]
 # The serial console goes to DIR/console.log and the guest's results (second
 # serial port) to DIR/results.log. Exit status: 0 when the guest finished and
-# the console is clean, 1 when the console shows a kernel problem or the
-# guest's run failed, 2 when the guest did not finish (hang or crash).
+# the console is clean, 1 when the console shows a kernel problem, the kernel
+# is tainted at the end, the guest's run failed, or a ktautests= name in
+# --append is no program of the image, 2 when the guest did not finish
+# (hang or crash).
 . "$(dirname "$0")/lib.sh"
+. "$KTAU_TOP/scripts/check-lib.sh"
 
 kname=ktau mode=check timeout=600 icount=0 smp=1 append="" out=""
 while [ $# -gt 0 ]; do
@@ -23,14 +26,22 @@ while [ $# -gt 0 ]; do
 	*) die "boot.sh: unknown argument '$1' (see the header of scripts/boot.sh)" ;;
 	esac
 done
+# No output of an earlier run may outlive this one, whatever stops it.
+out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
+mkdir -p "$out"
+rm -f "$out/console.log" "$out/results.log"
 "$KTAU_TOP/scripts/deps.sh" guest
 img=${KTAU_IMAGE:-$KTAU_OUT/guest/initramfs.cpio.gz}
 kernel=${KTAU_KERNEL:-$KTAU_BUILD/$kname/arch/x86/boot/bzImage}
 [ -f "$kernel" ] || die "no kernel at $kernel; run scripts/build-kernel.sh $kname"
 [ -f "$img" ] || die "no guest image at $img; run scripts/build-image.sh"
-out=${out:-$KTAU_OUT/guest-run/$kname-$mode}
-mkdir -p "$out"
-rm -f "$out/console.log" "$out/results.log"
+# A ktautests= name that is no test program of the image would run
+# nothing: refuse it here when the image's tree is at hand (the guest
+# reports it as a failed test too).
+if [ -z "${KTAU_IMAGE:-}" ] && [ -d "$KTAU_OUT/guest/root/ktau" ]; then
+	unknown=$(ktautests_unknown "$append" "$KTAU_OUT/guest/root" | tr '\n' ' ')
+	[ -z "$unknown" ] || die "ktautests= names ${unknown}which the image does not have; its test programs are: $(image_programs "$KTAU_OUT/guest/root" | tr '\n' ' ')"
+fi
 
 # Modules must be those of the kernel booted (the image has the ktau
 # kernel's): the example modules of samples/ktau go in a second archive,
@@ -81,10 +92,10 @@ timeout -k 10 "$timeout" "${qemu[@]}" -serial "file:$out/console.log" \
 qrc=$?
 set -e
 
-# Anything the kernel should never print fails the run.
-bad='Kernel panic|Oops|WARNING:|BUG:|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|general protection fault|Call Trace:|INFO: task .* blocked|watchdog: BUG|Sleeping function called|sleeping function called from invalid context|list_add corruption|list_del corruption|ODEBUG:'
-if grep -Eq "$bad" "$out/console.log" 2>/dev/null; then
-	grep -En "$bad" "$out/console.log" | head -5 >&2
+# Anything the kernel should never print fails the run (the patterns:
+# KTAU_CONSOLE_BAD in scripts/check-lib.sh).
+if problems=$(console_problems "$out/console.log"); then
+	printf '%s\n' "$problems" | head -n 5 >&2
 	msg "the kernel reported a problem; console log: $out/console.log"
 	exit 1
 fi
@@ -97,12 +108,20 @@ if [ $qrc -ne 0 ]; then
 	msg "qemu failed (exit $qrc); see $out/qemu.log and $out/console.log"
 	exit 2
 fi
-done_line=$(grep -a 'KTAU-GUEST-DONE' "$out/results.log" 2>/dev/null || true)
+done_line=$(guest_done_line "$out/results.log")
 if [ -z "$done_line" ]; then
 	msg "the guest stopped before its run finished; console log: $out/console.log"
 	exit 2
 fi
+tainted=$(guest_tainted "$out/results.log")
+if [ -z "$tainted" ]; then
+	msg "the guest did not report /proc/sys/kernel/tainted (is its /init up to date? run scripts/build-image.sh); results: $out/results.log"
+	exit 1
+elif [ "$tainted" -ne 0 ]; then
+	msg "the kernel is tainted (tainted=$tainted: $(taint_bits "$tainted")); find the cause in $out/console.log"
+	exit 1
+fi
 case $done_line in
-*rc=0*) exit 0 ;;
+*" rc=0 "*|*" rc=0") exit 0 ;;
 *) exit 1 ;;
 esac

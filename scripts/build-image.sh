@@ -5,6 +5,9 @@
 # tools. Rebuilt every time; output $KTAU_OUT/guest/initramfs.cpio.gz.
 . "$(dirname "$0")/lib.sh"
 
+# A failed build must leave no image behind: the last good one would be
+# booted and tested in its place.
+rm -f "$KTAU_OUT/guest/initramfs.cpio.gz" "$KTAU_OUT/guest/initramfs.cpio.gz.tmp"
 "$KTAU_TOP/scripts/deps.sh" guest tools
 [ -n "${KTAU_NO_PREPARE:-}" ] || "$KTAU_TOP/scripts/prepare-tree.sh"
 kname=${1:-ktau}

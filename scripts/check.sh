@@ -6,69 +6,45 @@
 #                 the exported series applied with git am to a pristine tree
 #   host tests    tools/ktau (KTAP)
 #   guest tests   the selftests in QEMU (KTAP), console scanned for problems
-# Every case is counted; the last line is "N passed, N failed, N skipped" and
-# the exit status is 1 when anything failed.
+# Every result is counted, and counted apart as a distinct behaviour case
+# (a KTAP case of the guest's main pass or of the host tests), a re-run (the
+# same cases in the 2-CPU pass, smp:, and on the debug kernel, debug:) or a
+# gate (lint, builds, checkpatch, smoke, the verdicts on each run as a
+# whole); the classes are check_class in scripts/check-lib.sh. The last line
+# is "N passed, N failed, N skipped" (all results) and the exit status is 1
+# when anything failed.
 . "$(dirname "$0")/lib.sh"
+. "$KTAU_TOP/scripts/check-lib.sh"
 set +e
 
 R=$KTAU_OUT/check
 rm -rf "$R"
 mkdir -p "$R"
-npass=0 nfail=0 nskip=0
+# The guest runs of an earlier check must not be read as this one's.
+rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,debug,noktau}
 t0=$(date +%s)
 
 result() {	# PASS|FAIL|SKIP name [detail]
 	case $1 in
-	PASS) npass=$((npass + 1)) ;;
-	FAIL) nfail=$((nfail + 1)) ;;
-	SKIP) nskip=$((nskip + 1)) ;;
+	PASS|FAIL|SKIP) ;;
+	*) set -- FAIL "$2" "status was '$1', not PASS, FAIL or SKIP: ${3:-}" ;;
 	esac
 	printf '%s: %s%s\n' "$1" "$2" "${3:+ ($3)}"
 	printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >>"$R/results.tsv"
 }
-step() { printf '== %s [%ss]\n' "$*" "$(( $(date +%s) - t0 ))"; }
-finish() {
-	printf '\ncheck took %ss; results in %s/results.tsv\n' "$(( $(date +%s) - t0 ))" "$R"
-	printf '%d passed, %d failed, %d skipped\n' "$npass" "$nfail" "$nskip"
-	[ "$nfail" -eq 0 ]
-	exit
-}
-
-# KTAP from a file: "ok N name", "not ok N name", "# SKIP" directives, plans,
-# and the "# ktau-selftest-begin/end NAME rc=R" markers of the guest runner.
-# Prints result lines "PASS|FAIL|SKIP<TAB>name<TAB>detail".
-parse_ktap() {	# file prefix
-	awk -v pfx="$2" '
-	function flush() {
-		if (bin == "") return
-		if (plan >= 0 && seen != plan)
-			printf "FAIL\t%s%s\tplan said %d tests, %d reported\n", pfx, bin, plan, seen
-		else if (rc != 0 && nfail == 0)
-			printf "FAIL\t%s%s\texited %d without a failed test (crash?)\n", pfx, bin, rc
-		bin = ""
-	}
-	/^# ktau-selftest-begin / { flush(); bin = $3; plan = -1; seen = 0; nfail = 0; rc = -1; next }
-	/^# ktau-selftest-end / { sub(/.*rc=/, ""); rc = $0 + 0; flush(); next }
-	/^1\.\.[0-9]+/ { if (bin != "") plan = substr($1, 4) + 0; next }
-	/^(not )?ok [0-9]+/ {
-		ok = ($1 == "ok"); line = $0
-		sub(/^(not )?ok [0-9]+ */, "", line)
-		name = line; dir = ""
-		if (index(line, " # ")) { name = substr(line, 1, index(line, " # ") - 1); dir = substr(line, index(line, " # ") + 3) }
-		seen++
-		st = ok ? "PASS" : "FAIL"
-		if (dir ~ /^SKIP/) st = "SKIP"
-		if (!ok) nfail++
-		printf "%s\t%s%s%s\t%s\n", st, pfx, (bin != "" ? bin ": " : ""), name, dir
-	}
-	END { if (bin != "") { rc = 1; printf "FAIL\t%s%s\tno end marker (guest stopped?)\n", pfx, bin } }
-	' "$1"
-}
-count_ktap() {	# file prefix
+# Verdict lines (PASS|FAIL|SKIP<TAB>name<TAB>detail) on stdin, each a result.
+count_verdicts() {
 	local st name detail
 	while IFS=$'\t' read -r st name detail; do
 		result "$st" "$name" "$detail"
-	done < <(parse_ktap "$@")
+	done
+}
+step() { printf '== %s [%ss]\n' "$*" "$(( $(date +%s) - t0 ))"; }
+# The counts per class and, last, "N passed, N failed, N skipped".
+finish() {
+	printf '\ncheck took %ss; results in %s/results.tsv\n' "$(( $(date +%s) - t0 ))" "$R"
+	check_summary "$R/results.tsv"
+	exit
 }
 
 step "dependencies"
@@ -76,6 +52,12 @@ if ! "$KTAU_TOP/scripts/deps.sh" all; then
 	result FAIL "dependencies installed" "see $KTAU_OUT/logs/apt.log"
 	finish
 fi
+
+# The check machinery itself: the verdict functions above on synthetic
+# KTAP, console and results files, each failure mode seen to fail.
+step "check machinery"
+bash "$KTAU_TOP/scripts/tests/check-selftest.sh" >"$R/check-selftest.log" 2>&1
+count_verdicts < <(parse_ktap "$R/check-selftest.log" "check machinery: ")
 
 step "tree"
 if "$KTAU_TOP/scripts/prepare-tree.sh" >"$R/prepare.log" 2>&1; then
@@ -224,89 +206,89 @@ step "host tests"
 if [ -f "$KTAU_TOP/tools/ktau/Makefile" ]; then
 	make -C "$KTAU_TOP/tools/ktau" O="$KTAU_OUT/host" check >"$R/host.log" 2>&1
 	hrc=$?
-	count_ktap "$R/host.log" "host: "
+	# Two KTAP documents: tools/ktau's tests, then the strict checker's.
+	count_verdicts < <(parse_ktap "$R/host.log" "host: " "host tests: " docs=2)
 	if [ $hrc -ne 0 ] && ! grep -q '^not ok' "$R/host.log"; then
 		tail -n 20 "$R/host.log"
-		result FAIL "host: tools/ktau builds and its tests run" "see $R/host.log"
+		result FAIL "host tests: tools/ktau builds and its tests run" "see $R/host.log"
 	fi
 fi
 
-# The verdict on one boot.sh run: PREFIX, its output dir under
-# guest-run/, and boot.sh's status (1: a failed test or a console report,
-# else: it did not finish).
-boot_result() {
-	local log=$KTAU_OUT/guest-run/$2/console.log
-	case $3 in
-	0) result PASS "$1: finished, console clean" ;;
-	1) result FAIL "$1: finished, console clean" "see $log" ;;
-	*) result FAIL "$1: finished, console clean" "did not finish; see $log" ;;
-	esac
+# The verdicts on one guest run (boot.sh --out guest-run/NAME): its KTAP,
+# every program it was asked to run present and as planned, finished,
+# console clean, kernel not tainted, [at least MIN-CPUS CPUs online], and
+# every TAU directory its tests wrote through the strict checker.
+guest_run() {	# prefix run-name boot-rc expected-programs [min-cpus]
+	local d=$KTAU_OUT/guest-run/$2
+	count_verdicts < <(parse_ktap "$d/results.log" "$1: " "$1: " "$4")
+	count_verdicts < <(run_verdicts "$1" "$d/console.log" "$d/results.log" "$3")
+	[ -z "${5:-}" ] || count_verdicts < <(cpus_verdict "$1" "$d/results.log" "$5")
+	count_verdicts < <(taucheck_archives "$d/results.log" "$R/archives-$2" "$1" \
+		"$KTAU_OUT/host/ktau-taucheck")
 }
 
 step "guest"
+image_ok=0 progs=""
 if [ $kernel_ok = 1 ] && "$KTAU_TOP/scripts/build-image.sh" ktau >"$R/image.log" 2>&1; then
+	image_ok=1
+	# What the guest must report: every test program of the image.
+	progs=$(image_programs "$KTAU_OUT/guest/root" | tr '\n' ' ')
+	[ -n "$progs" ] ||
+		result FAIL "guest: the image has test programs" "none in $KTAU_OUT/guest/root/ktau/{selftests,tests}; see $R/image.log"
 	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --timeout "${KTAU_GUEST_TIMEOUT:-900}" \
 		--out "$KTAU_OUT/guest-run/check" 2>"$R/boot.log"
 	brc=$?
 	cat "$R/boot.log"
-	count_ktap "$KTAU_OUT/guest-run/check/results.log" "guest: "
-	# TAU directories the guest tests wrote come back as archives; every
-	# one must pass the strict checker.
-	tc=$KTAU_OUT/host/ktau-taucheck
-	awk '/^# ktau-archive-begin /{n++; f=sprintf("%s/archive-%d.b64", d, n); next}
-	     /^# ktau-archive-end/{f=""; next} f{print > f}' d="$R" \
-		"$KTAU_OUT/guest-run/check/results.log"
-	for a in "$R"/archive-*.b64; do
-		[ -f "$a" ] || continue
-		x=${a%.b64}
-		mkdir -p "$x"
-		# The serial line turns "\n" into "\r\n".
-		if ! tr -d '\r' <"$a" | base64 -d | tar xzf - -C "$x"; then
-			result FAIL "taucheck: guest archive ${a##*/} unpacks"
-			continue
-		fi
-		while read -r d; do
-			if [ -x "$tc" ] && "$tc" "$d" >"$d.taucheck" 2>&1; then
-				result PASS "taucheck: guest ${d#"$x"/}"
-			else
-				head -3 "$d.taucheck" 2>/dev/null
-				result FAIL "taucheck: guest ${d#"$x"/}" "see $d.taucheck"
-			fi
-		done < <(find "$x" -name 'profile.*' | sed -e 's,/[^/]*$,,' -e 's,/MULTI__[^/]*$,,' | sort -u)
-	done
-	boot_result guest check $brc
+	guest_run guest check $brc "$progs"
 else
 	[ $kernel_ok = 1 ] && { tail -n 20 "$R/image.log"; }
 	result FAIL "guest: image built and booted" "kernel or image build failed; see $R/image.log"
 fi
 # A guest run of the KTAU kernel on two CPUs: NAME (its directory under
-# guest-run/ and the prefix of its results), TIMEOUT, kernel command line.
+# guest-run/ and the prefix of its results), TIMEOUT, kernel command line
+# with a ktautests= list, which must name only programs of the image.
 smp_pass() {
+	local unknown brc
+	unknown=$(ktautests_unknown "$3" "$KTAU_OUT/guest/root" | tr '\n' ' ')
+	if [ -n "$unknown" ]; then
+		result FAIL "$1: ktautests= names only programs of the image" \
+			"not in the image: ${unknown}(fix the list in scripts/check.sh)"
+	else
+		result PASS "$1: ktautests= names only programs of the image"
+	fi
 	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp 2 --timeout "$2" \
 		--append "$3" --out "$KTAU_OUT/guest-run/$1" 2>>"$R/boot.log"
-	local brc=$?
-	count_ktap "$KTAU_OUT/guest-run/$1/results.log" "$1: "
-	boot_result "$1" "$1" $brc
+	brc=$?
+	guest_run "$1" "$1" $brc "$(ktautests_list "$3" | tr '\n' ' ')" 2
 }
 # Two CPUs: readers, hotplug and group switches across CPUs (the tests
-# whose figures do not depend on having the host to themselves).
-if [ $kernel_ok = 1 ] && [ -f "$KTAU_OUT/guest/initramfs.cpio.gz" ]; then
-	step "guest, 2 CPUs"
-	smp_pass smp 600 "ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock"
-	# The TSC marked unstable: routines that change CPU are rebased.
+# whose figures do not depend on having the host to themselves); then
+# with the TSC marked unstable, where routines that change CPU are
+# rebased.
+smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock"
+tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
+step "guest, 2 CPUs"
+if [ $image_ok = 1 ]; then
+	smp_pass smp 600 "$smp_append"
 	step "guest, 2 CPUs, tsc=unstable"
-	smp_pass tsc-unstable 300 "tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
+	smp_pass tsc-unstable 300 "$tsc_append"
+else
+	result FAIL "smp: guest run" "no guest image (see the guest step above)"
 fi
 # The same tests on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, list
-# and object debugging, SLUB debugging): any report fails the run.
+# and object debugging, SLUB debugging): any report fails the run. It ends
+# with a kmemleak scan, reported as the program "kmemleak".
 step "debug kernel"
 if "$KTAU_TOP/scripts/build-kernel.sh" debug; then
 	result PASS "build: debug kernel (KASAN, lockdep, UBSAN, kmemleak)"
-	"$KTAU_TOP/scripts/boot.sh" --kernel debug --mode check --timeout "${KTAU_GUEST_TIMEOUT:-1800}" \
-		--append ktaudebug=1 --out "$KTAU_OUT/guest-run/debug" 2>>"$R/boot.log"
-	brc=$?
-	count_ktap "$KTAU_OUT/guest-run/debug/results.log" "debug: "
-	boot_result debug debug $brc
+	if [ $image_ok = 1 ]; then
+		"$KTAU_TOP/scripts/boot.sh" --kernel debug --mode check --timeout "${KTAU_GUEST_TIMEOUT:-1800}" \
+			--append ktaudebug=1 --out "$KTAU_OUT/guest-run/debug" 2>>"$R/boot.log"
+		brc=$?
+		guest_run debug debug $brc "$progs kmemleak"
+	else
+		result FAIL "debug: guest run" "no guest image (see the guest step above)"
+	fi
 else
 	result FAIL "build: debug kernel (KASAN, lockdep, UBSAN, kmemleak)" "see $KTAU_OUT/logs/kernel-debug.log"
 fi
@@ -319,12 +301,16 @@ if [ -f "$KTAU_BUILD/noktau/arch/x86/boot/bzImage" ] && [ -f "$KTAU_OUT/guest/in
 	else
 		result FAIL "guest: CONFIG_KTAU=n kernel boots, has no /proc/ktau" "see $KTAU_OUT/guest-run/noktau/console.log"
 	fi
+else
+	result FAIL "guest: CONFIG_KTAU=n kernel boots, has no /proc/ktau" \
+		"not booted: no CONFIG_KTAU=n kernel or no guest image (see the build and guest steps above)"
 fi
 
 # --- bench smoke (scripts/bench.sh --smoke): builds the peer kernel
 # (ftrace, BPF), boots the baseline, KTAU and peer kernels once each and
 # runs every benchmark under every configuration with tiny counts.
 step "bench smoke"
+rm -f "$KTAU_OUT/bench-smoke/results.tsv"	# an earlier run's must not count
 "$KTAU_TOP/scripts/bench.sh" --smoke >"$R/bench-smoke.log" 2>&1
 if [ -s "$KTAU_OUT/bench-smoke/results.tsv" ]; then
 	while IFS=$'\t' read -r st name detail; do
