@@ -42,7 +42,7 @@ int ktau_group_by_name(const char *name, size_t len);
  * The depth of a task that has folded at exit: every push and pop then
  * takes the overflow path, which writes no slot (and counts nothing).
  */
-#define KTAU_DEPTH_DEAD		(1U << 30)
+#define KTAU_DEPTH_DEAD		BIT(30)
 
 long ktau_unprofiled_tasks(void);
 const char *ktau_clock_name(void);

@@ -284,7 +284,7 @@ TEST_F_TIMEOUT(exitprof, aggregate_never_decreases, 60)
 
 			if (v.count < e->count || v.incl < e->incl_ns || v.excl < e->excl_ns) {
 				if (!bad++)
-					TH_LOG("id %u went down: count %llu -> %llu, incl %llu -> %llu",
+					TH_LOG("id %u down: count %llu -> %llu, incl %llu -> %llu",
 					       e->id, (unsigned long long)e->count,
 					       (unsigned long long)v.count,
 					       (unsigned long long)e->incl_ns,
