@@ -202,6 +202,17 @@ struct ktau_times __ktau_clamp(u64 incl, u64 child);
 
 void ktau_init(void);
 int ktau_tsk_init(struct task_struct *tsk);
+
+extern struct ktau_task *ktau_sink;
+
+/* @t's own profile, or NULL: none, or the shared one of ktau_tsk_init(). */
+static inline struct ktau_task *ktau_profile(struct task_struct *t)
+{
+	struct ktau_task *kt = READ_ONCE(t->ktau);
+
+	return kt == ktau_sink ? NULL : kt;
+}
+
 void ktau_tsk_free(struct task_struct *tsk);
 void ktau_exit(struct task_struct *tsk);
 
@@ -322,8 +333,8 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
  * frame goes to the bottom. Called with interrupts off.
  */
 /*
- * Every task has a profile when a group is on (ktau_tsk_init() fails the
- * fork otherwise), so the system call hooks need no NULL check.
+ * Every task has a profile when a group is on (its own, or the shared one
+ * of ktau_tsk_init()), so the system call hooks need no NULL check.
  */
 static __always_inline void __ktau_syscall_enter(u64 tag)
 {
@@ -419,7 +430,10 @@ static __always_inline void ktau_softirq_exit(void)
 		__ktau_stop(KTAU_GROUP_SOFTIRQ);
 }
 
-/* __schedule(): @blocked is true when the task gives up the CPU to wait. */
+/*
+ * __schedule(), just before the switch to another task: @blocked is true
+ * when the scheduler counts the switch as voluntary (nvcsw).
+ */
 static __always_inline void ktau_sched_out(bool blocked)
 {
 	if (ktau_group_on(KTAU_GROUP_SCHED))

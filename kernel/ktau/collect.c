@@ -288,7 +288,7 @@ static long ktau_collect_ioctl(struct file *file, unsigned int cmd,
 			       unsigned long arg)
 {
 	struct ktau_collector *c = file->private_data;
-	struct ktau_task *kt = current->ktau;
+	struct ktau_task *kt = ktau_profile(current);
 	struct ktau_collect_stats st;
 
 	switch (cmd) {

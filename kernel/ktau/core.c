@@ -57,8 +57,17 @@ EXPORT_SYMBOL_GPL(ktau_keys);
 unsigned long ktau_groups_on = KTAU_ALL_GROUPS;
 unsigned int ktau_nr_slots = 64;
 static struct kmem_cache *ktau_cachep;
-/* Forks refused because a profile could not be allocated. */
+/* Tasks created without a profile of their own (ktau_sink). */
 static atomic_long_t ktau_unprofiled = ATOMIC_LONG_INIT(0);
+
+/*
+ * The profile of every task whose own could not be allocated at fork:
+ * the hooks write it without a NULL check, from any number of tasks at
+ * once, so its contents mean nothing; every index they use is bounded by
+ * the table's size and the stack's depth whatever they read, so the
+ * writes stay inside it. Nothing reads it: ktau_profile() is NULL for it.
+ */
+struct ktau_task *ktau_sink;
 /* Deltas of the clock that came out negative, clamped to 0. */
 static atomic_long_t ktau_backwards = ATOMIC_LONG_INIT(0);
 bool ktau_ready;		/* every task from now on has a profile */
@@ -397,7 +406,9 @@ void __init ktau_init(void)
 					SLAB_PANIC | SLAB_ACCOUNT, NULL);
 	/* The boot task; everything forked from now on gets a table. */
 	current->ktau = ktau_alloc(GFP_KERNEL);
-	ktau_ready = !ktau_exited_init() && current->ktau && !ktau_registry_init();
+	ktau_sink = ktau_alloc(GFP_KERNEL);
+	ktau_ready = !ktau_exited_init() && current->ktau && ktau_sink &&
+		     !ktau_registry_init();
 	if (!ktau_ready) {
 		pr_err("ktau: out of memory, KTAU stays off\n");
 		ktau_groups_on = 0;
@@ -410,13 +421,15 @@ void __init ktau_init(void)
 }
 
 /*
- * Every task gets a profile, or is not created: the hooks rely on it. Only
- * when KTAU could not start (ktau_ready false) do tasks go without, and
- * then no group is ever switched on.
+ * Every task gets a profile: the hooks rely on it. A fork never fails for
+ * KTAU: a task whose profile cannot be allocated shares ktau_sink, is
+ * counted (fork_nomem) and is missing from every view. Only when KTAU
+ * could not start (ktau_ready false) do tasks go without, and then no
+ * group is ever switched on.
  */
 int ktau_tsk_init(struct task_struct *tsk)
 {
-	struct ktau_task *parent = current->ktau;
+	struct ktau_task *parent = ktau_profile(current);
 	struct ktau_task *kt;
 
 	tsk->ktau = NULL;
@@ -425,7 +438,8 @@ int ktau_tsk_init(struct task_struct *tsk)
 	kt = ktau_alloc(GFP_KERNEL);
 	if (!kt) {
 		atomic_long_inc(&ktau_unprofiled);
-		return -ENOMEM;
+		tsk->ktau = ktau_sink;
+		return 0;
 	}
 	/* Its first return to user space closes a system call it never made. */
 	__set_bit(KTAU_NEW, &kt->flags);
@@ -440,11 +454,11 @@ int ktau_tsk_init(struct task_struct *tsk)
 
 void ktau_tsk_free(struct task_struct *tsk)
 {
-	struct ktau_task *kt = tsk->ktau;
+	struct ktau_task *kt = ktau_profile(tsk);
 
+	tsk->ktau = NULL;
 	if (!kt)
 		return;
-	tsk->ktau = NULL;
 	if (kt->collector)
 		ktau_collector_put(kt->collector);
 	kfree(kt->proc);
@@ -645,7 +659,7 @@ int ktau_aggregate(struct ktau_totals *tot)
 		/* Threads created since nr_threads was read: new, and tiny. */
 		if (n == cap)
 			break;
-		if (t->ktau)
+		if (ktau_profile(t))
 			v[n++] = get_task_struct(t);
 	}
 	rcu_read_unlock();
@@ -654,7 +668,7 @@ int ktau_aggregate(struct ktau_totals *tot)
 		seen[cpu] = ktau_exited_add(tot, cpu, buf);
 
 	for (i = 0; i < n; i++) {
-		struct ktau_task *kt = v[i]->ktau;
+		struct ktau_task *kt = ktau_profile(v[i]);
 
 		if (test_bit(KTAU_FOLDED, &kt->flags)) {
 			smp_rmb();	/* the stamp before the flag, see ktau_exit() */
@@ -666,8 +680,8 @@ int ktau_aggregate(struct ktau_totals *tot)
 	for_each_possible_cpu(cpu) {
 		struct task_struct *idle = idle_task(cpu);
 
-		if (idle && idle->ktau)
-			ktau_totals_add_task(tot, idle->ktau);
+		if (idle && ktau_profile(idle))
+			ktau_totals_add_task(tot, ktau_profile(idle));
 	}
 	for (i = 0; i < n; i++)
 		put_task_struct(v[i]);
@@ -682,7 +696,7 @@ out:
 /* The process totals of @tsk's thread group, made if need be; or NULL. */
 static struct ktau_proc *ktau_proc_get(struct task_struct *tsk)
 {
-	struct ktau_task *lk = tsk->group_leader->ktau;
+	struct ktau_task *lk = ktau_profile(tsk->group_leader);
 	unsigned int n = 2 * ktau_nr_slots;
 	struct ktau_proc *pr, *old;
 
@@ -752,7 +766,7 @@ static void ktau_proc_fold(struct ktau_proc *pr, struct ktau_task *kt)
 int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 {
 	unsigned int cap = READ_ONCE(leader->signal->nr_threads) + 8, n = 0, i, gen = 0;
-	struct ktau_task *lk = leader->ktau;
+	struct ktau_task *lk = ktau_profile(leader);
 	struct task_struct **v, *t;
 	struct ktau_proc *pr;
 
@@ -763,7 +777,7 @@ int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 	for_each_thread(leader, t) {
 		if (n == cap)
 			break;
-		if (t->ktau)
+		if (ktau_profile(t))
 			v[n++] = get_task_struct(t);
 	}
 	rcu_read_unlock();
@@ -787,7 +801,7 @@ int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 		spin_unlock_irq(&pr->lock);
 	}
 	for (i = 0; i < n; i++) {
-		struct ktau_task *kt = v[i]->ktau;
+		struct ktau_task *kt = ktau_profile(v[i]);
 		unsigned int pg = READ_ONCE(kt->proc_gen);
 
 		if (!pg || pg > gen)
@@ -801,7 +815,7 @@ int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 /* do_exit(): fold the task's totals and hand them to its collector. */
 void ktau_exit(struct task_struct *tsk)
 {
-	struct ktau_task *kt = tsk->ktau;
+	struct ktau_task *kt = ktau_profile(tsk);
 	struct ktau_exited *e;
 	struct ktau_proc *pr;
 	unsigned long flags;
@@ -888,7 +902,7 @@ void ktau_reset_all(void)
 
 	rcu_read_lock();
 	for_each_process_thread(p, t) {
-		struct ktau_task *kt = t->ktau;
+		struct ktau_task *kt = ktau_profile(t);
 
 		if (!kt || (t->flags & (PF_KTHREAD | PF_EXITING)))
 			continue;
@@ -1351,7 +1365,7 @@ void __ktau_irq_desc(struct irq_desc *desc)
 	ktau_irq_name(ktau_irq_source(irq_desc_get_irq(desc), desc->action));
 }
 
-/* __schedule(), interrupts off: the task leaves the CPU. */
+/* __schedule(), interrupts off: another task takes the CPU. */
 void __ktau_sched_out(bool blocked)
 {
 	struct ktau_task *kt = current->ktau;
@@ -1366,7 +1380,10 @@ void __ktau_sched_out(bool blocked)
 #endif
 }
 
-/* The end of __schedule(): the task runs again. */
+/*
+ * finish_task_switch(), interrupts off, runqueue locked: the task runs
+ * again (or for the first time: then it has no frame to close).
+ */
 void __ktau_sched_in(void)
 {
 #ifdef CONFIG_X86_TSC

@@ -43,7 +43,16 @@ static void ktau_show_entries(struct seq_file *m, struct ktau_entry *e,
 			      unsigned int n)
 {
 	unsigned int nr = ktau_nr_ids(), i;
+	u64 on = 0, off = 0;
 
+	for (i = 0; i < n; i++) {
+		if (KTAU_ID_IS_OFF_CPU(e[i].id))
+			off += e[i].excl_ns;
+		else
+			on += e[i].excl_ns;
+	}
+	/* The kernel time on the CPU and the time off it (ABI 1.3). */
+	seq_printf(m, "# time on_cpu_ns %llu off_cpu_ns %llu\n", on, off);
 	sort(e, n, sizeof(*e), ktau_entry_cmp, NULL);
 	seq_puts(m, "# id group name calls incl_ns excl_ns\n");
 	for (i = 0; i < n; i++) {
@@ -118,7 +127,7 @@ static void ktau_read_unlock(struct task_struct *task)
 static int ktau_show_task(struct seq_file *m, struct pid_namespace *ns,
 			  struct task_struct *task)
 {
-	struct ktau_task *kt = task->ktau;
+	struct ktau_task *kt = ktau_profile(task);
 	char comm[TASK_COMM_LEN];
 	struct ktau_entry *e;
 	struct ktau_conv cv;
@@ -371,7 +380,7 @@ static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t,
 			  unsigned int mode)
 {
 	struct ktau_task_rec *rec = ctx->rec;
-	struct ktau_task *kt = t->ktau;
+	struct ktau_task *kt = ktau_profile(t);
 	unsigned int n;
 	pid_t tid;
 	int ret;

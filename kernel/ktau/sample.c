@@ -180,7 +180,7 @@ static void ktau_sampler_stop(struct ktau_sampler *sp)
 /* Detach @t's sampler, if it has one; the caller stops it. */
 static struct ktau_sampler *ktau_sampler_detach(struct task_struct *t)
 {
-	struct ktau_task *kt = t->ktau;
+	struct ktau_task *kt = ktau_profile(t);
 	struct ktau_sampler *sp;
 
 	if (!kt)
@@ -204,7 +204,7 @@ void ktau_sample_release(struct task_struct *t)
 /* @t's sampler with a reference, or NULL. */
 static struct ktau_sampler *ktau_sampler_get(struct task_struct *t)
 {
-	struct ktau_task *kt = t->ktau;
+	struct ktau_task *kt = ktau_profile(t);
 	struct ktau_sampler *sp;
 
 	if (!kt)
@@ -401,7 +401,7 @@ long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
 	t = a.tid ? find_get_task_by_vpid(a.tid) : get_task_struct(current);
 	if (!t)
 		return -ESRCH;
-	kt = t->ktau;
+	kt = ktau_profile(t);
 	ret = -EINVAL;
 	if (!kt || (t->flags & PF_KTHREAD))
 		goto out_task;

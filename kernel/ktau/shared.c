@@ -34,7 +34,7 @@ static_assert(KTAU_SHARED_GROUPS >= KTAU_NR_GROUPS);
 /* KTAU_IOC_SHARED_REGISTER: the calling thread registers a page. */
 long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 {
-	struct ktau_task *kt = current->ktau;
+	struct ktau_task *kt = ktau_profile(current);
 	struct ktau_shared_reg reg;
 	struct ktau_shared *sh;
 	struct ktau_conv cv;
@@ -122,7 +122,7 @@ void ktau_shared_release(struct ktau_task *kt)
 
 long ktau_shared_unregister(void)
 {
-	struct ktau_task *kt = current->ktau;
+	struct ktau_task *kt = ktau_profile(current);
 
 	if (!kt || !kt->shared_page)
 		return -ENOENT;
@@ -136,7 +136,7 @@ long ktau_shared_unregister(void)
  */
 void ktau_exec(void)
 {
-	struct ktau_task *kt = current->ktau;
+	struct ktau_task *kt = ktau_profile(current);
 
 	if (!kt)
 		return;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 
 #include "ktau_util.h"
@@ -383,6 +384,76 @@ TEST_F_TIMEOUT(exitprof, close_frees_queue, 120)
 	close(go[1]);
 	close(done[0]);
 	close(done[1]);
+}
+
+/* The "fork_nomem N" of /proc/ktau/control, or -1. */
+static long fork_nomem(void)
+{
+	char *t = ktau_control_read(), *p;
+	long n = -1;
+
+	p = t ? strstr(t, "\nfork_nomem ") : NULL;
+	if (p)
+		n = strtol(p + 12, NULL, 10);
+	free(t);
+	return n;
+}
+
+#define FAILSLAB	"/sys/kernel/debug/failslab/"
+
+/*
+ * A fork whose profile cannot be allocated succeeds (ABI 1.3), counted
+ * in fork_nomem, and the child is missing from snapshots. The allocation
+ * is made to fail with fault injection on KTAU's own slab cache, which
+ * the debug kernel has (CONFIG_FAILSLAB); elsewhere the test is skipped.
+ */
+TEST_F_TIMEOUT(exitprof, fork_without_profile, 30)
+{
+	long before, after;
+	pid_t pid, child;
+	int status, p[2];
+	char c;
+
+	mount("none", "/sys/kernel/debug", "debugfs", 0, NULL);
+	if (access(FAILSLAB "probability", W_OK) ||
+	    access("/sys/kernel/slab/ktau_task/failslab", W_OK))
+		SKIP(return, "no failslab for the ktau_task cache (the debug kernel has it)");
+	before = fork_nomem();
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, ktau_write_file("/sys/kernel/slab/ktau_task/failslab", "1"));
+	/* No stack dump per injected failure on the console. */
+	ASSERT_EQ(0, ktau_write_file(FAILSLAB "verbose", "0"));
+	ASSERT_EQ(0, ktau_write_file(FAILSLAB "cache-filter", "Y"));
+	ASSERT_EQ(0, ktau_write_file(FAILSLAB "ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, ktau_write_file(FAILSLAB "probability", "100"));
+	ASSERT_EQ(0, ktau_write_file(FAILSLAB "interval", "1"));
+	ASSERT_EQ(0, ktau_write_file(FAILSLAB "times", "1"));
+	child = fork();
+	/* Whatever happened, no more failures. */
+	ktau_write_file(FAILSLAB "times", "0");
+	ktau_write_file(FAILSLAB "probability", "0");
+	ktau_write_file("/sys/kernel/slab/ktau_task/failslab", "0");
+	ASSERT_LE(0, child) TH_LOG("fork failed: %s", strerror(errno));
+	if (child == 0) {
+		ktau_getppid_loop(10);
+		if (read(p[0], &c, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	after = fork_nomem();
+	pid = child;
+	ASSERT_EQ(0, ktau_snap(self->fd, &self->a, KTAU_SNAP_PIDS, &pid, 1));
+	TH_LOG("fork_nomem %ld -> %ld; snapshot of the child: %u records, %u missing",
+	       before, after, self->a.req.ntasks, self->a.req.nmissing);
+	EXPECT_EQ(before + 1, after);
+	EXPECT_EQ(0, self->a.req.ntasks);
+	EXPECT_EQ(1, self->a.req.nmissing);
+	ASSERT_EQ(1, write(p[1], "x", 1));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(p[0]);
+	close(p[1]);
 }
 
 TEST_HARNESS_MAIN

@@ -745,18 +745,6 @@ static int pm_sysctl_get(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static int pm_sysctl_set(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 #define PM_PARANOID	"/proc/sys/kernel/perf_event_paranoid"
 #define PM_KPTR		"/proc/sys/kernel/kptr_restrict"
 
@@ -776,16 +764,16 @@ FIXTURE_SETUP(pm)
 	self->paranoid[0] = '\0';
 	self->kptr[0] = '\0';
 	if (!pm_sysctl_get(PM_PARANOID, self->paranoid, sizeof(self->paranoid)))
-		ASSERT_EQ(0, pm_sysctl_set(PM_PARANOID, "2"));
+		ASSERT_EQ(0, ktau_write_file(PM_PARANOID, "2"));
 	pm_sysctl_get(PM_KPTR, self->kptr, sizeof(self->kptr));
 }
 
 FIXTURE_TEARDOWN_PARENT(pm)
 {
 	if (self->paranoid[0])
-		EXPECT_EQ(0, pm_sysctl_set(PM_PARANOID, self->paranoid));
+		EXPECT_EQ(0, ktau_write_file(PM_PARANOID, self->paranoid));
 	if (self->kptr[0])
-		EXPECT_EQ(0, pm_sysctl_set(PM_KPTR, self->kptr));
+		EXPECT_EQ(0, ktau_write_file(PM_KPTR, self->kptr));
 	EXPECT_EQ(0, ktau_control("all on"));
 }
 
@@ -1029,10 +1017,10 @@ TEST_F_TIMEOUT(pm, no_kernel_address_in_views, 60)
 	size_t i;
 
 	ASSERT_NE(0, self->kptr[0]) TH_LOG("no kernel.kptr_restrict");
-	ASSERT_EQ(0, pm_sysctl_set(PM_KPTR, "0"));
+	ASSERT_EQ(0, ktau_write_file(PM_KPTR, "0"));
 	pm_detector_works(_metadata);
 	for (i = 0; i < ARRAY_SIZE(kptr); i++) {
-		ASSERT_EQ(0, pm_sysctl_set(PM_KPTR, kptr[i]));
+		ASSERT_EQ(0, ktau_write_file(PM_KPTR, kptr[i]));
 		pm_no_kaddr(_metadata);
 		ktau_run_as(_metadata, KTAU_USER_ID, 0, pm_no_kaddr);
 		ktau_run_as(_metadata, KTAU_USER_ID, KTAU_CAP(CAP_PERFMON), pm_no_kaddr);
@@ -1126,8 +1114,8 @@ TEST_F_TIMEOUT(pm, sample_kernel_addresses, 60)
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		TH_LOG("kptr_restrict %s, perf_event_paranoid %s", cases[i].kptr,
 		       cases[i].paranoid);
-		ASSERT_EQ(0, pm_sysctl_set(PM_KPTR, cases[i].kptr));
-		ASSERT_EQ(0, pm_sysctl_set(PM_PARANOID, cases[i].paranoid));
+		ASSERT_EQ(0, ktau_write_file(PM_KPTR, cases[i].kptr));
+		ASSERT_EQ(0, ktau_write_file(PM_PARANOID, cases[i].paranoid));
 		pm_sample_kaddr(_metadata, cases[i].root);
 		fn = pm_sample_kaddr_hidden;
 		if (cases[i].perfmon)

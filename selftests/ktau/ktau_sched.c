@@ -4,6 +4,7 @@
  * against the scheduler's own accounting in /proc/self/task/TID/schedstat
  * (field 1: ns on the CPU, field 2: ns waiting on a run queue).
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,133 @@ TEST_F_TIMEOUT(sched, pinned_spinners_are_preempted, 20)
 		}
 	}
 	munmap(res, 2 * sizeof(*res));
+}
+
+/*
+ * The text view's "# time" line (ABI 1.3) splits the thread's kernel time
+ * on the CPU from its time off it: after 10 sleeps of 20 ms, off the CPU
+ * is at least 200 ms, and on the CPU in the kernel is at most all the
+ * time the scheduler saw the thread on a CPU (schedstat).
+ */
+TEST_F_TIMEOUT(sched, text_splits_on_and_off_cpu, 20)
+{
+	unsigned long long on = 0, off = 0;
+	struct ktau_schedstat ss;
+	char *t, *p;
+	int i, n;
+
+	for (i = 0; i < N_SLEEPS; i++)
+		ktau_sleep_ns(SLEEP_NS);
+	t = ktau_slurp("/proc/thread-self/ktau", NULL);
+	/* A yield brings the on-CPU time of schedstat up to date. */
+	sched_yield();
+	ASSERT_EQ(0, ktau_schedstat_read(gettid(), &ss));
+	ASSERT_NE(NULL, t);
+	p = strstr(t, "\n# time on_cpu_ns ");
+	ASSERT_NE(NULL, p) TH_LOG("no '# time' line in:\n%s", t);
+	n = sscanf(p, "\n# time on_cpu_ns %llu off_cpu_ns %llu", &on, &off);
+	ASSERT_EQ(2, n);
+	free(t);
+	TH_LOG("on CPU %llu ns, off CPU %llu ns; schedstat on CPU %llu ns",
+	       on, off, ss.oncpu_ns);
+	EXPECT_LE((__u64)N_SLEEPS * SLEEP_NS, off);
+	EXPECT_LE(on, ss.oncpu_ns);
+}
+
+/* The voluntary and involuntary switches of this thread, from its status. */
+static int ctxt_switches(__u64 *vol, __u64 *invol)
+{
+	char *t = ktau_slurp("/proc/thread-self/status", NULL), *v, *i;
+	int ret = -EBADMSG;
+
+	if (!t)
+		return -errno;
+	v = strstr(t, "\nvoluntary_ctxt_switches:");
+	i = strstr(t, "\nnonvoluntary_ctxt_switches:");
+	if (v && i) {
+		*vol = strtoull(v + 25, NULL, 10);
+		*invol = strtoull(i + 28, NULL, 10);
+		ret = 0;
+	}
+	free(t);
+	return ret;
+}
+
+static int pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+struct rival {
+	int cpu;
+	int stop;	/* __atomic */
+};
+
+static void *rival_fn(void *p)
+{
+	struct rival *r = p;
+
+	if (pin_to(r->cpu))
+		return NULL;
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+/*
+ * Each stay off the CPU is one switch as the scheduler counts it
+ * (ABI 1.3: the frame opens only when another task is picked, so a
+ * sched_yield() that picks the caller again is none): sched_blocked
+ * calls are the thread's voluntary_ctxt_switches, sched_preempted its
+ * nonvoluntary_ctxt_switches, read from /proc/thread-self/status around
+ * the snapshots. First 500 yields alone, then sleeps and yields against
+ * a spinner pinned to the same CPU.
+ */
+TEST_F_TIMEOUT(sched, switches_are_the_schedulers, 30)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct rival rv = { 0 };
+	__u64 v0, i0, v1, i1, dv, di;
+	struct ktau_val blk, pre;
+	cpu_set_t set;
+	pthread_t th;
+	int k;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (rv.cpu = 0; rv.cpu < CPU_SETSIZE && !CPU_ISSET(rv.cpu, &set); rv.cpu++)
+		;
+	ASSERT_EQ(0, pin_to(rv.cpu));
+	ASSERT_EQ(0, ctxt_switches(&v0, &i0));
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	for (k = 0; k < 500; k++)
+		sched_yield();
+	ASSERT_EQ(0, pthread_create(&th, NULL, rival_fn, &rv));
+	for (k = 0; k < 100; k++) {
+		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+		sched_yield();
+	}
+	__atomic_store_n(&rv.stop, 1, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, ctxt_switches(&v1, &i1));
+	blk = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
+	pre = ktau_val_delta(ra, rb, KTAU_ID_SCHED_INVOL);
+	dv = v1 - v0;
+	di = i1 - i0;
+	TH_LOG("voluntary %llu, KTAU blocked %llu; involuntary %llu, KTAU preempted %llu",
+	       dv, blk.count, di, pre.count);
+	/* The status is read just outside the snapshots: it may see 2 more. */
+	EXPECT_LE(blk.count, dv);
+	EXPECT_GE(blk.count + 2, dv);
+	EXPECT_LE(pre.count, di);
+	EXPECT_GE(pre.count + 2, di);
+	EXPECT_LE(100, blk.count);
+	/* The rival did take the CPU from us now and then. */
+	EXPECT_LE(1, pre.count);
 }
 
 TEST_HARNESS_MAIN

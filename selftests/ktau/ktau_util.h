@@ -296,6 +296,19 @@ static inline void ktau_funcs_free(struct ktau_funcs *fs)
 	fs->n = 0;
 }
 
+/* Write @val to @path in one write(); 0 or -errno. */
+static inline int ktau_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* Load "id group name" lines; -EBADMSG for a malformed line. */
 static inline int ktau_funcs_load(struct ktau_funcs *fs)
 {

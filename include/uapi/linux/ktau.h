@@ -53,6 +53,14 @@
 #define KTAU_ID_SOFTIRQ		12	/* "softirq": soft interrupts, vector */
 					/* not shown to the reader (ABI 1.3) */
 #define KTAU_ID_SOFTIRQ_BASE	16	/* + softirq vector (TIMER = 1, ...) */
+
+/*
+ * Time off the CPU: the scheduler's two routines. The exclusive time of
+ * every other routine is time the task spent on a CPU in the kernel, so a
+ * task's kernel time is reported in two sums, on and off the CPU (ABI 1.3).
+ */
+#define KTAU_ID_IS_OFF_CPU(id)	\
+	((__u32)(id) - KTAU_ID_SCHED_VOL <= KTAU_ID_SCHED_INVOL - KTAU_ID_SCHED_VOL)
 #define KTAU_ID_SYSCALL_BASE	32	/* + system call number */
 
 /* One routine in a profile. */

@@ -177,7 +177,7 @@ static void print_task(FILE *f, const struct ktau_snap *snap, const struct ktau_
 {
 	const struct ktau_func_stat **rows;
 	char b1[32], b2[32], b3[32], b4[32], comm[17];
-	uint64_t total = ktau_task_total_excl(t);
+	uint64_t total = ktau_task_total_excl(t), oncpu = ktau_task_oncpu_excl(t);
 	size_t i, n;
 
 	memcpy(comm, t->comm, 16);
@@ -193,12 +193,13 @@ static void print_task(FILE *f, const struct ktau_snap *snap, const struct ktau_
 		fprintf(f, ", exited");
 	if (t->flags & KTAU_TASK_KTHREAD)
 		fprintf(f, ", kernel thread");
-	fprintf(f, ": kernel time %s", fmt_ns(b1, sizeof(b1), total));
+	fprintf(f, ": kernel time on CPU %s", fmt_ns(b1, sizeof(b1), oncpu));
 	if (!(t->flags & (KTAU_TASK_AGGREGATE | KTAU_TASK_EXITED | KTAU_TASK_PROCESS)) &&
 	    !snap->is_delta && snap->time_ns > t->start_ns)
 		fprintf(f, " of %s since start (%.1f%%)",
 			fmt_ns(b2, sizeof(b2), snap->time_ns - t->start_ns),
-			100.0 * total / (snap->time_ns - t->start_ns));
+			100.0 * oncpu / (snap->time_ns - t->start_ns));
+	fprintf(f, ", off CPU %s", fmt_ns(b4, sizeof(b4), total - oncpu));
 	if (snap->is_delta && snap->time_ns > snap->base_ns)
 		fprintf(f, " in the last %s", fmt_ns(b2, sizeof(b2), snap->time_ns - snap->base_ns));
 	fputc('\n', f);
@@ -233,7 +234,6 @@ static void print_task(FILE *f, const struct ktau_snap *snap, const struct ktau_
 	}
 	if (n < t->nentries)
 		fprintf(f, "  ... %zu more routines (--top 0 shows all)\n", t->nentries - n);
-	(void)b4;
 	fputc('\n', f);
 	free(rows);
 }
@@ -243,7 +243,8 @@ void print_tables(FILE *f, const struct ktau_snap *snap, const struct ktau_regis
 {
 	size_t i;
 
-	fprintf(f, "# share: of the task's kernel time (exclusive); average: inclusive per call\n");
+	fprintf(f, "# share: of the task's kernel time, on and off the CPU (exclusive); "
+		"average: inclusive per call\n");
 	for (i = 0; i < snap->ntasks; i++)
 		print_task(f, snap, &snap->tasks[i], reg, o);
 }

@@ -114,7 +114,8 @@ static void summary(const struct ktau_snap *threads, const struct ktau_registry 
 		struct ktau_task *t = &tot->tasks[0];
 
 		group_totals(t, reg, calls, excl);
-		fprintf(stderr, "; kernel time %s:", fmt_ns(b, sizeof(b), ktau_task_total_excl(t)));
+		fprintf(stderr, "; kernel time on CPU %s", fmt_ns(b, sizeof(b), ktau_task_oncpu_excl(t)));
+		fprintf(stderr, ", off CPU %s:", fmt_ns(b, sizeof(b), ktau_task_offcpu(t)));
 		for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++) {
 			if (!calls[g] && !excl[g])
 				continue;

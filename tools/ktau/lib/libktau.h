@@ -130,8 +130,15 @@ const struct ktau_task *ktau_snap_find(const struct ktau_snap *snap, pid_t tid);
 const struct ktau_task *ktau_snap_aggregate(const struct ktau_snap *snap);
 /* The entry of id in t, or NULL (binary search). */
 const struct ktau_func_stat *ktau_task_find(const struct ktau_task *t, uint32_t id);
-/* Sum of the exclusive times of all entries of t. */
+/*
+ * Sum of the exclusive times of all entries of t: on-CPU kernel time plus
+ * the time off the CPU (the scheduler's routines). The two apart:
+ */
 uint64_t ktau_task_total_excl(const struct ktau_task *t);
+/* Time t spent on a CPU in the kernel: every routine but the scheduler's. */
+uint64_t ktau_task_oncpu_excl(const struct ktau_task *t);
+/* Time t spent off the CPU, blocked or preempted (KTAU_ID_IS_OFF_CPU). */
+uint64_t ktau_task_offcpu(const struct ktau_task *t);
 
 /* Sort tasks by pid, then tid (the aggregate first). */
 void ktau_snap_sort(struct ktau_snap *snap);

@@ -286,14 +286,34 @@ const struct ktau_func_stat *ktau_task_find(const struct ktau_task *t, uint32_t 
 	return NULL;
 }
 
-uint64_t ktau_task_total_excl(const struct ktau_task *t)
+/* Sum of the exclusive times of t's entries that are (not) off the CPU. */
+static uint64_t sum_excl(const struct ktau_task *t, int off, int on)
 {
 	uint64_t sum = 0;
 	size_t i;
 
-	for (i = 0; i < t->nentries; i++)
-		sum += t->entries[i].excl_ns;
+	for (i = 0; i < t->nentries; i++) {
+		int is_off = KTAU_ID_IS_OFF_CPU(t->entries[i].id);
+
+		if ((is_off && off) || (!is_off && on))
+			sum += t->entries[i].excl_ns;
+	}
 	return sum;
+}
+
+uint64_t ktau_task_total_excl(const struct ktau_task *t)
+{
+	return sum_excl(t, 1, 1);
+}
+
+uint64_t ktau_task_oncpu_excl(const struct ktau_task *t)
+{
+	return sum_excl(t, 0, 1);
+}
+
+uint64_t ktau_task_offcpu(const struct ktau_task *t)
+{
+	return sum_excl(t, 1, 0);
 }
 
 static int cmp_entry(const void *a, const void *b)

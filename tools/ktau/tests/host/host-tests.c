@@ -1259,7 +1259,35 @@ static int t_snap_save_no_replace(void)
 	return 0;
 }
 
+/* Kernel time on the CPU and off it: the scheduler's two routines apart. */
+static int t_on_off_cpu(void)
+{
+	struct ktau_func_stat e[] = {
+		{ .id = KTAU_ID_SCHED_VOL, .count = 10, .incl_ns = 100, .excl_ns = 100 },
+		{ .id = KTAU_ID_SCHED_INVOL, .count = 2, .incl_ns = 50, .excl_ns = 50 },
+		{ .id = ID_GETPPID, .count = 7, .incl_ns = 9, .excl_ns = 7 },
+		{ .id = KTAU_ID_IRQ, .count = 1, .incl_ns = 3, .excl_ns = 3 },
+	};
+	struct ktau_task t = { .entries = e, .nentries = 4 };
+	struct ktau_snap *s = fixture_snap("thread.bin");
+	size_t i;
+
+	CHECK(ktau_task_oncpu_excl(&t) == 10, "on CPU %llu",
+	      (unsigned long long)ktau_task_oncpu_excl(&t));
+	CHECK(ktau_task_offcpu(&t) == 150, "off CPU %llu", (unsigned long long)ktau_task_offcpu(&t));
+	CHECK(ktau_task_total_excl(&t) == 160, "total");
+	CHECK(KTAU_ID_IS_OFF_CPU(KTAU_ID_SCHED_VOL) && KTAU_ID_IS_OFF_CPU(KTAU_ID_SCHED_INVOL) &&
+	      !KTAU_ID_IS_OFF_CPU(KTAU_ID_IRQ) && !KTAU_ID_IS_OFF_CPU(ID_GETPPID), "off-CPU IDs");
+	CHECK(s, "fixture");
+	for (i = 0; i < s->ntasks; i++)
+		CHECK(ktau_task_oncpu_excl(&s->tasks[i]) + ktau_task_offcpu(&s->tasks[i]) ==
+		      ktau_task_total_excl(&s->tasks[i]), "task %zu: on + off != total", i);
+	ktau_snap_free(s);
+	return 0;
+}
+
 static const struct host_test tests[] = {
+	{ "on_off_cpu", t_on_off_cpu },
 	{ "registry_fixture", t_registry_fixture },
 	{ "registry_rejects_bad", t_registry_rejects_bad },
 	{ "decode_process", t_decode_process },
