@@ -1127,6 +1127,13 @@ static void fz_check_samples(struct fz_thread *t, const struct fz_fd *f,
 	}
 	if ((size_t)out->nread * sizeof(*sm) > buf_room)
 		return;
+	/*
+	 * The request itself may lie inside the buffer: then the kernel's
+	 * answer, written after the samples, covers some of them.
+	 */
+	if ((const char *)out < (const char *)(sm + out->nread) &&
+	    (const char *)sm < (const char *)(out + 1))
+		return;
 	for (i = 0; i < out->nread; i++) {
 		if (sm[i].flags & ~KTAU_SAMPLE_USER)
 			fz_fail(t, "sample flags 0x%x", sm[i].flags);
@@ -1325,8 +1332,8 @@ static void fz_ioctl(struct fz_thread *t)
 				ok = ret < 0 && err == ENOTTY;
 			else
 				ok = ret == 0 || ERRNO_IN(err, EFAULT, EINVAL, ESRCH, EBUSY, EACCES,
-							  ENOMEM, ENOENT, EOPNOTSUPP, ENODEV,
-							  EINTR);
+							  EPERM, ENOMEM, ENOENT, EOPNOTSUPP,
+							  ENODEV, EINTR);
 			break;
 		case KTAU_IOC_SAMPLE_READ:
 		case KTAU_IOC_SAMPLE_STOP:

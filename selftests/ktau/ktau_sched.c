@@ -337,15 +337,15 @@ static void *rival_fn(void *p)
  * (ABI 1.3: the frame opens only when another task is picked, so a
  * sched_yield() that picks the caller again is none): sched_blocked
  * calls are the thread's voluntary_ctxt_switches, sched_preempted its
- * nonvoluntary_ctxt_switches, read from /proc/thread-self/status around
- * the snapshots. First 500 yields alone, then sleeps and yields against
+ * nonvoluntary_ctxt_switches, read from /proc/thread-self/status just
+ * before and just after each snapshot. First 500 yields alone, then sleeps and yields against
  * a spinner pinned to the same CPU.
  */
 TEST_F_TIMEOUT(sched, switches_are_the_schedulers, 30)
 {
 	const struct ktau_task_rec *ra, *rb;
 	struct rival rv = { 0 };
-	__u64 v0, i0, v1, i1, dv, di;
+	__u64 v0, i0, v0b, i0b, v1, i1, v1b, i1b;
 	struct ktau_val blk, pre;
 	cpu_set_t set;
 	pthread_t th;
@@ -355,8 +355,10 @@ TEST_F_TIMEOUT(sched, switches_are_the_schedulers, 30)
 	for (rv.cpu = 0; rv.cpu < CPU_SETSIZE && !CPU_ISSET(rv.cpu, &set); rv.cpu++)
 		;
 	ASSERT_EQ(0, pin_to(rv.cpu));
+	/* The status around each snapshot bounds what it can have seen. */
 	ASSERT_EQ(0, ctxt_switches(&v0, &i0));
 	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	ASSERT_EQ(0, ctxt_switches(&v0b, &i0b));
 	for (k = 0; k < 500; k++)
 		sched_yield();
 	ASSERT_EQ(0, pthread_create(&th, NULL, rival_fn, &rv));
@@ -366,19 +368,17 @@ TEST_F_TIMEOUT(sched, switches_are_the_schedulers, 30)
 	}
 	__atomic_store_n(&rv.stop, 1, __ATOMIC_RELAXED);
 	ASSERT_EQ(0, pthread_join(th, NULL));
-	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
 	ASSERT_EQ(0, ctxt_switches(&v1, &i1));
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, ctxt_switches(&v1b, &i1b));
 	blk = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
 	pre = ktau_val_delta(ra, rb, KTAU_ID_SCHED_INVOL);
-	dv = v1 - v0;
-	di = i1 - i0;
-	TH_LOG("voluntary %llu, KTAU blocked %llu; involuntary %llu, KTAU preempted %llu",
-	       dv, blk.count, di, pre.count);
-	/* The status is read just outside the snapshots: it may see 2 more. */
-	EXPECT_LE(blk.count, dv);
-	EXPECT_GE(blk.count + 2, dv);
-	EXPECT_LE(pre.count, di);
-	EXPECT_GE(pre.count + 2, di);
+	TH_LOG("vol %llu..%llu, KTAU blocked %llu; invol %llu..%llu, KTAU preempted %llu",
+	       v1 - v0b, v1b - v0, blk.count, i1 - i0b, i1b - i0, pre.count);
+	EXPECT_LE(v1 - v0b, blk.count);
+	EXPECT_GE(v1b - v0, blk.count);
+	EXPECT_LE(i1 - i0b, pre.count);
+	EXPECT_GE(i1b - i0, pre.count);
 	EXPECT_LE(100, blk.count);
 	/* The rival did take the CPU from us now and then. */
 	EXPECT_LE(1, pre.count);

@@ -174,7 +174,12 @@ static int excluded(const char *name)
 	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
 			return 1;
-	/* A name the text form cannot hold (fuzz/fuzz-callgraph.c). */
+	/*
+	 * A name the text form cannot hold (fuzz/fuzz-callgraph.c): one that
+	 * starts a comment line there, or has spaces or control characters.
+	 */
+	if (name[0] == '#')
+		return 1;
 	for (i = 0; name[i]; i++)
 		if ((unsigned char)name[i] < 0x21 || name[i] == 0x7f || i >= CG_NAME_MAX)
 			return 1;
