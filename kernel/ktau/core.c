@@ -606,6 +606,58 @@ unsigned int ktau_totals_entries(const struct ktau_totals *tot,
 	return n;
 }
 
+static void ktau_put_threads(struct task_struct **v, unsigned int n)
+{
+	while (n)
+		put_task_struct(v[--n]);
+	kvfree(v);
+}
+
+/*
+ * Hold the threads that have a profile of their own: of @leader's process,
+ * or of every process when @leader is NULL. *@np references, dropped with
+ * ktau_put_threads(); NULL when out of memory. A walk that finds more
+ * threads than it made room for (created meanwhile, anywhere in the list)
+ * starts again with more room, so that no live thread is left out.
+ */
+static struct task_struct **ktau_hold_threads(struct task_struct *leader,
+					      unsigned int *np)
+{
+	unsigned int cap, n;
+	struct task_struct **v, *p, *t;
+
+	cap = (leader ? READ_ONCE(leader->signal->nr_threads) : READ_ONCE(nr_threads)) + 64;
+	for (;;) {
+		v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+		if (!v)
+			return NULL;
+		n = 0;
+		rcu_read_lock();
+		if (leader) {
+			for_each_thread(leader, t) {
+				if (n == cap)
+					goto full;
+				if (ktau_profile(t))
+					v[n++] = get_task_struct(t);
+			}
+		} else {
+			for_each_process_thread(p, t) {
+				if (n == cap)
+					goto full;
+				if (ktau_profile(t))
+					v[n++] = get_task_struct(t);
+			}
+		}
+		rcu_read_unlock();
+		*np = n;
+		return v;
+full:
+		rcu_read_unlock();
+		ktau_put_threads(v, n);
+		cap *= 2;
+	}
+}
+
 /* Add one CPU's exited totals to @tot; the sequence count they are at. */
 static unsigned int ktau_exited_add(struct ktau_totals *tot, int cpu,
 				    struct ktau_sum *buf)
@@ -643,26 +695,17 @@ static unsigned int ktau_exited_add(struct ktau_totals *tot, int cpu,
  */
 int ktau_aggregate(struct ktau_totals *tot)
 {
-	unsigned int cap = READ_ONCE(nr_threads) + 64, n = 0, i, *seen;
-	struct task_struct **v, *p, *t;
+	unsigned int n = 0, i, *seen;
+	struct task_struct **v;
 	struct ktau_sum *buf;
 	int cpu, ret = -ENOMEM;
 
 	memset(tot, 0, sizeof(*tot));
-	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+	v = ktau_hold_threads(NULL, &n);
 	buf = kvmalloc_array(KTAU_MAX_IDS, sizeof(*buf), GFP_KERNEL);
 	seen = kcalloc(nr_cpu_ids, sizeof(*seen), GFP_KERNEL);
 	if (!v || !buf || !seen)
 		goto out;
-	rcu_read_lock();
-	for_each_process_thread(p, t) {
-		/* Threads created since nr_threads was read: new, and tiny. */
-		if (n == cap)
-			break;
-		if (ktau_profile(t))
-			v[n++] = get_task_struct(t);
-	}
-	rcu_read_unlock();
 
 	for_each_possible_cpu(cpu)
 		seen[cpu] = ktau_exited_add(tot, cpu, buf);
@@ -683,13 +726,11 @@ int ktau_aggregate(struct ktau_totals *tot)
 		if (idle && ktau_profile(idle))
 			ktau_totals_add_task(tot, ktau_profile(idle));
 	}
-	for (i = 0; i < n; i++)
-		put_task_struct(v[i]);
 	ret = 0;
 out:
+	ktau_put_threads(v, n);
 	kfree(seen);
 	kvfree(buf);
-	kvfree(v);
 	return ret;
 }
 
@@ -765,22 +806,14 @@ static void ktau_proc_fold(struct ktau_proc *pr, struct ktau_task *kt)
  */
 int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 {
-	unsigned int cap = READ_ONCE(leader->signal->nr_threads) + 8, n = 0, i, gen = 0;
 	struct ktau_task *lk = ktau_profile(leader);
-	struct task_struct **v, *t;
+	unsigned int n = 0, i, gen = 0;
+	struct task_struct **v;
 	struct ktau_proc *pr;
 
-	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+	v = ktau_hold_threads(leader, &n);
 	if (!v)
 		return -ENOMEM;
-	rcu_read_lock();
-	for_each_thread(leader, t) {
-		if (n == cap)
-			break;
-		if (ktau_profile(t))
-			v[n++] = get_task_struct(t);
-	}
-	rcu_read_unlock();
 
 	pr = lk ? READ_ONCE(lk->proc) : NULL;
 	if (pr) {
@@ -806,9 +839,8 @@ int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 
 		if (!pg || pg > gen)
 			ktau_totals_add_task(tot, kt);
-		put_task_struct(v[i]);
 	}
-	kvfree(v);
+	ktau_put_threads(v, n);
 	return 0;
 }
 
@@ -1027,7 +1059,9 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 	int i;
 
 	if (d > KTAU_STACK_DEPTH) {
-		kt->depth = d - 1;
+		/* A task that folded at exit stays dead: see ktau_exit(). */
+		if (d != KTAU_DEPTH_DEAD)
+			kt->depth = d - 1;
 		return;
 	}
 	for (i = (int)d - 1; i >= 0; i--)
@@ -1229,7 +1263,8 @@ void __ktau_stop_id(unsigned int group, u32 id)
 	local_irq_save(flags);
 	d = kt->depth;
 	if (d > KTAU_STACK_DEPTH) {
-		kt->depth = d - 1;
+		if (d != KTAU_DEPTH_DEAD)
+			kt->depth = d - 1;
 		goto out;
 	}
 	for (i = (int)d - 1; i >= 0; i--)
