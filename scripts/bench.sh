@@ -66,8 +66,8 @@ else
 	# runs the benchmarks in the same order. The longest first.
 	runs=""
 	for c in ${KTAU_BENCH_CONFIGS:-peer-ftrace-profiler peer-ftrace-syscalls peer-bpf-syscount peer-idle
-		 baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal
-		 ktau-all ktau-all-shared}; do
+		 peer-ftrace-kvm baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault
+		 ktau-signal ktau-kvm ktau-all ktau-all-shared}; do
 		case $c in
 		baseline) k=noktau ;;
 		ktau-*) k=ktau ;;
@@ -199,8 +199,8 @@ if [ $smoke = 1 ]; then
 fi
 
 # Tables: instructions per operation, and ratio to the baseline.
-order="baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-all ktau-all-shared peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount"
-micro="getppid pipe fork fault nanosleep udp work"
+order="baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
+micro="getppid pipe fork fault nanosleep udp kvm work"
 scal="getppid tasks1 tasks16 tasks256 fulltable"
 table() {	# kind(value|ratio) benchmarks...
 	local kind=$1
@@ -309,12 +309,16 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "munmap); nanosleep = nanosleep(100 us) less the 100 us (timer slack 1 ns: the"
 	echo "system call, the timer interrupt and the wake-up; the idle time is skipped by"
 	echo "-icount sleep=off); udp = a 64-byte datagram to itself over loopback and back"
-	echo "(NET_RX softirq); work = busybox tar | gzip -6 of a 512 KiB tree of 64 text files,"
+	echo "(NET_RX softirq); kvm = one exit of a KVM guest completed in user space (a vCPU"
+	echo "writing to an I/O port: KVM_RUN, the exit, back; under TCG's emulation of AMD SVM,"
+	echo "so the exit's own cost is not a real machine's); work = busybox tar | gzip -6 of a 512 KiB tree of 64 text files,"
 	echo "then gzip -d | tar -x (per run); tasksN = getppid with N processes running at once;"
 	echo "fulltable = getppid in a task whose KTAU table is nearly full (60 of 64 slots)."
 	echo "One boot per configuration; baseline = CONFIG_KTAU=n; peer-* = the peer kernel"
 	echo "(CONFIG_KTAU=n, ftrace and BPF built in): idle, ftrace raw_syscalls events to the"
-	echo "ring buffer, ftrace function profiler, eBPF per-task per-syscall count+latency."
+	echo "ring buffer, ftrace function profiler, eBPF per-task per-syscall count+latency,"
+	echo "ftrace kvm_entry and kvm_exit events (what \`perf kvm stat record\` records)."
+	echo "ktau-kvm = the kvm group alone."
 	echo
 	echo "## Instructions per operation"
 	echo
@@ -329,6 +333,16 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "| configuration | insns per getppid | over baseline | overhead |"
 	echo "|---|---:|---:|---:|"
 	delta getppid
+	echo
+	echo "## One KVM exit completed in user space: instructions over the baseline"
+	echo
+	echo "ktau-kvm less ktau-off is the kvm group's cost per exit (its three hooks: exit,"
+	echo "end of KVM_RUN, entry); peer-ftrace-kvm less peer-idle is the cost of recording"
+	echo "KVM's kvm_entry and kvm_exit events, as \`perf kvm stat record\` does."
+	echo
+	echo "| configuration | insns per exit | over baseline | overhead |"
+	echo "|---|---:|---:|---:|"
+	delta kvm
 	echo
 	echo "## Scaling: getppid with 1, 16 and 256 tasks, and with a nearly full table"
 	echo

@@ -265,7 +265,7 @@ smp_pass() {
 # whose figures do not depend on having the host to themselves); then
 # with the TSC marked unstable, where routines that change CPU are
 # rebased.
-smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control"
+smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control,ktau_kvm"
 tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
 step "guest, 2 CPUs"
 if [ $image_ok = 1 ]; then

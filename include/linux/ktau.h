@@ -498,6 +498,61 @@ static __always_inline void ktau_point_event(unsigned int id)
 		__ktau_event(KTAU_GROUP_DYNAMIC, id);
 }
 
+/*
+ * KVM: a vCPU thread's time in guest mode (KTAU_ID_KVM_GUEST), and each
+ * exit, from the exit to the next entry or to the end of KVM_RUN, under
+ * its reason: "kvm_exit:<NAME>", named from the vendor's table (the
+ * kvm_exit tracepoint's SVM_EXIT_REASONS or VMX_EXIT_REASONS) when first
+ * seen. Codes 0-255 and 0x400-0x4ff have an ID each, kept in ids[];
+ * others share KTAU_ID_KVM_EXIT.
+ */
+#define KTAU_KVM_CODES	512
+
+struct ktau_kvm_reason {
+	unsigned long code;
+	const char *name;
+};
+
+struct ktau_kvm_exits {
+	const struct ktau_kvm_reason *names;
+	unsigned int nr_names;
+	u32 ids[KTAU_KVM_CODES];
+};
+
+/* The exit names and IDs of a vendor module: var, from its reasons. */
+#define KTAU_KVM_EXITS(var, reasons)					\
+	static const struct ktau_kvm_reason var##_names[] = { reasons };	\
+	static struct ktau_kvm_exits var = {				\
+		.names = var##_names,					\
+		.nr_names = ARRAY_SIZE(var##_names),			\
+	}
+
+void __ktau_kvm_entry(void);
+void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code);
+void __ktau_kvm_run_end(void);
+
+/* Just before entering the guest, interrupts off. */
+static __always_inline void ktau_kvm_entry(void)
+{
+	if (ktau_group_on(KTAU_GROUP_KVM))
+		__ktau_kvm_entry();
+}
+
+/* Just after the exit, interrupts still off: @code is the exit reason. */
+static __always_inline void ktau_kvm_exit(struct ktau_kvm_exits *x,
+					  unsigned long code)
+{
+	if (ktau_group_on(KTAU_GROUP_KVM))
+		__ktau_kvm_exit(x, code);
+}
+
+/* KVM_RUN returns to user space: the exit in progress ends there. */
+static __always_inline void ktau_kvm_run_end(void)
+{
+	if (ktau_group_on(KTAU_GROUP_KVM))
+		__ktau_kvm_run_end();
+}
+
 #else /* !CONFIG_KTAU */
 
 static inline void ktau_init(void) { }
@@ -527,6 +582,23 @@ static inline void ktau_signal_exit(void) { }
 static inline void ktau_point_start(unsigned int id) { }
 static inline void ktau_point_stop(void) { }
 static inline void ktau_point_event(unsigned int id) { }
+
+struct ktau_kvm_reason {
+	unsigned long code;
+	const char *name;
+};
+
+struct ktau_kvm_exits { };
+/* Nothing is left of it: the compiler drops what nothing uses. */
+#define KTAU_KVM_EXITS(var, reasons)					\
+	static const struct ktau_kvm_reason var##_names[] __maybe_unused = {	\
+		reasons							\
+	};								\
+	static struct ktau_kvm_exits var __maybe_unused
+static inline void ktau_kvm_entry(void) { }
+static inline void ktau_kvm_exit(struct ktau_kvm_exits *x,
+				 unsigned long code) { }
+static inline void ktau_kvm_run_end(void) { }
 static inline int ktau_register_point(const char *name, unsigned int group)
 {
 	return -EOPNOTSUPP;

@@ -26,6 +26,7 @@
 #include <linux/cpu.h>
 #include <linux/clocksource.h>
 #include <linux/string.h>
+#include <linux/ctype.h>
 #include <linux/vmalloc.h>
 #include <linux/math64.h>
 #include <linux/timekeeping.h>
@@ -1433,3 +1434,101 @@ void __ktau_sched_in(void)
 #endif
 	ktau_stop_if_top(KTAU_GROUP_SCHED);
 }
+
+/*
+ * KVM. A vCPU thread's frames, in its KVM_RUN system call: guest mode from
+ * the entry to the exit, then the exit, until the next entry or the end of
+ * KVM_RUN, with what the host does for it (interrupts, the scheduler while
+ * the vCPU halts) nested in it. Interrupts are off at entry and exit.
+ */
+
+/* Close the KVM frame on top, guest mode or an exit, if there is one. */
+static void ktau_kvm_pop(struct ktau_task *kt)
+{
+	unsigned int d = kt->depth;
+
+	if (d && (d > KTAU_STACK_DEPTH ||
+		  KTAU_TAG_GROUP(kt->stack[d - 1].tag) == KTAU_GROUP_KVM))
+		__ktau_pop(kt, KTAU_GROUP_KVM);
+}
+
+/* First sight of exit @code, at index @i: its ID, named after its reason. */
+static noinline u32 ktau_kvm_name(struct ktau_kvm_exits *x, unsigned int i,
+				  unsigned long code)
+{
+	char name[KTAU_NAME_LEN];
+	const char *p = NULL;
+	unsigned int k, n;
+	int id;
+
+	for (k = 0; k < x->nr_names; k++) {
+		if (x->names[k].code == code) {
+			p = x->names[k].name;
+			break;
+		}
+	}
+	n = strscpy(name, "kvm_exit:", sizeof(name));
+	if (p) {
+		for (; *p && n < sizeof(name) - 1; p++)
+			name[n++] = toupper(*p);
+		name[n] = '\0';
+	} else {
+		snprintf(name + n, sizeof(name) - n, "0x%lx", code);
+	}
+	id = ktau_register_name_once(&x->ids[i], name, KTAU_GROUP_KVM);
+	if (id > 0)
+		return id;
+	/* No ID left: the reason is counted with the unnamed ones. */
+	cmpxchg(&x->ids[i], 0, KTAU_ID_KVM_EXIT);
+	return KTAU_ID_KVM_EXIT;
+}
+
+void __ktau_kvm_entry(void)
+{
+	struct ktau_task *kt = current->ktau;
+
+	if (unlikely(!kt))
+		return;
+	ktau_kvm_pop(kt);
+	ktau_push(kt, KTAU_GROUP_KVM, KTAU_ID_KVM_GUEST);
+}
+EXPORT_SYMBOL_GPL(__ktau_kvm_entry);
+
+void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned int i;
+	u32 id;
+
+	if (unlikely(!kt))
+		return;
+	ktau_kvm_pop(kt);
+	if (code < 0x100)
+		i = code;
+	else if (code - 0x400 < 0x100)
+		i = 0x100 + code - 0x400;
+	else
+		i = KTAU_KVM_CODES;
+	BUILD_BUG_ON(KTAU_KVM_CODES != 0x200);
+	id = KTAU_ID_KVM_EXIT;
+	if (likely(i < KTAU_KVM_CODES)) {
+		id = READ_ONCE(x->ids[i]);
+		if (unlikely(!id))
+			id = ktau_kvm_name(x, i, code);
+	}
+	ktau_push(kt, KTAU_GROUP_KVM, id);
+}
+EXPORT_SYMBOL_GPL(__ktau_kvm_exit);
+
+void __ktau_kvm_run_end(void)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+
+	if (unlikely(!kt))
+		return;
+	local_irq_save(flags);
+	ktau_kvm_pop(kt);
+	local_irq_restore(flags);
+}
+EXPORT_SYMBOL_GPL(__ktau_kvm_run_end);

@@ -29,6 +29,8 @@ unsigned int ktau_nr_ids(void);
 int ktau_register(const char *name, unsigned int group);
 int ktau_register_again(const char *name, unsigned int group);
 int ktau_register_once(unsigned int *idp, const char *name, unsigned int group);
+int ktau_register_name_once(unsigned int *idp, const char *name,
+			    unsigned int group);
 u32 ktau_irq_source(unsigned int irq, const struct irqaction *action);
 int ktau_group_by_name(const char *name, size_t len);
 

@@ -43,16 +43,22 @@ static void ktau_show_entries(struct seq_file *m, struct ktau_entry *e,
 			      unsigned int n)
 {
 	unsigned int nr = ktau_nr_ids(), i;
-	u64 on = 0, off = 0;
+	u64 on = 0, off = 0, guest = 0;
 
 	for (i = 0; i < n; i++) {
 		if (KTAU_ID_IS_OFF_CPU(e[i].id))
 			off += e[i].excl_ns;
+		else if (KTAU_ID_IS_GUEST(e[i].id))
+			guest += e[i].excl_ns;
 		else
 			on += e[i].excl_ns;
 	}
-	/* The kernel time on the CPU and the time off it (ABI 1.3). */
-	seq_printf(m, "# time on_cpu_ns %llu off_cpu_ns %llu\n", on, off);
+	/*
+	 * The kernel time on the CPU and the time off it (ABI 1.3), and the
+	 * time in guest mode of a vCPU thread (ABI 1.4).
+	 */
+	seq_printf(m, "# time on_cpu_ns %llu off_cpu_ns %llu guest_ns %llu\n",
+		   on, off, guest);
 	sort(e, n, sizeof(*e), ktau_entry_cmp, NULL);
 	seq_puts(m, "# id group name calls incl_ns excl_ns\n");
 	for (i = 0; i < n; i++) {

@@ -26,6 +26,7 @@ const char * const ktau_group_names[KTAU_NR_GROUPS] = {
 	[KTAU_GROUP_FAULT]	= "fault",
 	[KTAU_GROUP_SIGNAL]	= "signal",
 	[KTAU_GROUP_DYNAMIC]	= "dynamic",
+	[KTAU_GROUP_KVM]	= "kvm",
 };
 
 struct ktau_func *ktau_funcs;
@@ -134,11 +135,8 @@ int ktau_register_again(const char *name, unsigned int group)
 	return ktau_find_or_register(name, group, false);
 }
 
-/*
- * The ID of a point that registers when first seen, *@idp once set: two
- * CPUs that see the point at once get the same ID. Any context but NMI.
- */
-int ktau_register_once(unsigned int *idp, const char *name, unsigned int group)
+static int __ktau_register_once(unsigned int *idp, const char *name,
+				unsigned int group, bool reuse)
 {
 	unsigned long flags;
 	int id;
@@ -146,12 +144,32 @@ int ktau_register_once(unsigned int *idp, const char *name, unsigned int group)
 	raw_spin_lock_irqsave(&ktau_once_lock, flags);
 	id = READ_ONCE(*idp);
 	if (!id) {
-		id = ktau_register(name, group);
+		id = reuse ? ktau_find_or_register(name, group, true) :
+			     ktau_register(name, group);
 		if (id > 0)
 			WRITE_ONCE(*idp, id);
 	}
 	raw_spin_unlock_irqrestore(&ktau_once_lock, flags);
 	return id;
+}
+
+/*
+ * The ID of a point that registers when first seen, *@idp once set: two
+ * CPUs that see the point at once get the same ID. Any context but NMI.
+ */
+int ktau_register_once(unsigned int *idp, const char *name, unsigned int group)
+{
+	return __ktau_register_once(idp, name, group, false);
+}
+
+/*
+ * As ktau_register_once(), but a name already registered in @group keeps
+ * its ID: a module loaded again names the same routines with the same IDs.
+ */
+int ktau_register_name_once(unsigned int *idp, const char *name,
+			    unsigned int group)
+{
+	return __ktau_register_once(idp, name, group, true);
 }
 
 /*
@@ -278,6 +296,8 @@ int __init ktau_registry_init(void)
 	ktau_set(funcs, KTAU_ID_USER, "user_mode", KTAU_GROUP_DYNAMIC);
 	ktau_set(funcs, KTAU_ID_KERNEL, "kernel_other", KTAU_GROUP_DYNAMIC);
 	ktau_set(funcs, KTAU_ID_SOFTIRQ, "softirq", KTAU_GROUP_SOFTIRQ);
+	ktau_set(funcs, KTAU_ID_KVM_GUEST, "kvm_guest", KTAU_GROUP_KVM);
+	ktau_set(funcs, KTAU_ID_KVM_EXIT, "kvm_exit", KTAU_GROUP_KVM);
 	for (i = 0; i < NR_SOFTIRQS; i++) {
 		snprintf(name, sizeof(name), "softirq_%s", softirq_to_name[i]);
 		ktau_set(funcs, KTAU_ID_SOFTIRQ_BASE + i, name, KTAU_GROUP_SOFTIRQ);

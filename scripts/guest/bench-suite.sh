@@ -24,19 +24,19 @@ only=$(param ktauonly)
 rc=0
 
 if [ "$scale" = smoke ]; then
-	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50
+	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50 NKVM=50
 	NTASKS=2560 FILES=8 KIB=4 WRUNS=1 NSAMPLEWORK=2000000 NPAIRS=20000
 else
-	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000
+	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000 NKVM=2000
 	NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000
 fi
 [ -n "$(param ktauruns)" ] && R=$(param ktauruns) WRUNS=$(param ktauruns)
 
 # Which kernel: KTAU, the peer (ftrace and BPF) or the baseline.
 if [ -e /proc/ktau/control ]; then
-	all="ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-all ktau-all-shared"
+	all="ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared"
 elif mount -t tracefs nodev $T 2>/dev/null && [ -e $T/function_profile_enabled ]; then
-	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount"
+	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
 else
 	all="baseline"
 fi
@@ -89,6 +89,7 @@ suite() {
 	b fault -r $R -n $NFAULT fault
 	b nanosleep -r $R -n $NSLEEP nanosleep
 	b udp -r $R -n $NUDP udp
+	b kvm -r $R -n $NKVM kvm
 	b work -r $WRUNS exec sh -c "$work"
 	b tasks1 -r $R -n $NTASKS tasks 1
 	b tasks16 -r $R -n $NTASKS tasks 16
@@ -156,6 +157,11 @@ setup() {
 		[ "$g" = off ] || echo "$g on" >/proc/ktau/control ;;
 	peer-ftrace-syscalls)
 		echo 1 >$T/events/raw_syscalls/enable ;;
+	peer-ftrace-kvm)
+		# What 'perf kvm stat record' records: KVM's entry and exit
+		# events (here into ftrace's ring, with no reader).
+		echo 1 >$T/events/kvm/kvm_entry/enable &&
+		echo 1 >$T/events/kvm/kvm_exit/enable || return 1 ;;
 	peer-ftrace-profiler)
 		echo 1 >$T/function_profile_enabled ;;
 	peer-bpf-syscount)
@@ -175,6 +181,11 @@ setup() {
 
 teardown() {
 	case $1 in
+	peer-ftrace-kvm)
+		echo 0 >$T/events/kvm/kvm_entry/enable
+		echo 0 >$T/events/kvm/kvm_exit/enable
+		echo "# $1: $(grep -h -E '^(entries|overrun)' $T/per_cpu/cpu0/stats | tr '\n' ' ')"
+		echo >$T/trace ;;
 	peer-ftrace-syscalls)
 		echo 0 >$T/events/raw_syscalls/enable
 		echo "# $1: $(grep -h -E '^(entries|overrun)' $T/per_cpu/cpu0/stats | tr '\n' ' ')"

@@ -54,7 +54,7 @@
 static inline const char *ktau_group_name(int group)
 {
 	static const char * const names[KTAU_NR_GROUPS] = {
-		"syscall", "irq", "softirq", "sched", "fault", "signal", "dynamic",
+		"syscall", "irq", "softirq", "sched", "fault", "signal", "dynamic", "kvm",
 	};
 
 	return group >= 0 && group < KTAU_NR_GROUPS ? names[group] : NULL;

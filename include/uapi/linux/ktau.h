@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	3
+#define KTAU_ABI_VERSION_MINOR	4
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -29,7 +29,8 @@
 #define KTAU_GROUP_FAULT	4	/* "fault" */
 #define KTAU_GROUP_SIGNAL	5	/* "signal" */
 #define KTAU_GROUP_DYNAMIC	6	/* "dynamic": registered at run time */
-#define KTAU_NR_GROUPS		7
+#define KTAU_GROUP_KVM		7	/* "kvm": guest mode and exits (ABI 1.4) */
+#define KTAU_NR_GROUPS		8
 
 /*
  * Function IDs. Fixed IDs below KTAU_ID_SYSCALL_BASE; a system call's ID is
@@ -52,6 +53,9 @@
 					/* outside any KTAU routine */
 #define KTAU_ID_SOFTIRQ		12	/* "softirq": soft interrupts, vector */
 					/* not shown to the reader (ABI 1.3) */
+#define KTAU_ID_KVM_GUEST	13	/* "kvm_guest": a vCPU in guest mode */
+#define KTAU_ID_KVM_EXIT	14	/* "kvm_exit": an exit of a reason */
+					/* without a name of its own (ABI 1.4) */
 #define KTAU_ID_SOFTIRQ_BASE	16	/* + softirq vector (TIMER = 1, ...) */
 
 /*
@@ -61,6 +65,11 @@
  */
 #define KTAU_ID_IS_OFF_CPU(id)	\
 	((__u32)(id) - KTAU_ID_SCHED_VOL <= KTAU_ID_SCHED_INVOL - KTAU_ID_SCHED_VOL)
+/*
+ * Time a vCPU thread spent in guest mode (ABI 1.4): on a CPU, but neither
+ * kernel time nor off-CPU time; reported as a third sum.
+ */
+#define KTAU_ID_IS_GUEST(id)	((__u32)(id) == KTAU_ID_KVM_GUEST)
 #define KTAU_ID_SYSCALL_BASE	32	/* + system call number */
 
 /* One routine in a profile. */

@@ -31,6 +31,10 @@
  *                  call over all of them (loop overhead subtracted)
  *   fulltable      getppid in a task that first made many distinct system
  *                  calls, so that its KTAU table is nearly full
+ *   kvm            one exit of a KVM guest completed in user space: a
+ *                  real-mode vCPU writing to an I/O port in a loop, each
+ *                  write a KVM_RUN that exits with KVM_EXIT_IO (VM made
+ *                  once, outside the timing; needs /dev/kvm)
  *   exec CMD...    run CMD (fork, exec, wait): the operation is one run
  *   mktree DIR N K make DIR with N files of K KiB of text (not timed)
  * Output: "BENCH VALUE [extra]", VALUE in ns (instructions) per operation.
@@ -55,6 +59,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/ktau.h>
+#include <linux/kvm.h>
 
 static int opt_shared;
 static const char *prog = "ktau-micro";
@@ -233,6 +238,58 @@ static double bench_udp(long n)
  * start (EOF on go), loops, reports on done and waits for the end (EOF on
  * quit), so that neither start-up nor exit is timed.
  */
+/*
+ * A vCPU in real mode at 0x1000 running "l: out 0x10, al; jmp l": every
+ * KVM_RUN ends with one port write for user space.
+ */
+static double bench_kvm(long n)
+{
+	static const unsigned char code[] = { 0xe6, 0x10, 0xeb, 0xfc };
+	static int vcpu = -1;
+	static struct kvm_run *run;
+	double t0;
+
+	if (vcpu < 0) {
+		struct kvm_userspace_memory_region region = { 0 };
+		struct kvm_regs regs = { .rip = 0x1000, .rflags = 0x2 };
+		struct kvm_sregs sregs;
+		int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC), vm, sz;
+		char *mem;
+
+		if (kvm < 0)
+			die("open /dev/kvm");
+		vm = ioctl(kvm, KVM_CREATE_VM, 0);
+		sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+		mem = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (vm < 0 || sz <= 0 || mem == MAP_FAILED)
+			die("KVM_CREATE_VM");
+		memcpy(mem + 0x1000, code, sizeof(code));
+		region.memory_size = 0x10000;
+		region.userspace_addr = (uintptr_t)mem;
+		if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region))
+			die("KVM_SET_USER_MEMORY_REGION");
+		vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
+		if (vcpu < 0)
+			die("KVM_CREATE_VCPU");
+		run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+		if (run == MAP_FAILED || ioctl(vcpu, KVM_GET_SREGS, &sregs))
+			die("vCPU");
+		sregs.cs.base = 0;
+		sregs.cs.selector = 0;
+		if (ioctl(vcpu, KVM_SET_SREGS, &sregs) || ioctl(vcpu, KVM_SET_REGS, &regs))
+			die("vCPU registers");
+		/* The code page's first fault, outside the timing. */
+		if (ioctl(vcpu, KVM_RUN, 0))
+			die("KVM_RUN");
+	}
+	t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if (ioctl(vcpu, KVM_RUN, 0) || run->exit_reason != KVM_EXIT_IO)
+			die("KVM_RUN");
+	return (now_ns() - t0) / n;
+}
+
 static double bench_tasks(long n, int ntasks)
 {
 	int go[2], done[2], quit[2];
@@ -495,6 +552,8 @@ int main(int argc, char **argv)
 			v = bench_tasks(n, ntasks);
 		else if (!strcmp(bench, "exec"))
 			v = bench_exec(argv + optind);
+		else if (!strcmp(bench, "kvm"))
+			v = bench_kvm(n);
 		else
 			goto usage;
 		if (verbose)

@@ -199,7 +199,9 @@ static void print_task(FILE *f, const struct ktau_snap *snap, const struct ktau_
 		fprintf(f, " of %s since start (%.1f%%)",
 			fmt_ns(b2, sizeof(b2), snap->time_ns - t->start_ns),
 			100.0 * oncpu / (snap->time_ns - t->start_ns));
-	fprintf(f, ", off CPU %s", fmt_ns(b4, sizeof(b4), total - oncpu));
+	fprintf(f, ", off CPU %s", fmt_ns(b4, sizeof(b4), ktau_task_offcpu(t)));
+	if (ktau_task_guest(t))
+		fprintf(f, ", in guest mode %s", fmt_ns(b4, sizeof(b4), ktau_task_guest(t)));
 	if (snap->is_delta && snap->time_ns > snap->base_ns)
 		fprintf(f, " in the last %s", fmt_ns(b2, sizeof(b2), snap->time_ns - snap->base_ns));
 	fputc('\n', f);

@@ -91,6 +91,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_combine(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
+int cmd_kvm(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct {
 	{ "merge", cmd_merge, "a TAU profile and the kernel profile of the same run, per thread" },
 	{ "combine", cmd_combine, "the TAU profiles of the ranks of an MPI job into one, ranks as nodes" },
 	{ "plot", cmd_plot, "PNG/SVG charts with gnuplot: top routines, groups over time" },
+	{ "kvm", cmd_kvm, "the vCPU threads of KVM VMs: guest mode, exits by reason" },
 	{ "functions", cmd_functions, "list the function IDs of the registry" },
 	{ "control", cmd_control, "show or switch instrumentation groups, reset" },
 	{ "probe", cmd_probe, "dynamic probes on kernel functions: add, remove, list" },

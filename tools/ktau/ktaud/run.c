@@ -115,7 +115,10 @@ static void summary(const struct ktau_snap *threads, const struct ktau_registry 
 
 		group_totals(t, reg, calls, excl);
 		fprintf(stderr, "; kernel time on CPU %s", fmt_ns(b, sizeof(b), ktau_task_oncpu_excl(t)));
-		fprintf(stderr, ", off CPU %s:", fmt_ns(b, sizeof(b), ktau_task_offcpu(t)));
+		fprintf(stderr, ", off CPU %s", fmt_ns(b, sizeof(b), ktau_task_offcpu(t)));
+		if (ktau_task_guest(t))
+			fprintf(stderr, ", in guest mode %s", fmt_ns(b, sizeof(b), ktau_task_guest(t)));
+		fputc(':', stderr);
 		for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++) {
 			if (!calls[g] && !excl[g])
 				continue;

@@ -132,13 +132,16 @@ const struct ktau_task *ktau_snap_aggregate(const struct ktau_snap *snap);
 const struct ktau_func_stat *ktau_task_find(const struct ktau_task *t, uint32_t id);
 /*
  * Sum of the exclusive times of all entries of t: on-CPU kernel time plus
- * the time off the CPU (the scheduler's routines). The two apart:
+ * the time off the CPU (the scheduler's routines) plus, for a vCPU thread,
+ * the time in guest mode. The three apart:
  */
 uint64_t ktau_task_total_excl(const struct ktau_task *t);
-/* Time t spent on a CPU in the kernel: every routine but the scheduler's. */
+/* Time t spent on a CPU in the kernel: every routine but those below. */
 uint64_t ktau_task_oncpu_excl(const struct ktau_task *t);
 /* Time t spent off the CPU, blocked or preempted (KTAU_ID_IS_OFF_CPU). */
 uint64_t ktau_task_offcpu(const struct ktau_task *t);
+/* Time a vCPU thread spent in guest mode (KTAU_ID_IS_GUEST; ABI 1.4). */
+uint64_t ktau_task_guest(const struct ktau_task *t);
 
 /* Sort tasks by pid, then tid (the aggregate first). */
 void ktau_snap_sort(struct ktau_snap *snap);
@@ -194,7 +197,7 @@ int ktau_snap_load(const char *path, struct ktau_snap **out,
 /* ---- The function registry (/proc/ktau/functions) ------------------ */
 
 /* Group numbers: KTAU_GROUP_* of <linux/ktau.h>. */
-#define KTAU_LIB_NR_GROUPS 7
+#define KTAU_LIB_NR_GROUPS 8
 /* "syscall", "irq", ...; NULL when out of range. */
 const char *ktau_group_name(int group);
 /* The TAU class of a group: "SYSCALL", "IRQ", "BH", "SCHED", "EXCEPT", ... */

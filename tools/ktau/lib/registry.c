@@ -28,12 +28,12 @@ struct ktau_registry {
 };
 
 static const char *const group_names[KTAU_LIB_NR_GROUPS] = {
-	"syscall", "irq", "softirq", "sched", "fault", "signal", "dynamic",
+	"syscall", "irq", "softirq", "sched", "fault", "signal", "dynamic", "kvm",
 };
 
 /* The classes of the original KTAU, as in TAU's KERNEL_GROUPS. */
 static const char *const group_classes[KTAU_LIB_NR_GROUPS] = {
-	"SYSCALL", "IRQ", "BH", "SCHED", "EXCEPT", "SIGNAL", "DYNAMIC",
+	"SYSCALL", "IRQ", "BH", "SCHED", "EXCEPT", "SIGNAL", "DYNAMIC", "KVM",
 };
 
 _Static_assert(KTAU_LIB_NR_GROUPS == KTAU_NR_GROUPS, "groups of the ABI");
@@ -236,6 +236,9 @@ static const char *const fixed_names[] = {
 	[KTAU_ID_SYSCALL_COMPAT] = "syscall_compat",
 	[KTAU_ID_USER] = "user_mode",
 	[KTAU_ID_KERNEL] = "kernel_other",
+	[KTAU_ID_SOFTIRQ] = "softirq",
+	[KTAU_ID_KVM_GUEST] = "kvm_guest",
+	[KTAU_ID_KVM_EXIT] = "kvm_exit",
 };
 
 static const int fixed_groups[] = {
@@ -250,6 +253,9 @@ static const int fixed_groups[] = {
 	[KTAU_ID_SYSCALL_COMPAT] = KTAU_GROUP_SYSCALL,
 	[KTAU_ID_USER] = KTAU_GROUP_DYNAMIC,
 	[KTAU_ID_KERNEL] = KTAU_GROUP_DYNAMIC,
+	[KTAU_ID_SOFTIRQ] = KTAU_GROUP_SOFTIRQ,
+	[KTAU_ID_KVM_GUEST] = KTAU_GROUP_KVM,
+	[KTAU_ID_KVM_EXIT] = KTAU_GROUP_KVM,
 };
 
 static const char *const softirq_names[] = {

@@ -286,16 +286,20 @@ const struct ktau_func_stat *ktau_task_find(const struct ktau_task *t, uint32_t 
 	return NULL;
 }
 
-/* Sum of the exclusive times of t's entries that are (not) off the CPU. */
-static uint64_t sum_excl(const struct ktau_task *t, int off, int on)
+enum { SUM_ON = 1, SUM_OFF = 2, SUM_GUEST = 4 };
+
+/* Sum of the exclusive times of t's entries of the kinds in mask. */
+static uint64_t sum_excl(const struct ktau_task *t, unsigned int mask)
 {
 	uint64_t sum = 0;
 	size_t i;
 
 	for (i = 0; i < t->nentries; i++) {
-		int is_off = KTAU_ID_IS_OFF_CPU(t->entries[i].id);
+		uint32_t id = t->entries[i].id;
+		unsigned int kind = KTAU_ID_IS_OFF_CPU(id) ? SUM_OFF :
+				    KTAU_ID_IS_GUEST(id) ? SUM_GUEST : SUM_ON;
 
-		if ((is_off && off) || (!is_off && on))
+		if (kind & mask)
 			sum += t->entries[i].excl_ns;
 	}
 	return sum;
@@ -303,17 +307,22 @@ static uint64_t sum_excl(const struct ktau_task *t, int off, int on)
 
 uint64_t ktau_task_total_excl(const struct ktau_task *t)
 {
-	return sum_excl(t, 1, 1);
+	return sum_excl(t, SUM_ON | SUM_OFF | SUM_GUEST);
 }
 
 uint64_t ktau_task_oncpu_excl(const struct ktau_task *t)
 {
-	return sum_excl(t, 0, 1);
+	return sum_excl(t, SUM_ON);
 }
 
 uint64_t ktau_task_offcpu(const struct ktau_task *t)
 {
-	return sum_excl(t, 1, 0);
+	return sum_excl(t, SUM_OFF);
+}
+
+uint64_t ktau_task_guest(const struct ktau_task *t)
+{
+	return sum_excl(t, SUM_GUEST);
 }
 
 static int cmp_entry(const void *a, const void *b)

@@ -1267,15 +1267,19 @@ static int t_on_off_cpu(void)
 		{ .id = KTAU_ID_SCHED_INVOL, .count = 2, .incl_ns = 50, .excl_ns = 50 },
 		{ .id = ID_GETPPID, .count = 7, .incl_ns = 9, .excl_ns = 7 },
 		{ .id = KTAU_ID_IRQ, .count = 1, .incl_ns = 3, .excl_ns = 3 },
+		{ .id = KTAU_ID_KVM_GUEST, .count = 4, .incl_ns = 1000, .excl_ns = 1000 },
 	};
-	struct ktau_task t = { .entries = e, .nentries = 4 };
+	struct ktau_task t = { .entries = e, .nentries = 5 };
 	struct ktau_snap *s = fixture_snap("thread.bin");
 	size_t i;
 
 	CHECK(ktau_task_oncpu_excl(&t) == 10, "on CPU %llu",
 	      (unsigned long long)ktau_task_oncpu_excl(&t));
 	CHECK(ktau_task_offcpu(&t) == 150, "off CPU %llu", (unsigned long long)ktau_task_offcpu(&t));
-	CHECK(ktau_task_total_excl(&t) == 160, "total");
+	CHECK(ktau_task_guest(&t) == 1000, "guest %llu", (unsigned long long)ktau_task_guest(&t));
+	CHECK(ktau_task_total_excl(&t) == 1160, "total");
+	CHECK(KTAU_ID_IS_GUEST(KTAU_ID_KVM_GUEST) && !KTAU_ID_IS_GUEST(KTAU_ID_KVM_EXIT) &&
+	      !KTAU_ID_IS_OFF_CPU(KTAU_ID_KVM_GUEST), "guest IDs");
 	CHECK(KTAU_ID_IS_OFF_CPU(KTAU_ID_SCHED_VOL) && KTAU_ID_IS_OFF_CPU(KTAU_ID_SCHED_INVOL) &&
 	      !KTAU_ID_IS_OFF_CPU(KTAU_ID_IRQ) && !KTAU_ID_IS_OFF_CPU(ID_GETPPID), "off-CPU IDs");
 	CHECK(s, "fixture");
