@@ -11,9 +11,12 @@
  *   ktaud run --save vm.ktau -- ktau-kvm-demo -c 2 -n 100 -p 16
  *   ktaud kvm --input vm.ktau
  *
- * Usage: ktau-kvm-demo [-c VCPUS] [-n OUTS] [-p PAGES]
+ * Usage: ktau-kvm-demo [-c VCPUS] [-n OUTS] [-p PAGES] [-w SECONDS]
  * Prints one line per vCPU ("vcpu N: OUTS port writes, PAGES pages,
- * halted") and exits 0, or 1 with the reason on stderr.
+ * halted") and exits 0, or 1 with the reason on stderr. With -w the vCPU
+ * threads stay alive, halted, for SECONDS after those lines (for
+ * 'ktaud kvm PID'; the lines are the sign that they are there).
+ * Exit codes: 0 ok, 1 KVM failed, 2 bad arguments.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +62,17 @@ struct vcpu {
 	pthread_t th;
 };
 
-static int vm_fd, run_size, nouts, npages;
+static int vm_fd, run_size, nouts, npages, hold;
+/* With -w: the vCPUs wait here until all halted, then until released. */
+static pthread_barrier_t halted;
+
+static void vcpu_done(void)
+{
+	if (hold) {
+		pthread_barrier_wait(&halted);
+		pthread_barrier_wait(&halted);
+	}
+}
 
 static void *vcpu_main(void *arg)
 {
@@ -73,12 +86,16 @@ static void *vcpu_main(void *arg)
 			if (errno == EINTR)
 				continue;
 			v->err = errno;
+			vcpu_done();
 			return NULL;
 		}
-		if (v->run->exit_reason == KVM_EXIT_HLT)
+		if (v->run->exit_reason == KVM_EXIT_HLT) {
+			vcpu_done();
 			return NULL;
+		}
 		if (v->run->exit_reason != KVM_EXIT_IO || v->run->io.port != PORT) {
 			v->err = EPROTO;
+			vcpu_done();
 			return NULL;
 		}
 		v->outs++;
@@ -135,7 +152,7 @@ int main(int argc, char **argv)
 
 	nouts = 100;
 	npages = 16;
-	while ((c = getopt(argc, argv, "c:n:p:h")) != -1) {
+	while ((c = getopt(argc, argv, "c:n:p:w:h")) != -1) {
 		switch (c) {
 		case 'c':
 			if (number(optarg, 1, MAX_VCPUS, &nvcpus))
@@ -149,9 +166,13 @@ int main(int argc, char **argv)
 			if (number(optarg, 1, 64, &npages))
 				goto usage;
 			break;
+		case 'w':
+			if (number(optarg, 1, 3600, &hold))
+				goto usage;
+			break;
 		case 'h':
 			printf("Usage: ktau-kvm-demo [-c VCPUS (1-%d)] [-n OUTS (1-65535)] "
-			       "[-p PAGES (1-64)]\n", MAX_VCPUS);
+			       "[-p PAGES (1-64)] [-w SECONDS]\n", MAX_VCPUS);
 			return 0;
 		default:
 			goto usage;
@@ -196,6 +217,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (hold)
+		pthread_barrier_init(&halted, NULL, nvcpus + 1);
 	for (i = 0; i < nvcpus; i++) {
 		ret = pthread_create(&vcpus[i].th, NULL, vcpu_main, &vcpus[i]);
 		if (ret) {
@@ -203,6 +226,15 @@ int main(int argc, char **argv)
 				strerror(ret));
 			return 1;
 		}
+	}
+	if (hold) {
+		pthread_barrier_wait(&halted);
+		for (i = 0; i < nvcpus; i++)
+			printf("vcpu %d: %d port writes, %d pages, halted%s\n", i, vcpus[i].outs,
+			       npages, vcpus[i].err ? " (failed)" : "");
+		fflush(stdout);
+		sleep(hold);
+		pthread_barrier_wait(&halted);
 	}
 	for (i = 0; i < nvcpus; i++) {
 		pthread_join(vcpus[i].th, NULL);
@@ -212,11 +244,13 @@ int main(int argc, char **argv)
 			rc = 1;
 			continue;
 		}
-		printf("vcpu %d: %d port writes, %d pages, halted\n", i, vcpus[i].outs, npages);
+		if (!hold)
+			printf("vcpu %d: %d port writes, %d pages, halted\n", i, vcpus[i].outs,
+			       npages);
 	}
 	return rc;
 usage:
 	fprintf(stderr, "ktau-kvm-demo: bad arguments; usage: ktau-kvm-demo [-c VCPUS (1-%d)] "
-		"[-n OUTS (1-65535)] [-p PAGES (1-64)]\n", MAX_VCPUS);
+		"[-n OUTS (1-65535)] [-p PAGES (1-64)] [-w SECONDS]\n", MAX_VCPUS);
 	return 2;
 }
