@@ -20,6 +20,12 @@ struct seq_file;
 struct pid_namespace;
 struct pid;
 
+/* An exit reason of a KVM vendor module: DEFINE_KTAU_KVM_EXITS(). */
+struct ktau_kvm_reason {
+	unsigned long code;
+	const char *name;
+};
+
 #ifdef CONFIG_KTAU
 
 #include <linux/jump_label.h>
@@ -228,6 +234,7 @@ void __ktau_irq_desc(struct irq_desc *desc);
 void __ktau_sched_out(bool blocked);
 void __ktau_sched_in(void);
 void ktau_exec(void);
+void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader);
 
 /* Dynamic function IDs, for modules and run-time probes. */
 int ktau_register_point(const char *name, unsigned int group);
@@ -502,16 +509,12 @@ static __always_inline void ktau_point_event(unsigned int id)
  * KVM: a vCPU thread's time in guest mode (KTAU_ID_KVM_GUEST), and each
  * exit, from the exit to the next entry or to the end of KVM_RUN, under
  * its reason: "kvm_exit:<NAME>", named from the vendor's table (the
- * kvm_exit tracepoint's SVM_EXIT_REASONS or VMX_EXIT_REASONS) when first
- * seen. Codes 0-255 and 0x400-0x4ff have an ID each, kept in ids[];
- * others share KTAU_ID_KVM_EXIT.
+ * kvm_exit tracepoint's SVM_EXIT_REASONS or VMX_EXIT_REASONS, uppercased,
+ * other than letters and digits made '_') when first seen. Codes 0-255
+ * and 0x400-0x4ff have an ID each, kept in ids[]; others share
+ * KTAU_ID_KVM_EXIT.
  */
 #define KTAU_KVM_CODES	512
-
-struct ktau_kvm_reason {
-	unsigned long code;
-	const char *name;
-};
 
 struct ktau_kvm_exits {
 	const struct ktau_kvm_reason *names;
@@ -520,7 +523,7 @@ struct ktau_kvm_exits {
 };
 
 /* The exit names and IDs of a vendor module: var, from its reasons. */
-#define KTAU_KVM_EXITS(var, reasons)					\
+#define DEFINE_KTAU_KVM_EXITS(var, reasons)					\
 	static const struct ktau_kvm_reason var##_names[] = { reasons };	\
 	static struct ktau_kvm_exits var = {				\
 		.names = var##_names,					\
@@ -564,6 +567,8 @@ static inline int ktau_tsk_init(struct task_struct *tsk)
 static inline void ktau_tsk_free(struct task_struct *tsk) { }
 static inline void ktau_exit(struct task_struct *tsk) { }
 static inline void ktau_exec(void) { }
+static inline void ktau_exec_leader(struct task_struct *tsk,
+				    struct task_struct *leader) { }
 static inline void ktau_syscall_enter(long nr) { }
 static inline void ktau_syscall_exit(void) { }
 static inline void ktau_irq_enter(void) { }
@@ -583,14 +588,9 @@ static inline void ktau_point_start(unsigned int id) { }
 static inline void ktau_point_stop(void) { }
 static inline void ktau_point_event(unsigned int id) { }
 
-struct ktau_kvm_reason {
-	unsigned long code;
-	const char *name;
-};
-
 struct ktau_kvm_exits { };
 /* Nothing is left of it: the compiler drops what nothing uses. */
-#define KTAU_KVM_EXITS(var, reasons)					\
+#define DEFINE_KTAU_KVM_EXITS(var, reasons)					\
 	static const struct ktau_kvm_reason var##_names[] __maybe_unused = {	\
 		reasons							\
 	};								\

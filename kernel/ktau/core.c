@@ -845,6 +845,29 @@ int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
 	return 0;
 }
 
+/*
+ * de_thread(), tasklist_lock held: @tsk, a thread other than the leader,
+ * execs and takes over the process from @leader, which has exited and
+ * folded into the process's totals. The process lives on under @tsk, and
+ * so do the totals of its exited threads: they move to @tsk.
+ */
+void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader)
+{
+	struct ktau_task *kt = ktau_profile(tsk), *lk = ktau_profile(leader);
+	struct ktau_proc *pr;
+
+	if (!lk)
+		return;
+	pr = xchg(&lk->proc, NULL);
+	if (!pr)
+		return;
+	/* A thread with no profile of its own cannot keep them: counted. */
+	if (!kt || cmpxchg(&kt->proc, NULL, pr)) {
+		atomic_long_inc(&ktau_proc_nomem);
+		kfree(pr);
+	}
+}
+
 /* do_exit(): fold the task's totals and hand them to its collector. */
 void ktau_exit(struct task_struct *tsk)
 {
@@ -1442,6 +1465,8 @@ void __ktau_sched_in(void)
  * the vCPU halts) nested in it. Interrupts are off at entry and exit.
  */
 
+static_assert(KTAU_KVM_CODES == 0x200);
+
 /* Close the KVM frame on top, guest mode or an exit, if there is one. */
 static void ktau_kvm_pop(struct ktau_task *kt)
 {
@@ -1469,8 +1494,9 @@ static noinline u32 ktau_kvm_name(struct ktau_kvm_exits *x, unsigned int i,
 	}
 	n = strscpy(name, "kvm_exit:", sizeof(name));
 	if (p) {
+		/* One word, as every routine name: "PF excp" is PF_EXCP. */
 		for (; *p && n < sizeof(name) - 1; p++)
-			name[n++] = toupper(*p);
+			name[n++] = isalnum(*p) ? toupper(*p) : '_';
 		name[n] = '\0';
 	} else {
 		snprintf(name + n, sizeof(name) - n, "0x%lx", code);
@@ -1509,7 +1535,6 @@ void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code)
 		i = 0x100 + code - 0x400;
 	else
 		i = KTAU_KVM_CODES;
-	BUILD_BUG_ON(KTAU_KVM_CODES != 0x200);
 	id = KTAU_ID_KVM_EXIT;
 	if (likely(i < KTAU_KVM_CODES)) {
 		id = READ_ONCE(x->ids[i]);

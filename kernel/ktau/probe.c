@@ -53,6 +53,8 @@ static DEFINE_MUTEX(ktau_probe_lock);
 static const char * const ktau_probe_deny[] = {
 	"irq_enter", "irq_enter_rcu", "irq_exit", "irq_exit_rcu",
 	"ret_from_fork", "ret_from_fork_asm", "schedule_tail",
+	/* KVM: between a guest entry and the next, the kvm group's frames */
+	"vcpu_run", "vcpu_enter_guest", "svm_vcpu_run", "vmx_vcpu_run",
 };
 
 static int ktau_probe_entry(struct fprobe *fp, unsigned long ip,

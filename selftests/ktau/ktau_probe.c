@@ -257,6 +257,9 @@ TEST_F(probe, refused)
 	EXPECT_EQ(-EINVAL, probe_add(self->fd, "exc_page_fault"));
 	/* Opens a KTAU frame and returns: would interleave. */
 	EXPECT_EQ(-EINVAL, probe_add(self->fd, "irq_enter_rcu"));
+	/* Spans a guest entry: would interleave with the kvm group's frames. */
+	EXPECT_EQ(-EINVAL, probe_add(self->fd, "vcpu_enter_guest"));
+	EXPECT_EQ(-EINVAL, probe_add(self->fd, "svm_vcpu_run"));
 	EXPECT_EQ(-EINVAL, probe_add(self->fd, ""));
 	EXPECT_EQ(-ENOENT, probe_remove(self->fd, "vfs_read"));
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 
 #include "ktau_util.h"
 
@@ -379,6 +381,67 @@ TEST_F_TIMEOUT(syscalls, process_keeps_exited_threads, 20)
 	EXPECT_EQ(alive.count, after.count);
 	EXPECT_LE(alive.incl, after.incl);
 	pthread_barrier_destroy(&bar);
+}
+
+static void *exec_sleep_fn(void *arg)
+{
+	execl("/bin/sleep", "sleep", "3", (char *)NULL);
+	return arg;
+}
+
+/*
+ * A thread other than the leader execs: it becomes the leader and the old
+ * one goes. The totals of the threads that exited before, here 300
+ * getppid() calls, stay the process's: /proc/PID/ktau of the exec'd
+ * process (sleep) still counts them.
+ */
+TEST(non_leader_exec_keeps_exited_threads)
+{
+	struct ktau_val v = { 0 };
+	char path[64], *comm;
+	int status, i;
+	pid_t pid;
+
+	ktau_must_have_ktau(_metadata);
+	ASSERT_EQ(0, access("/bin/sleep", X_OK));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct getppid_thread t = { .n = 300 };
+		pthread_barrier_t bar;
+		pthread_t th;
+
+		if (pthread_barrier_init(&bar, NULL, 2))
+			_exit(2);
+		t.bar = &bar;
+		if (pthread_create(&t.th, NULL, getppid_thread_fn, &t))
+			_exit(2);
+		pthread_barrier_wait(&bar);
+		pthread_barrier_wait(&bar);
+		pthread_join(t.th, NULL);
+		/* Not the leader: this thread execs. */
+		if (pthread_create(&th, NULL, exec_sleep_fn, NULL))
+			_exit(2);
+		pthread_join(th, NULL);
+		_exit(3);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	for (i = 0; i < 200; i++) {
+		comm = ktau_slurp(path, NULL);
+		if (comm && !strcmp(comm, "sleep\n")) {
+			free(comm);
+			break;
+		}
+		free(comm);
+		usleep(10000);
+	}
+	ASSERT_GT(200, i) TH_LOG("the child did not exec sleep");
+	snprintf(path, sizeof(path), "/proc/%d/ktau", pid);
+	ASSERT_EQ(0, ktau_text_get(path, KTAU_ID_GETPPID, &v));
+	TH_LOG("getppid of the process after the exec: %llu", (unsigned long long)v.count);
+	EXPECT_EQ(300, v.count);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 }
 
 TEST_HARNESS_MAIN

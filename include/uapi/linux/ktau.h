@@ -195,7 +195,8 @@ struct ktau_collect_stats {
  * groups[g] sums the routines of group g: count and excl exactly; incl
  * without recursion, but routines of different groups nest (an interrupt
  * in a system call is in both incls), so the kernel time of the thread
- * is the sum of excl over the groups. entries[] has a routine's own
+ * is the sum of excl over the groups, less the guest mode of a vCPU
+ * thread, which group "kvm" sums with its exits (ABI 1.4). entries[] has a routine's own
  * totals; a routine with no free entry is counted in unlisted.
  *
  * The registration ends with KTAU_IOC_SHARED_UNREGISTER, exec and exit;
