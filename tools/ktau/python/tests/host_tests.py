@@ -218,6 +218,69 @@ def case_sample_refuses(work):
     return 0
 
 
+# The signal handler's frame walk on this CPython, without KTAU: SIGPROF
+# from setitimer(ITIMER_PROF) runs the same handler; its stacks must name
+# the functions running, with lines inside them, truncated and counted
+# beyond the depth, in threads too, and survive functions created and
+# freed while sampled.
+def case_walker(work):
+    s = script(work, "walker.py", """
+        import signal, sys, threading
+        from ktau import _ktau, sample
+        _ktau.sample_setup("cpu-clock:1ms", 16, True)
+        _ktau.sample_start()
+        def spin(n):
+            s = 0
+            for i in range(n):
+                s += i
+            return s
+        def deep(n):
+            return spin(3000000) if n == 0 else deep(n - 1)
+        def fresh(i):
+            # a code object made and freed while sampling
+            ns = {}
+            exec(compile("def f%d(n):\\n    s = 0\\n    for i in range(n): s += i\\n    return s\\n"
+                         % i, "<fresh>", "exec"), ns)
+            return ns["f%d" % i](200000)
+        def in_thread():
+            _ktau.sample_start()
+            spin(3000000)
+        signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+        spin(3000000)
+        deep(40)
+        for i in range(50):
+            fresh(i)
+        t = threading.Thread(target=in_thread)
+        t.start(); t.join()
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        d = _ktau.sample_drain(True)
+        namer = sample.Namer()
+        tot = trunc = 0
+        names = set()
+        for tid, v in d.items():
+            for time_ns, flags, frames in v["stacks"]:
+                tot += 1
+                st = sample.resolve(frames, flags, namer)
+                if flags & sample.TRUNCATED:
+                    trunc += 1
+                    assert st[0][0] == "[truncated]", st
+                    assert len(frames) == 16, len(frames)
+                names.update(n for n, _f in st)
+                for n, f in st:
+                    if n == "spin":
+                        line = int(f.rsplit(":", 1)[1].rstrip(")"))
+                        assert 7 <= line <= 11, f
+        print("samples", tot, "truncated", trunc, "threads", len(d), sorted(names))
+        assert {"spin", "deep", "in_thread"} <= names, names
+        assert trunc > 0 and tot > 20 and len(d) == 2
+    """)
+    env = dict(os.environ)
+    r = subprocess.run([PY, s], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    print("# " + r.stdout.strip())
+    if r.returncode:
+        fail(r.stdout + r.stderr)
+
+
 # pip install --no-build-isolation of the package, offline, into a target.
 def case_pip_install(work):
     import shutil
