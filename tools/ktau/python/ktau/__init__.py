@@ -34,6 +34,15 @@ def kernel_status():
     return True, "KTAU ABI %d.%d" % (major, minor)
 
 
+def _reserve_kernel_names():
+    """Python functions named like a kernel routine or group ("read",
+    "SYSCALL") are written as "read (file:line)": one name, one row."""
+    reg = _ktau.registry()
+    _ktau.reserve([n for n, _c in reg.values()] + sorted({c for _n, c in reg.values()}) +
+                  ["SYSCALL", "IRQ", "BH", "SCHED", "EXCEPT", "SIGNAL", "DYNAMIC", "OTHER",
+                   "[outside timers]"])
+
+
 def _finish_output(d, folded_path, quiet, out=sys.stderr):
     """After the runtime wrote d: folded stacks and the table."""
     try:
@@ -75,6 +84,7 @@ class Profile:
         self.kernel_ok, self.message = kernel_status()
         if not self.kernel_ok and not self.quiet:
             print("ktau: %s" % self.message, file=sys.stderr)
+        _reserve_kernel_names()
         _ktau.init()
         if self.threads:
             threading.setprofile(_ktau.thread_hook)

@@ -6,7 +6,7 @@ import sys
 import threading
 import traceback
 
-from . import _ktau, kernel_status, _finish_output, _write_before_exec
+from . import _ktau, kernel_status, _finish_output, _write_before_exec, _reserve_kernel_names
 
 USAGE = """python3 -m ktau run [-o DIR] [--folded FILE] [-q] script.py [args]
        python3 -m ktau sample [-e SPEC] [-d DEPTH] [-o DIR] [--folded FILE] [-q] script.py [args]
@@ -108,6 +108,7 @@ def cmd_run(opts):
         print("ktau: %s" % msg, file=sys.stderr)
     # libktau's exit directory: a forked child writes <out>/fork-<pid>.
     _ktau.output(os.path.abspath(out))
+    _reserve_kernel_names()
     registered = _ktau.init()
     if ok and registered != 1:
         print("ktau: the thread's shared page could not be registered: Python functions "

@@ -70,7 +70,8 @@ class Namer:
 
 def _ours(code):
     f = code.co_filename
-    return f.startswith(_PKG + os.sep) or f.endswith(os.sep + "runpy.py")
+    return f.startswith(_PKG + os.sep) or f.endswith(os.sep + "runpy.py") or \
+        f == "<frozen runpy>"
 
 
 def resolve(frames, flags, namer):
@@ -138,24 +139,47 @@ def folded(threads):
     return ["%s %d" % kv for kv in sorted(counts.items())]
 
 
+# TAU callpaths: at most this many functions and characters (the writer
+# keeps 512 bytes of a name); deeper samples count in the deepest callpath
+# kept, as libktau's runtime does (KTAU_CALLPATH_DEPTH), and in full in
+# the flat rows and the folded stacks.
+CALLPATH_DEPTH, CALLPATH_CHARS = 32, 440
+
+
+def _callpath(names):
+    k, length = 0, 0
+    while k < len(names) and k < CALLPATH_DEPTH:
+        length += len(names[k]) + (len(SEP) if k else 0)
+        if length > CALLPATH_CHARS:
+            break
+        k += 1
+    return names[:max(k, 1)]
+
+
 def rows_of(samples):
     """TAU rows (name, group, calls, subrs, excl, incl) of a thread's samples."""
     flat, paths, kflat, kpath = {}, {}, {}, {}
-    knames = set()
+    # A Python function named like a kernel routine (or group) of the
+    # file gets " [python]" everywhere, flat and in callpaths.
+    knames = {r[0] for _s, r, _u in samples if r} | {r[1] for _s, r, _u in samples if r}
+
+    def py(n):
+        return n + " [python]" if n in knames else n
+
     for st, routine, _user in samples:
-        names = [n for n, _f in st]
+        full = [py(n) for n, _f in st]
+        for n in set(full):
+            flat.setdefault(n, [0, 0])[1] += 1
+        if full and routine is None:
+            flat[full[-1]][0] += 1
+        names = _callpath(full)
         for i in range(1, len(names) + 1):
             p = SEP.join(names[:i])
             e = paths.setdefault(p, [0, 0])
             e[1] += 1
             if i == len(names) and routine is None:
                 e[0] += 1
-        for n in set(names):
-            flat.setdefault(n, [0, 0])[1] += 1
-        if names and routine is None:
-            flat[names[-1]][0] += 1
         if routine:
-            knames.add(routine[0])
             kflat.setdefault(routine, 0)
             kflat[routine] += 1
             if names:
@@ -163,8 +187,7 @@ def rows_of(samples):
                 kpath[kp] = kpath.get(kp, 0) + 1
     rows = []
     for n, (ex, inc) in flat.items():
-        name = n + " [python]" if n in knames else n
-        rows.append((name, "TAU_USER", inc, 0, float(ex), float(inc)))
+        rows.append((n, "TAU_USER", inc, 0, float(ex), float(inc)))
     for p, (ex, inc) in paths.items():
         if SEP in p:
             rows.append((p, "TAU_CALLPATH|TAU_USER", inc, 0, float(ex), float(inc)))

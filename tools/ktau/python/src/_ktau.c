@@ -22,6 +22,7 @@
 #include <frameobject.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -176,6 +177,32 @@ static PyObject *py_thread_hook(PyObject *self, PyObject *args)
 	PyEval_SetProfile(prof_hook, NULL);
 	if (PyFrame_Check(frame) && PyUnicode_CompareWithASCIIString(event, "call") == 0)
 		prof_hook(NULL, (PyFrameObject *)frame, PyTrace_CALL, NULL);
+	Py_RETURN_NONE;
+}
+
+/* reserve(names): names no Python function's timer may take (the kernel
+ * routines and groups the profile holds): such a function gets
+ * "qualname (file:line)". */
+static PyObject *py_reserve(PyObject *self, PyObject *args)
+{
+	PyObject *names, *it, *n;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "O", &names))
+		return NULL;
+	it = PyObject_GetIter(names);
+	if (!it)
+		return NULL;
+	while ((n = PyIter_Next(it))) {
+		if (!PyDict_Contains(names_seen, n) && PyDict_SetItem(names_seen, n, Py_None) < 0) {
+			Py_DECREF(n);
+			break;
+		}
+		Py_DECREF(n);
+	}
+	Py_DECREF(it);
+	if (PyErr_Occurred())
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -670,13 +697,36 @@ static PyObject *py_sample_thread_hook(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/*
+ * Copy len bytes at addr without faulting on memory that is not mapped:
+ * process_vm_readv() on ourselves, or (a kernel without it,
+ * CONFIG_CROSS_MEMORY_ATTACH=n) through a pipe, whose write() says EFAULT.
+ * 0, or -1 when the memory cannot be read.
+ */
+static int safe_read(void *dst, const void *addr, size_t len)
+{
+	static int pipefd[2] = { -1, -1 };
+	struct iovec local = { dst, len }, remote = { (void *)addr, len };
+	ssize_t n;
+
+	n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+		return -1;
+	if (pipefd[0] < 0 && pipe2(pipefd, O_CLOEXEC | O_NONBLOCK))
+		return -1;
+	if (write(pipefd[1], addr, len) != (ssize_t)len)
+		return -1;
+	return read(pipefd[0], dst, len) == (ssize_t)len ? 0 : -1;
+}
+
 /* The code object at address a, kept alive from its first resolution; None
  * when a no longer holds a code object. */
 static PyObject *sp_code(uint64_t a)
 {
 	PyObject *key = PyLong_FromUnsignedLongLong(a), *co;
 	PyObject hdr;
-	struct iovec local = { &hdr, sizeof(hdr) }, remote = { (void *)(uintptr_t)a, sizeof(hdr) };
 
 	if (!key)
 		return NULL;
@@ -694,7 +744,7 @@ static PyObject *sp_code(uint64_t a)
 	 * small positive count. (Freed and reused by another code object, it
 	 * would be named after that one: the window is the drain interval.)
 	 */
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(hdr) ||
+	if (safe_read(&hdr, (const void *)(uintptr_t)a, sizeof(hdr)) ||
 	    hdr.ob_type != &PyCode_Type || hdr.ob_refcnt <= 0 || hdr.ob_refcnt > (1L << 30)) {
 		Py_DECREF(key);
 		Py_RETURN_NONE;
@@ -831,6 +881,7 @@ static PyMethodDef methods[] = {
 	{ "enable", py_enable, METH_VARARGS, "enable([root]): profile the calling thread" },
 	{ "disable", py_disable, METH_VARARGS, "disable([root]): stop profiling it" },
 	{ "thread_hook", py_thread_hook, METH_VARARGS, "for threading.setprofile()" },
+	{ "reserve", py_reserve, METH_VARARGS, "reserve(names): not for Python functions" },
 	{ "init", py_init, METH_NOARGS, "start libktau's runtime in this thread: 1 page, 0 not" },
 	{ "shared", py_shared, METH_VARARGS, "shared(on): (un)register the thread's page" },
 	{ "output", py_output, METH_VARARGS, "output(dir): libktau's exit directory (None: none)" },

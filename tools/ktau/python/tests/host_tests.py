@@ -50,10 +50,13 @@ def case_run_counts(work):
             for i in range(n):
                 s += leaf(i)
             return s
+        def SCHED():
+            return 0
         def main():
             for _ in range(7):
                 mid(3)
             leaf(0)
+            SCHED()
         main()
     """)
     r = run(work, ["run", "-o", "p-counts", s])
@@ -69,6 +72,8 @@ def case_run_counts(work):
         if name not in rw or rw[name].calls != calls:
             fail("%s: %s calls, expected %d" % (name, rw[name].calls if name in rw else "no",
                                                  calls))
+    if not any(n.startswith("SCHED (counts.py:") for n in rw) or "SCHED" in rw:
+        fail("a Python function named like a kernel group is not told apart: %s" % sorted(rw))
     if any("_run_script" in n or "runpy" in n for n in rw):
         fail("ktau's own frames are in the profile")
     if len(threads) != 1:
@@ -145,8 +150,10 @@ def case_fork_exec(work):
         parent()
         before_exec()
     """)
-    run(work, ["run", "-q", "-o", "p-fork", s])
     d = os.path.join(work, "p-fork")
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)   # fork-<pid> of earlier runs stay
+    run(work, ["run", "-q", "-o", "p-fork", s])
     forks = [x for x in os.listdir(d) if x.startswith("fork-")]
     if len(forks) != 1:
         fail("fork directories: %s" % forks)
@@ -279,6 +286,37 @@ def case_walker(work):
     print("# " + r.stdout.strip())
     if r.returncode:
         fail(r.stdout + r.stderr)
+
+
+# The sample mode's TAU rows and folded stacks from made-up samples: deep
+# stacks (callpaths capped so that names stay unique), kernel routines
+# under the Python function, a Python function named like a routine.
+def case_sample_rows(work):
+    from ktau import sample
+    deep = [("[truncated]", "[truncated]")] + [("deep", "deep (d.py:3)")] * 64
+    rd = ("read", "SYSCALL")
+    samples = [(deep, None, 1), (deep, rd, 0),
+               ([("main", "main (m.py:9)"), ("read", "read (m.py:2)")], None, 1),
+               ([("main", "main (m.py:9)"), ("read", "read (m.py:2)")], rd, 0),
+               ([("[no Python stack]", "[no Python stack]")], None, 1)]
+    threads = [(100, samples, {"handled": 5, "truncated": 2}, 0)]
+    d = os.path.join(work, "p-sample-rows")
+    sample.write(d, "cpu-clock", "cpu-clock:1ms", threads)
+    rw, _ = rows(d)
+    want = {"deep": (1, 2), "read [python]": (1, 2), "main => read [python]": None,
+            "main => read [python] => read": (1, 1), "read": (2, 2)}
+    for name, v in want.items():
+        if v is None:
+            continue
+        if name not in rw or (rw[name].excl, rw[name].incl) != v:
+            fail("%s: %s, expected excl/incl %s" % (
+                name, (rw[name].excl, rw[name].incl) if name in rw else "missing", v))
+    if max(len(n) for n in rw) > 500:
+        fail("a callpath longer than the writer keeps")
+    lines = sample.folded(threads)
+    if "python-100;main (m.py:9);read (m.py:2);[k] read 1" not in lines or \
+            not any(ln.startswith("python-100;[truncated];deep (d.py:3);") for ln in lines):
+        fail("folded:\n" + "\n".join(lines))
 
 
 # pip install --no-build-isolation of the package, offline, into a target.

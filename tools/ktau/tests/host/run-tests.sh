@@ -589,6 +589,7 @@ c_py_region_api() { py_case region_api; }
 c_py_keeps_foreign() { py_case keeps_foreign; }
 c_py_sample_refuses() { py_case sample_refuses; }
 c_py_walker() { py_case walker; }
+c_py_sample_rows() { py_case sample_rows; }
 c_py_pip_install() { py_case pip_install; }
 
 # The new sources under gcc -fanalyzer (warnings are errors).
@@ -630,7 +631,7 @@ c_combine_ranks
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
-c_py_sample_refuses c_py_walker c_py_pip_install c_taucheck"
+c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
