@@ -73,7 +73,8 @@ if [ -f "$KTAU_TOP/tools/ktau/python/setup.py" ] && [ -z "${KTAU_NO_TOOLS:-}" ];
 	logged "$log.python" make -C "$KTAU_TOP/tools/ktau" O="$G/tools" python
 	mkdir -p "$root/ktau/python"
 	cp -a "$G/tools/python/lib/ktau" "$root/ktau/python/"
-	cp "$KTAU_TOP/tools/ktau/python/bench/overhead.py" "$root/ktau/python/"
+	cp "$KTAU_TOP/tools/ktau/python/bench/overhead.py" \
+		"$KTAU_TOP/tools/ktau/python/bench/sample_cost.py" "$root/ktau/python/"
 	find "$root/ktau/python" -name __pycache__ -prune -exec rm -rf {} +
 	pyfiles=$(PYTHONPATH="$G/tools/python/lib" /usr/bin/python3 \
 		"$KTAU_TOP/scripts/guest/python-files.py") || die "cannot list the Python files"
