@@ -74,4 +74,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    _old = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="ktau-bench.") as tempfile.tempdir:
+        main()   # its work directory is made in (and removed with) this one
+    tempfile.tempdir = _old
