@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 
-from . import _ktau
+from . import _ktau, _write_before_exec
 
 KTAU_ID_USER = 10
 TRUNCATED, BAD = 0x1, 0x2
@@ -281,36 +281,47 @@ def main(opts, load, run_script, join_threads, status_of):
         stop.set()
         print("ktau: cannot sample: %s" % e, file=sys.stderr)
         return 2
+    done = []
+
+    def finish():
+        """Collect, write the profile, print the table: once, in this process
+        (at the end, or before an os.exec*, which ends the sampling)."""
+        if done or os.getpid() != pid:
+            return 0
+        done.append(1)
+        threading.setprofile(None)
+        stop.set()
+        if threading.current_thread() is not dt:
+            dt.join()
+        col.add(_ktau.sample_drain(True))
+        threads = build(col, _ktau.registry(), Namer())
+        try:
+            write(out, metric, opts.event, threads)
+        except (OSError, ValueError) as e:
+            print("ktau: the profile was not written: %s" % e, file=sys.stderr)
+            return 1
+        if folded_path:
+            try:
+                tau.write_folded(folded_path, folded(threads))
+            except OSError as e:
+                print("ktau: %s" % e, file=sys.stderr)
+        if not opts.quiet:
+            n = sum(len(s) for _t, s, _st, _u in threads)
+            trunc = sum(st.get("truncated", 0) for _t, _s, st, _u in threads)
+            print(table(threads), file=sys.stderr)
+            print("ktau: %d samples (%s) in %d thread%s%s; TAU profile in %s%s" % (
+                n, opts.event, len(threads), "" if len(threads) == 1 else "s",
+                ", %d stacks truncated at %d frames" % (trunc, opts.depth) if trunc else "",
+                out, ", folded stacks in %s" % folded_path if folded_path else ""),
+                file=sys.stderr)
+        return 0
+
+    restore = _write_before_exec(finish)
     threading.setprofile(_ktau.sample_thread_hook)
     try:
         status = run_script(code, opts.script, opts.args)
         join_threads()
     finally:
-        threading.setprofile(None)
-        if os.getpid() == pid:
-            stop.set()
-            dt.join()
-            col.add(_ktau.sample_drain(True))
-    if os.getpid() != pid:
-        return status_of(status)
-    threads = build(col, _ktau.registry(), Namer())
-    try:
-        write(out, metric, opts.event, threads)
-    except (OSError, ValueError) as e:
-        print("ktau: the profile was not written: %s" % e, file=sys.stderr)
-        return 1
-    if folded_path:
-        try:
-            tau.write_folded(folded_path, folded(threads))
-        except OSError as e:
-            print("ktau: %s" % e, file=sys.stderr)
-    if not opts.quiet:
-        n = sum(len(s) for _t, s, _st, _u in threads)
-        trunc = sum(st.get("truncated", 0) for _t, _s, st, _u in threads)
-        print(table(threads), file=sys.stderr)
-        print("ktau: %d samples (%s) in %d thread%s%s; TAU profile in %s%s" % (
-            n, opts.event, len(threads), "" if len(threads) == 1 else "s",
-            ", %d stacks truncated at %d frames" % (trunc, opts.depth) if trunc else "",
-            out, ", folded stacks in %s" % folded_path if folded_path else ""),
-            file=sys.stderr)
-    return status_of(status)
+        rc = finish()
+        restore()
+    return rc or status_of(status)

@@ -641,8 +641,8 @@ static PyObject *py_sample_start(PyObject *self, PyObject *noargs)
 		PyErr_SetString(PyExc_RuntimeError, "sample_setup() first");
 		return NULL;
 	}
-	if (sp_self && sp_self->sampling)
-		Py_RETURN_NONE;
+	if ((sp_self && sp_self->sampling) || getpid() != sp.pid)
+		Py_RETURN_NONE;	/* sampled already, or a forked child: not sampled */
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->ring = malloc(SP_RING_WORDS * sizeof(uint64_t)))) {
 		free(t);
