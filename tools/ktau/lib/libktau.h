@@ -725,7 +725,8 @@ struct ktau_tau_row {
  * One TAU profile file of the given rows and metric (e.g. "TIME" or
  * "SAMPLES"), in the strict form; meta holds nmeta name/value pairs
  * (meta[2 i], meta[2 i + 1]) after "Metric Name". Names are cleaned as for
- * the other writers; -EINVAL for a duplicate name after cleaning or
+ * the other writers (a row of group TAU_CALLPATH element by element between
+ * its " => "); -EINVAL for a duplicate name after cleaning or
  * excl > incl, a row with values but no calls, or a bad metric name.
  */
 int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *rows,

@@ -48,6 +48,51 @@ static int valid_values(const struct ktau_tau_row *r)
 	return r->calls || (!r->subrs && !r->excl && !r->incl);
 }
 
+/* A group of the row is TAU_CALLPATH. */
+static int is_callpath(const char *group)
+{
+	size_t l = strlen("TAU_CALLPATH");
+	const char *p;
+
+	for (p = group; (p = strstr(p, "TAU_CALLPATH")); p += l)
+		if ((p == group || p[-1] == '|') && (!p[l] || p[l] == '|'))
+			return 1;
+	return 0;
+}
+
+/*
+ * The written name of a row: cleaned as a whole, or, for a callpath
+ * (group TAU_CALLPATH), element by element between the " => " that
+ * separate them (a "=>" inside an element is still cleaned away).
+ */
+static void clean_row_name(char *buf, size_t size, const struct ktau_tau_row *r)
+{
+	static const char sep[] = " => ";
+	const char *s = r->name, *e;
+	char el[ROW_NAME_MAX], *tmp;
+	size_t o = 0;
+
+	if (!is_callpath(r->group)) {
+		ktau__clean_name(buf, size, s);
+		return;
+	}
+	buf[0] = '\0';
+	for (;;) {
+		e = strstr(s, sep);
+		tmp = strndup(s, e ? (size_t)(e - s) : strlen(s));
+		if (!tmp)
+			break;
+		ktau__clean_name(el, sizeof(el), tmp);
+		free(tmp);
+		o += snprintf(buf + o, o < size ? size - o : 0, "%s%s", o ? sep : "", el);
+		if (!e || o >= size)
+			break;
+		s = e + strlen(sep);
+	}
+	if (o >= size)
+		buf[size - 1] = '\0';
+}
+
 int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *rows,
 			size_t n, const char *const *meta, size_t nmeta)
 {
@@ -66,7 +111,7 @@ int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *
 			ret = -EINVAL;
 			break;
 		}
-		ktau__clean_name(buf, sizeof(buf), rows[i].name);
+		clean_row_name(buf, sizeof(buf), &rows[i]);
 		names[i] = strdup(buf);
 		if (!names[i])
 			ret = -ENOMEM;

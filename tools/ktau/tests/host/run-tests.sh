@@ -570,6 +570,28 @@ c_interp() {
 	[ $? -eq 2 ] && grep -q "at least 10 us" "$LOG"
 }
 
+# The Python package (tools/ktau/python, built by "make python" into
+# $PYLIB) on this kernel (no KTAU: Python functions only): each case is a
+# function of python/tests/host_tests.py.
+py_case() {
+	: "${PYTHON:?}" "${PYLIB:?}"
+	PYTHONPATH="$PYLIB" "$PYTHON" "$TOOLS/python/tests/host_tests.py" "$1" "$W/py" >"$LOG" 2>&1
+	rc=$?
+	sed 's/^\([^#]\)/# \1/' "$LOG"
+	[ $rc -eq 77 ] && SKIP=$(sed -n 's/^# SKIP: //p' "$LOG")
+	return $rc
+}
+c_py_run_counts() { py_case run_counts; }
+c_py_threads() { py_case threads; }
+c_py_exit_status() { py_case exit_status; }
+c_py_fork_exec() { py_case fork_exec; }
+c_py_region_api() { py_case region_api; }
+c_py_keeps_foreign() { py_case keeps_foreign; }
+c_py_sample_refuses() { py_case sample_refuses; }
+c_py_walker() { py_case walker; }
+c_py_sample_rows() { py_case sample_rows; }
+c_py_pip_install() { py_case pip_install; }
+
 # The new sources under gcc -fanalyzer (warnings are errors).
 c_analyzer() {
 	cc=${CC:-gcc}
@@ -607,7 +629,9 @@ cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
-c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke c_taucheck"
+c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
+c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
+c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
+/*
+ * The CPython internals the sampler needs, behind a small interface: the
+ * only place that knows the layout of a CPython version's frames
+ * (pyframe311.c for 3.11; a 3.12 or 3.13 port adds pyframe312.c, ... and
+ * selects it in setup.py). Everything here is async-signal-safe: plain
+ * loads, no allocation, no reference counting, no GIL.
+ */
+#ifndef KTAU_PYFRAME_H
+#define KTAU_PYFRAME_H
+
+#include <stdint.h>
+
+/* Bits of the header word of a walk. */
+#define KTAU_PYWALK_TRUNCATED	0x1u	/* deeper than max: the outermost frames are cut */
+#define KTAU_PYWALK_BAD		0x2u	/* a frame did not look like one: the walk stopped */
+
+/*
+ * Walk the frame chain of thread state ts (a PyThreadState *, as void * so
+ * that callers need no internal header), innermost first: for each frame
+ * its code object (out[2 i]) and the offset in code units of the
+ * instruction executing (out[2 i + 1]), at most max frames. Returns the
+ * number of frames; *flags gets KTAU_PYWALK_*. Incomplete frames (being
+ * set up) are skipped.
+ */
+int ktau_py_walk(const void *ts, uint64_t *out, int max, unsigned int *flags);
+
+/* The version the walker was written for ("3.11"): checked at import. */
+extern const char ktau_py_walk_version[];
+
+#endif
