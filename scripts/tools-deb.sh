@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make tools-deb: Debian packages of tools/ktau (ktaud, libktau1,
+# libktau-dev) built with dpkg-buildpackage and checked with lintian.
+#
+# The packaging is tools/ktau/debian. It is built in a copy of tools/ktau
+# (the files git knows, plus the kernel's uapi header <linux/ktau.h> as
+# uapi/linux/ktau.h) under $KTAU_OUT/tools-deb, so that the build writes
+# nothing into the repository. The packages, the .changes and lintian's
+# report land in $KTAU_OUT/deb/tools. lintian's remaining tags must be the
+# ones explained in tools/ktau/debian/lintian-expected; any other fails.
+. "$(dirname "$0")/lib.sh"
+
+"$KTAU_TOP/scripts/deps.sh" tools-deb
+src=$KTAU_TOP/tools/ktau
+ver=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
+W=$KTAU_OUT/tools-deb
+D=$W/ktau-tools-$ver
+dest=$KTAU_OUT/deb/tools
+rm -rf "$W" "$dest"
+mkdir -p "$D/uapi/linux" "$dest"
+(cd "$src" && git ls-files --cached --others --exclude-standard -z . |
+	xargs -0 cp --parents -t "$D")
+cp "$KTAU_TOP/include/uapi/linux/ktau.h" "$D/uapi/linux/"
+log=$KTAU_OUT/logs/tools-deb.log
+msg "building ktau-tools $ver with dpkg-buildpackage; log: $log"
+(cd "$D" && dpkg-buildpackage -b -us -uc) >"$log" 2>&1 ||
+	{ tail -n 30 "$log" >&2; die "dpkg-buildpackage failed; log: $log"; }
+arch=$(dpkg --print-architecture)
+changes=$W/ktau-tools_${ver}_$arch.changes
+cp "$W"/*.deb "$changes" "${changes%.changes}.buildinfo" "$dest/"
+# lintian: every tag it still reports is named, with why, in
+# debian/lintian-expected ("tag package: why"); a tag not named there
+# fails, and so does a named one that no longer appears.
+lintian --fail-on none --info --display-info --pedantic "$dest/${changes##*/}" \
+	>"$dest/lintian.txt" 2>&1 || die "lintian did not run; see $dest/lintian.txt"
+! grep -q '^Skipping\|No packages selected' "$dest/lintian.txt" ||
+	{ cat "$dest/lintian.txt" >&2; die "lintian checked nothing"; }
+got=$(sed -n 's/^[EWIXP]: \([^ :]*\)[^:]*: \([^ ]*\).*/\2 \1/p' "$dest/lintian.txt" | sort -u)
+want=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$src/debian/lintian-expected" |
+	awk '{print $1, $2}' | sed 's/:$//' | sort -u)
+if [ "$got" != "$want" ]; then
+	diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") >&2 || true
+	die "lintian's tags differ from tools/ktau/debian/lintian-expected (< expected, > seen); report: $dest/lintian.txt"
+fi
+msg "packages in $dest: $(cd "$dest" && echo *.deb); lintian: $(printf '%s\n' "$got" | grep -c . || true) tag(s), each explained in tools/ktau/debian/lintian-expected"
