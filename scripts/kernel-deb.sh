@@ -1,27 +1,80 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# make kernel-deb: Debian packages of the KTAU kernel for real machines.
-# Debian's own amd64 config (package linux-config-6.12) plus ktau.config,
-# built with "make bindeb-pkg" out of tree in $KTAU_BUILD/deb. Takes hours
-# on 2 cores; not part of make check. The .deb files land in $KTAU_OUT/deb.
-# KTAU_DEB_CONFIG_ONLY=1 stops after the configuration (a quick check).
+# make kernel-deb: Debian packages of the KTAU kernel, with "make bindeb-pkg".
+# Usage: scripts/kernel-deb.sh [debian|system]
+#   debian  (default) for real machines: Debian's own amd64 config (package
+#           linux-config-6.12) plus ktau.config, local version "-ktau",
+#           built out of tree in $KTAU_CACHE/deb/debian. Takes hours on 2 cores;
+#           not part of make check. Packages in $KTAU_OUT/deb/debian.
+#           KTAU_DEB_CONFIG_ONLY=1 stops after the configuration.
+#   system  the small kernel of the system test (scripts/build-kernel.sh
+#           system: the guest config plus scripts/system/system.config,
+#           local version "-ktau-test"), built in $KTAU_BUILD/system
+#           (the only build there that makes packages).
+#           Packages in $KTAU_OUT/deb/system; repackaged only when the
+#           kernel or its config changed.
+# KTAU_DEB_JOBS sets the parallel jobs (default $KTAU_JOBS).
 . "$(dirname "$0")/lib.sh"
+
+flavour=${1:-debian}
+case $flavour in
+debian|system) ;;
+*) die "unknown flavour '$flavour' (debian or system)" ;;
+esac
 
 "$KTAU_TOP/scripts/deps.sh" kernel
 missing=()
-for p in linux-config-6.12 dpkg-dev debhelper dwarves; do
+pkgs="dpkg-dev debhelper dwarves"
+[ "$flavour" = debian ] && pkgs="$pkgs linux-config-6.12"
+for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || die "install ${missing[*]} first (apt-get install ${missing[*]})"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "could not install ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" \
+		>>"$KTAU_OUT/logs/apt.log" 2>&1 || die "could not install ${missing[*]}; see $KTAU_OUT/logs/apt.log"
 fi
+dest=$KTAU_OUT/deb/$flavour
+log=$KTAU_OUT/logs/kernel-deb-$flavour.log
+B=$KTAU_BUILD/system
+[ "$flavour" = debian ] && B=$KTAU_CACHE/deb/debian
+
+# bindeb-pkg leaves the packages in the parent of the build directory;
+# each flavour gets its own parent so that they never mix.
+collect() {
+	rm -rf "$dest"
+	mkdir -p "$dest"
+	local found=0 f
+	for f in "$(dirname "$B")"/*.deb "$(dirname "$B")"/*.buildinfo "$(dirname "$B")"/*.changes; do
+		[ -f "$f" ] || continue
+		mv "$f" "$dest/"
+		found=1
+	done
+	[ $found = 1 ] || die "bindeb-pkg wrote no package next to $B; log: $log"
+}
+
+if [ "$flavour" = system ]; then
+	start=$(date +%s)
+	# The kernel itself, as make check's other kernels are built.
+	"$KTAU_TOP/scripts/build-kernel.sh" system
+	id=$(cat "$B/.config" "$B/arch/x86/boot/bzImage" "$B/modules.order" | sha256sum | cut -d' ' -f1)
+	if [ "$(cat "$dest/.ktau-stamp" 2>/dev/null)" = "$id" ] && ls "$dest"/linux-image-*.deb >/dev/null 2>&1; then
+		msg "system kernel packages are up to date in $dest"
+		exit 0
+	fi
+	msg "packaging the system kernel with bindeb-pkg; log: $log"
+	make -C "$KTAU_SRC" O="$B" -j"${KTAU_DEB_JOBS:-$KTAU_JOBS}" CC="ccache gcc" HOSTCC="ccache gcc" \
+		bindeb-pkg >"$log" 2>&1 || { tail -n 30 "$log" >&2; die "bindeb-pkg failed; log: $log"; }
+	collect
+	printf '%s\n' "$id" >"$dest/.ktau-stamp"
+	msg "system kernel packages in $dest ($(( $(date +%s) - start ))s): $(cd "$dest" && echo *.deb)"
+	exit 0
+fi
+
 "$KTAU_TOP/scripts/prepare-tree.sh"
 check_disk 20480
 cfg=$(ls /usr/src/linux-config-6.12/config.amd64_none_amd64.xz 2>/dev/null) ||
 	die "Debian's amd64 config not found under /usr/src/linux-config-6.12"
-B=$KTAU_BUILD/deb
 mkdir -p "$B"
 xz -dc "$cfg" >"$B/.config"
 cd "$KTAU_SRC"
@@ -36,10 +89,9 @@ if [ -n "${KTAU_DEB_CONFIG_ONLY:-}" ]; then
 	msg "configured $B/.config (Debian amd64 + ktau.config); stopping before the build"
 	exit 0
 fi
-log=$KTAU_OUT/logs/kernel-deb.log
 msg "building Debian packages (long); log: $log"
-make O="$B" -j"$KTAU_JOBS" CC="ccache gcc" bindeb-pkg >"$log" 2>&1 ||
+start=$(date +%s)
+make O="$B" -j"${KTAU_DEB_JOBS:-$KTAU_JOBS}" CC="ccache gcc" bindeb-pkg >"$log" 2>&1 ||
 	{ tail -n 30 "$log" >&2; die "bindeb-pkg failed; log: $log"; }
-mkdir -p "$KTAU_OUT/deb"
-mv "$KTAU_BUILD"/*.deb "$KTAU_OUT/deb/"
-msg "packages in $KTAU_OUT/deb; install with: dpkg -i $KTAU_OUT/deb/linux-image-*.deb"
+collect
+msg "packages in $dest ($(( $(date +%s) - start ))s); install with: dpkg -i $dest/linux-image-*.deb"

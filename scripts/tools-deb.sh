@@ -17,10 +17,18 @@ ver=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 W=$KTAU_OUT/tools-deb
 D=$W/ktau-tools-$ver
 dest=$KTAU_OUT/deb/tools
+files() { (cd "$src" && git ls-files --cached --others --exclude-standard -z .); }
+# Built again only when a file of tools/ktau, the uapi header or this
+# script changed (make check runs it every time).
+id=$( (cd "$src" && files | xargs -0 sha256sum; sha256sum "$KTAU_TOP/include/uapi/linux/ktau.h" "$KTAU_TOP/scripts/tools-deb.sh") |
+	sha256sum | cut -d' ' -f1)
+if [ "$(cat "$dest/.ktau-stamp" 2>/dev/null)" = "$id" ]; then
+	msg "tools packages are up to date in $dest"
+	exit 0
+fi
 rm -rf "$W" "$dest"
 mkdir -p "$D/uapi/linux" "$dest"
-(cd "$src" && git ls-files --cached --others --exclude-standard -z . |
-	xargs -0 cp --parents -t "$D")
+files | (cd "$src" && xargs -0 cp --parents -t "$D")
 cp "$KTAU_TOP/include/uapi/linux/ktau.h" "$D/uapi/linux/"
 log=$KTAU_OUT/logs/tools-deb.log
 msg "building ktau-tools $ver with dpkg-buildpackage; log: $log"
@@ -43,4 +51,5 @@ if [ "$got" != "$want" ]; then
 	diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") >&2 || true
 	die "lintian's tags differ from tools/ktau/debian/lintian-expected (< expected, > seen); report: $dest/lintian.txt"
 fi
+printf '%s\n' "$id" >"$dest/.ktau-stamp"
 msg "packages in $dest: $(cd "$dest" && echo *.deb); lintian: $(printf '%s\n' "$got" | grep -c . || true) tag(s), each explained in tools/ktau/debian/lintian-expected"
