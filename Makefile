@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb tools-deb shell bench-syscall bench fuzz clean distclean help
+	kernel-deb tools-deb system-test shell bench-syscall bench fuzz clean distclean help
 
 all: kernel tools
 
@@ -19,6 +19,7 @@ help:
 	@echo "make series       export the patch series to out/series/"
 	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
 	@echo "make tools-deb    Debian packages of the tools (ktaud, libktau1, libktau-dev)"
+	@echo "make system-test  Debian 12 + systemd + the KTAU packages, booted in QEMU"
 	@echo "make shell        boot the guest with a shell on this terminal"
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
 	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
@@ -54,6 +55,9 @@ kernel-deb:
 
 tools-deb:
 	$(S)/tools-deb.sh
+
+system-test:
+	$(S)/system.sh
 
 shell: image
 	$(S)/boot.sh --mode shell

@@ -3,6 +3,7 @@
 # The system test: a Debian 12 system with systemd, the KTAU kernel and
 # tools installed from their packages, booted under QEMU (TCG).
 # Usage: scripts/system.sh [--out DIR] [--timeout S] [--append ARGS]
+#                          [--bench] [--icount] [--kernel BZIMAGE]
 #
 #   1. the tools' packages (scripts/tools-deb.sh) and the small kernel's
 #      (scripts/kernel-deb.sh system), each rebuilt only when changed;
@@ -26,16 +27,24 @@
 # results.log. Exit 0 when the run finished with every check passed, 1 when
 # a check failed or the console shows a kernel problem, 2 when the guest
 # did not finish, 3 when something could not be built.
+# --bench boots for the boot-time bench instead of the checks (the guest
+# reports "# ktau-boot ..." once systemd is up: scripts/system-bench.sh),
+# --icount with QEMU -icount shift=0,sleep=off, --kernel with another
+# kernel (the CONFIG_KTAU=n build of the same configuration) and the
+# package's initramfs.
 . "$(dirname "$0")/lib.sh"
 . "$KTAU_TOP/scripts/check-lib.sh"
 
-out=$KTAU_OUT/guest-run/system timeout=900 append=""
+out=$KTAU_OUT/guest-run/system timeout=900 append="" mode=test icount=0 kernel=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--append) append=$2; shift 2 ;;
-	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS]" ;;
+	--bench) mode=bench; shift ;;
+	--icount) icount=1; shift ;;
+	--kernel) kernel=$2; shift 2 ;;
+	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS] [--bench] [--icount] [--kernel BZIMAGE]" ;;
 	esac
 done
 fail_build() { msg "$*"; exit 3; }
@@ -62,7 +71,7 @@ own=" $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')"
 # 2. The base system: what the test needs, plus what the packages depend
 # on (first alternatives), so that dpkg -i finds its dependencies there.
 inc="systemd systemd-sysv udev kmod initramfs-tools dbus strace jq procps"
-for p in $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Pre-Depends Depends; done |
+for p in $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Pre-Depends; dpkg-deb -f "$d" Depends; done |
 	tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g' | sort -u); do
 	case $own in *" $p "*) continue ;; esac
 	inc="$inc $p"
@@ -115,7 +124,7 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 			chroot "$1" sh -ec "
 				dpkg -i /tmp/ktau-debs/*.deb
 				useradd -m -s /bin/bash ktauuser
-				passwd -d root
+				passwd -d root  # a throwaway test image: root logs in on the console
 			"' sh "$R"
 		rm -rf "$R/tmp/ktau-debs"
 		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
@@ -143,8 +152,11 @@ fi
 
 # 4. The boot.
 rm -f "$out"/{console,results,qemu}.log
-cmdline="root=/dev/vda rw console=ttyS0 panic=-1 ktausystem=test $append"
-if grep -qw constant_tsc /proc/cpuinfo; then
+cmdline="root=/dev/vda ro console=ttyS0 panic=-1 ktausystem=$mode $append"
+qopt=()
+if [ $icount = 1 ]; then
+	qopt+=(-icount shift=0,sleep=off)
+elif grep -qw constant_tsc /proc/cpuinfo; then
 	khz=$(awk '/^cpu MHz/ { printf "%d", $4 * 1000; exit }' /proc/cpuinfo)
 	[ -n "$khz" ] && [ "$khz" -gt 0 ] && cmdline="$cmdline tsc_early_khz=$khz tsc=reliable"
 fi
@@ -152,9 +164,9 @@ msg "booting the system image (log: $out/console.log)"
 t=$(date +%s)
 set +e
 timeout -k 10 "$timeout" qemu-system-x86_64 -machine pc -accel tcg,thread=single -cpu max -m 1024 \
-	-smp 1 -kernel "$I/vmlinuz" -initrd "$I/initrd.img" -append "$cmdline" \
+	-smp 1 -kernel "${kernel:-$I/vmlinuz}" -initrd "$I/initrd.img" -append "$cmdline" \
 	-drive "file=$I/disk.img,format=raw,if=virtio" -snapshot \
-	-no-reboot -display none -nodefaults \
+	-no-reboot -display none -nodefaults "${qopt[@]}" \
 	-serial "file:$out/console.log" -serial "file:$out/results.log" </dev/null >"$out/qemu.log" 2>&1
 qrc=$?
 set -e
