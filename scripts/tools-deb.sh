@@ -9,6 +9,8 @@
 # nothing into the repository. The packages, the .changes and lintian's
 # report land in $KTAU_OUT/deb/tools. lintian's remaining tags must be the
 # ones explained in tools/ktau/debian/lintian-expected; any other fails.
+# Then a program is built against libktau-dev with pkg-config and run
+# with libktau1, both unpacked in a scratch root.
 . "$(dirname "$0")/lib.sh"
 
 "$KTAU_TOP/scripts/deps.sh" tools-deb
@@ -51,5 +53,36 @@ if [ "$got" != "$want" ]; then
 	diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") >&2 || true
 	die "lintian's tags differ from tools/ktau/debian/lintian-expected (< expected, > seen); report: $dest/lintian.txt"
 fi
+# The development package works: a program built with pkg-config against
+# libktau-dev and libktau1 unpacked in a scratch root links the shared
+# library by its soname and runs (encode/decode of an empty snapshot).
+X=$W/devcheck
+mkdir -p "$X/root"
+for p in libktau1 libktau-dev; do dpkg-deb -x "$dest/${p}_${ver}_$arch.deb" "$X/root"; done
+cat >"$X/t.c" <<'EOC'
+#include <libktau.h>
+#include <stdlib.h>
+int main(void)
+{
+	struct ktau_snap *s = ktau_snap_new(), *d = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+
+	if (!s || ktau_encode(s, &buf, &len) || ktau_decode(buf, len, &d))
+		return 1;
+	ktau_snap_free(s);
+	ktau_snap_free(d);
+	free(buf);
+	return 0;
+}
+EOC
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+pcd=$X/root/usr/lib/$ma/pkgconfig
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror -o "$X/t" "$X/t.c" \
+	$(PKG_CONFIG_SYSROOT_DIR=$X/root PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau) \
+	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-dev's header and libktau.pc"; }
+readelf -d "$X/t" | grep -q 'NEEDED.*\[libktau\.so\.1\]' || die "a program built against libktau-dev does not need libktau.so.1"
+LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/t" || die "a program built against libktau-dev does not run with libktau1"
 printf '%s\n' "$id" >"$dest/.ktau-stamp"
 msg "packages in $dest: $(cd "$dest" && echo *.deb); lintian: $(printf '%s\n' "$got" | grep -c . || true) tag(s), each explained in tools/ktau/debian/lintian-expected"
