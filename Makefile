@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb tools-deb system-test shell bench-syscall bench fuzz clean distclean help
+	kernel-deb tools-deb system-test shell bench-syscall bench bench-system fuzz clean distclean help
 
 all: kernel tools
 
@@ -25,6 +25,8 @@ help:
 	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
 	@echo "                  the host parsers' libFuzzer targets (FUZZ_SECONDS=300 each)"
 	@echo "make bench         overhead vs CONFIG_KTAU=n, ftrace and eBPF (-icount): out/bench/"
+	@echo "                  then bench-system"
+	@echo "make bench-system boot-time cost of KTAU on a Debian 12 system boot (-icount)"
 
 prepare:
 	$(S)/prepare-tree.sh
@@ -67,6 +69,10 @@ bench-syscall:
 
 bench:
 	$(S)/bench.sh
+	$(S)/system-bench.sh
+
+bench-system:
+	$(S)/system-bench.sh
 
 fuzz:
 	$(S)/fuzz.sh
