@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb shell bench-syscall bench fuzz clean distclean help
+	kernel-deb tools-deb system-test shell bench-syscall bench bench-system fuzz clean distclean help
 
 all: kernel tools
 
@@ -18,11 +18,15 @@ help:
 	@echo "make tools        build libktau and ktaud for this host"
 	@echo "make series       export the patch series to out/series/"
 	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
+	@echo "make tools-deb    Debian packages of the tools (ktaud, libktau1, libktau-dev)"
+	@echo "make system-test  Debian 12 + systemd + the KTAU packages, booted in QEMU"
 	@echo "make shell        boot the guest with a shell on this terminal"
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
 	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
 	@echo "                  the host parsers' libFuzzer targets (FUZZ_SECONDS=300 each)"
 	@echo "make bench         overhead vs CONFIG_KTAU=n, ftrace and eBPF (-icount): out/bench/"
+	@echo "                  then bench-system"
+	@echo "make bench-system boot-time cost of KTAU on a Debian 12 system boot (-icount)"
 
 prepare:
 	$(S)/prepare-tree.sh
@@ -51,6 +55,12 @@ series:
 kernel-deb:
 	$(S)/kernel-deb.sh
 
+tools-deb:
+	$(S)/tools-deb.sh
+
+system-test:
+	$(S)/system.sh
+
 shell: image
 	$(S)/boot.sh --mode shell
 
@@ -59,6 +69,10 @@ bench-syscall:
 
 bench:
 	$(S)/bench.sh
+	$(S)/system-bench.sh
+
+bench-system:
+	$(S)/system-bench.sh
 
 fuzz:
 	$(S)/fuzz.sh

@@ -8,6 +8,9 @@
 #          debug    like ktau, plus KASAN, lockdep, UBSAN, kmemleak, ...
 #          peer     guest base, CONFIG_KTAU=n, plus ftrace and BPF
 #                   (ktau-peer.config: the peers of scripts/bench.sh)
+#          system   like ktau, plus what a Debian 12 system with systemd
+#                   needs (scripts/system/system.config: the system test)
+#          system-noktau  the same, CONFIG_KTAU=n (boot-time bench)
 # The build directory is $KTAU_BUILD/NAME; bzImage is in arch/x86/boot/.
 . "$(dirname "$0")/lib.sh"
 
@@ -18,8 +21,13 @@ ktau|static) frags="ktau-guest.config ktau.config" ;;
 noktau) frags="ktau-guest.config" ;;
 debug) frags="ktau-guest.config ktau.config ktau-debug.config" ;;
 peer) frags="ktau-guest.config ktau-peer.config" ;;
-*) die "unknown kernel '$name' (ktau noktau static debug peer)" ;;
+system) frags="ktau-guest.config ktau.config" ;;
+system-noktau) frags="ktau-guest.config" ;;
+*) die "unknown kernel '$name' (ktau noktau static debug peer system system-noktau)" ;;
 esac
+# Fragments that are not part of the kernel series (the repository's own).
+extra=
+case $name in system|system-noktau) extra=$KTAU_TOP/scripts/system/system.config ;; esac
 [ $# -gt 0 ] || set -- bzImage modules
 
 "$KTAU_TOP/scripts/prepare-tree.sh"
@@ -33,10 +41,11 @@ log=$KTAU_OUT/logs/kernel-$name.log
 # that is an error here, so the config is exactly what the fragments say.
 cfgs=()
 for f in $frags; do cfgs+=("$KTAU_SRC/kernel/configs/$f"); done
-case $name in noktau|peer) printf "# CONFIG_KTAU is not set\n" >"$B/noktau.config"; cfgs+=("$B/noktau.config") ;; esac
+[ -z "$extra" ] || cfgs+=("$extra")
+case $name in noktau|peer|system-noktau) printf "# CONFIG_KTAU is not set\n" >"$B/noktau.config"; cfgs+=("$B/noktau.config") ;; esac
 cfgid=$(cat "${cfgs[@]}" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$B/.ktau-config" 2>/dev/null)" != "$cfgid" ] || [ ! -f "$B/.config" ]; then
-	msg "configuring $name kernel ($frags)"
+	msg "configuring $name kernel ($frags${extra:+ ${extra##*/}})"
 	(cd "$KTAU_SRC" && scripts/kconfig/merge_config.sh -n -O "$B" "${cfgs[@]}") >"$log.config" 2>&1 ||
 		{ tail -n 30 "$log.config" >&2; die "configuring the $name kernel failed; log: $log.config"; }
 	if grep -A3 'Value requested for' "$log.config" | grep -q 'Actual value'; then

@@ -9,6 +9,8 @@
 #   guest: PROG: CASE        a KTAP case of the guest's main pass
 #   host: CASE               a KTAP case of the host tests (tools/ktau)
 #   debug: kmemleak: CASE    the debug kernel's kmemleak scan (only there)
+#   system: PROG: CASE       a KTAP case of the system test (a Debian 12
+#                            system booted with systemd: scripts/system.sh)
 #   smp: PROG: CASE          the same cases again, on 2 CPUs
 #   debug: PROG: CASE        the same cases again, on the debug kernel
 #   anything else            a gate: lint, builds, checkpatch, smoke, and
@@ -18,7 +20,7 @@
 # case | rerun | gate, from a result name (see above).
 check_class() {	# name
 	case $1 in
-	"guest: "*": "*|"host: "*|"debug: kmemleak: "*) echo case ;;
+	"guest: "*": "*|"host: "*|"debug: kmemleak: "*|"system: "*": "*) echo case ;;
 	"smp: "*": "*|"tsc-unstable: "*": "*|"debug: "*": "*) echo rerun ;;
 	*) echo gate ;;
 	esac
@@ -42,7 +44,7 @@ check_summary() {	# results.tsv
 	for c in case rerun gate; do
 		printf '%d ' $(( ${cnt[$c.PASS]:-0} + ${cnt[$c.FAIL]:-0} + ${cnt[$c.SKIP]:-0} ))
 		case $c in
-		case) printf 'distinct behaviour cases (KTAP cases of the guest main pass and the host tests): ' ;;
+		case) printf 'distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): ' ;;
 		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): ' ;;
 		gate) printf 'gates (lint, builds, checkpatch, smoke, run and console verdicts): ' ;;
 		esac

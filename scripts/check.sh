@@ -21,7 +21,7 @@ R=$KTAU_OUT/check
 rm -rf "$R"
 mkdir -p "$R"
 # The guest runs of an earlier check must not be read as this one's.
-rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,debug,noktau}
+rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,debug,noktau,system}
 t0=$(date +%s)
 
 result() {	# PASS|FAIL|SKIP name [detail]
@@ -304,6 +304,22 @@ if [ -f "$KTAU_BUILD/noktau/arch/x86/boot/bzImage" ] && [ -f "$KTAU_OUT/guest/in
 else
 	result FAIL "guest: CONFIG_KTAU=n kernel boots, has no /proc/ktau" \
 		"not booted: no CONFIG_KTAU=n kernel or no guest image (see the build and guest steps above)"
+fi
+
+# The system test (scripts/system.sh): a Debian 12 system with systemd,
+# the KTAU kernel (small configuration) and the tools installed from their
+# Debian packages, booted in QEMU; its checks run as a service at boot.
+# Its base system comes from Debian's mirror with mmdebstrap: the network
+# is needed the first time and whenever its package list changes.
+step "system test (Debian 12 with systemd, packages)"
+"$KTAU_TOP/scripts/system.sh" --out "$KTAU_OUT/guest-run/system" 2>"$R/system.log"
+src=$?
+cat "$R/system.log"
+if [ $src = 3 ]; then
+	result FAIL "system: packages, base system and image built" "see $R/system.log"
+else
+	result PASS "system: packages, base system and image built"
+	guest_run system system $src ktau_system
 fi
 
 # --- bench smoke (scripts/bench.sh --smoke): builds the peer kernel

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian packages the project uses, if any is missing.
-# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools bench all)
+# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools bench tools-deb system all)
 . "$(dirname "$0")/lib.sh"
 
 declare -A GROUP=(
@@ -9,6 +9,8 @@ declare -A GROUP=(
 	[guest]="qemu-system-x86 busybox-static cpio gzip"
 	[tools]="gcc make pkg-config libjson-c-dev libxml2-dev gnuplot-nox clang libclang-rt-14-dev libcapstone-dev python3-dev python3-setuptools python3-pip strace"
 	[bench]="gcc make clang libbpf-dev libelf-dev zlib1g-dev gnuplot-nox busybox-static qemu-system-x86 cpio gzip"
+	[tools-deb]="dpkg-dev debhelper fakeroot lintian gcc pkgconf libjson-c-dev libcapstone-dev"
+	[system]="dpkg-dev debhelper mmdebstrap e2fsprogs qemu-system-x86 libxml2-dev"
 )
 
 want=()
@@ -17,7 +19,7 @@ for g in "$@"; do
 	if [ "$g" = all ]; then
 		for k in "${!GROUP[@]}"; do want+=(${GROUP[$k]}); done
 	else
-		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools bench all)"
+		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools bench tools-deb system all)"
 		want+=(${GROUP[$g]})
 	fi
 done

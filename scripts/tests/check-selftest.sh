@@ -133,6 +133,9 @@ t_classes() {
 	debug: ktau_abi: version_matches|rerun
 	guest: ktau_abi|gate
 	guest: every program reported its planned cases|gate
+	system: ktau_system: system_running|case
+	system: ktau_system|gate
+	system: console clean|gate
 	guest: console clean|gate
 	smp: 2 CPUs online|gate
 	debug: kmemleak|gate
@@ -152,7 +155,7 @@ t_summary() {
 	printf 'PASS\tguest: a: one\t\nSKIP\thost: two\tSKIP x\nPASS\tsmp: a: one\t\nFAIL\tdebug: a: one\tboom\n' >"$T/r.tsv"
 	printf 'PASS\tbuild: KTAU kernel\t\nPASS\tguest: console clean\t\nMAYBE\tguest: b: odd\t\n' >>"$T/r.tsv"
 	local want got rc=0
-	want="3 distinct behaviour cases (KTAP cases of the guest main pass and the host tests): 1 passed, 1 failed, 1 skipped
+	want="3 distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): 1 passed, 1 failed, 1 skipped
 2 re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): 1 passed, 1 failed, 0 skipped
 2 gates (lint, builds, checkpatch, smoke, run and console verdicts): 2 passed, 0 failed, 0 skipped
 4 passed, 2 failed, 1 skipped"
@@ -417,7 +420,8 @@ t_boot_sh_verdicts() {
 # ends tainted=512), "drop" (the 2-CPU run leaves out its last program),
 # "skip" (the main run reports a "not ok ... # SKIP"), "nokmemleak" (the
 # debug run ends without its kmemleak scan), "bench" (bench.sh
-# stops before it writes its results; the last run's are still there).
+# stops before it writes its results; the last run's are still there),
+# "system" (the system test reports a failed case).
 mkcheck() {
 	local c=$T/ck
 	rm -rf "$c"
@@ -495,6 +499,16 @@ mkcheck() {
 		echo "KTAU-GUEST-DONE rc=0 tainted=$taint"
 	} | sed 's/$/\r/' >"$out/results.log"
 	EOF
+	cat >"$c/tree/scripts/system.sh" <<-'EOF'
+	#!/bin/bash
+	out=$2
+	mkdir -p "$out"
+	echo "[    0.0] Linux version 6.12.0-ktau-test" >"$out/console.log"
+	r="ok 1 works"
+	[ "${FAKE_BREAK:-}" != system ] || r="not ok 1 works"
+	printf '# ktau-selftest-begin ktau_system\n1..1\n%s\n# ktau-selftest-end ktau_system rc=0\nKTAU-GUEST-DONE rc=0 tainted=0\n' \
+		"$r" >"$out/results.log"
+	EOF
 	printf '#!/usr/bin/perl\nexit 0;\n' >"$c/cache/src/scripts/checkpatch.pl"
 	echo 'core_param(ktau, ktau_groups, charp, 0444);' >"$c/cache/src/kernel/ktau/core.c"
 	printf '\tktau=\t\t[KNL] groups\n' >"$c/cache/src/Documentation/admin-guide/kernel-parameters.txt"
@@ -523,11 +537,12 @@ t_check_sh_end_to_end() {
 	ntsc=$(printf '%s\n' "$lists" | awk '$1 == "tsc" { print split($2, a, ",") }')
 	nprog=$(printf '%s\n' "$lists" | cut -d' ' -f2 | tr ',' '\n' | sort -u | wc -l)
 	nprog=$((nprog + 2))
-	{ grep -qx "$((nprog + 1)) distinct behaviour cases (KTAP cases of the guest main pass and the host tests): $((nprog + 1)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
+	# Distinct cases: the main pass's, kmemleak's and the system test's.
+	{ grep -qx "$((nprog + 2)) distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): $((nprog + 2)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
 	grep -qx "$((nsmp + ntsc + nprog)) re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): $((nsmp + ntsc + nprog)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
 	grep -q '^PASS: debug: kmemleak: works$' "$T/ck/log" && grep -q '^PASS: smp: 2 CPUs online' "$T/ck/log"; } ||
 		{ echo "# the counts of a clean run:"; tail -n 5 "$T/ck/log" | sed 's/^/#   /'; return 1; }
-	for b in taint drop skip nokmemleak bench; do
+	for b in taint drop skip nokmemleak bench system; do
 		runcheck $b && rc=0 || rc=$?
 		last=$(tail -n 1 "$T/ck/log")
 		{ [ $rc -eq 1 ] && [[ $last =~ ^[0-9]+\ passed,\ 1\ failed,\ [0-9]+\ skipped$ ]]; } ||
@@ -538,6 +553,7 @@ t_check_sh_end_to_end() {
 		skip) grep -q '^FAIL: guest: ktau_a: works (SKIP it did not)' "$T/ck/log" ;;
 		nokmemleak) grep -q '^FAIL: debug: kmemleak (not run' "$T/ck/log" ;;
 		bench) grep -q '^FAIL: bench smoke: kernels, programs and image build' "$T/ck/log" ;;
+		system) grep -q '^FAIL: system: ktau_system: works' "$T/ck/log" ;;
 		esac || { echo "# FAKE_BREAK=$b: no such failure in"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
 	done
 }

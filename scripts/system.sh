@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The system test: a Debian 12 system with systemd, the KTAU kernel and
+# tools installed from their packages, booted under QEMU (TCG).
+# Usage: scripts/system.sh [--out DIR] [--timeout S] [--append ARGS]
+#                          [--bench] [--icount] [--kernel BZIMAGE]
+#
+#   1. the tools' packages (scripts/tools-deb.sh) and the small kernel's
+#      (scripts/kernel-deb.sh system), each rebuilt only when changed;
+#   2. a Debian 12 root file system with mmdebstrap (minbase plus systemd,
+#      udev, kmod, initramfs-tools, dbus, strace, jq and what the packages
+#      depend on), kept as a tarball in $KTAU_CACHE/system and made again
+#      only when that list changes. This needs the network (Debian's
+#      mirror, deb.debian.org, or KTAU_MIRROR);
+#   3. the image: the tarball unpacked, the packages installed in it with
+#      dpkg -i in a chroot (the kernel's postinst makes the initramfs with
+#      initramfs-tools), a user "ktauuser", the test and its unit, then an
+#      ext4 disk image made with mkfs.ext4 -d (no loop mount); kept in
+#      $KTAU_CACHE/system until one of those changes;
+#   4. the boot: QEMU with the kernel and initramfs that the package
+#      installed in the image's /boot (copied out: -kernel/-initrd stand in
+#      for the boot loader), root=/dev/vda, -snapshot so the cached image
+#      stays as it was. ktau-system-test.service runs the checks at boot,
+#      writes KTAP to the second serial port and reboots (-no-reboot ends
+#      QEMU).
+# Results in DIR (default $KTAU_OUT/guest-run/system): console.log,
+# results.log. Exit 0 when the run finished with every check passed, 1 when
+# a check failed or the console shows a kernel problem, 2 when the guest
+# did not finish, 3 when something could not be built.
+# --bench boots for the boot-time bench instead of the checks (the guest
+# reports "# ktau-boot ..." once systemd is up: scripts/system-bench.sh),
+# --icount with QEMU -icount shift=0,sleep=off, --kernel with another
+# kernel (the CONFIG_KTAU=n build of the same configuration) and the
+# package's initramfs.
+. "$(dirname "$0")/lib.sh"
+. "$KTAU_TOP/scripts/check-lib.sh"
+
+out=$KTAU_OUT/guest-run/system timeout=900 append="" mode=test icount=0 kernel=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--append) append=$2; shift 2 ;;
+	--bench) mode=bench; shift ;;
+	--icount) icount=1; shift ;;
+	--kernel) kernel=$2; shift 2 ;;
+	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS] [--bench] [--icount] [--kernel BZIMAGE]" ;;
+	esac
+done
+fail_build() { msg "$*"; exit 3; }
+
+"$KTAU_TOP/scripts/deps.sh" system tools-deb || fail_build "packages missing"
+[ "$(id -u)" = 0 ] || fail_build "the image is made as root (chroot, dpkg -i, file ownership): run as root"
+S=$KTAU_CACHE/system
+mkdir -p "$S" "$out"
+exec 8>"$S/.lock"
+flock 8
+check_disk 4096
+
+# 1. The packages.
+"$KTAU_TOP/scripts/tools-deb.sh" || fail_build "the tools' packages did not build"
+"$KTAU_TOP/scripts/kernel-deb.sh" system || fail_build "the system kernel's packages did not build"
+debs=()
+for d in "$KTAU_OUT"/deb/tools/{ktaud,libktau1,libktau-dev}_*.deb "$KTAU_OUT"/deb/system/linux-image-*.deb; do
+	case $d in *-dbg_*|*dbgsym*) continue ;; esac
+	[ -f "$d" ] || fail_build "no package $d"
+	debs+=("$d")
+done
+own=" $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')"
+
+# 2. The base system: what the test needs, plus what the packages depend
+# on (first alternatives), so that dpkg -i finds its dependencies there.
+inc="systemd systemd-sysv udev kmod initramfs-tools dbus strace jq procps"
+for p in $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Pre-Depends; dpkg-deb -f "$d" Depends; done |
+	tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g' | sort -u); do
+	case $own in *" $p "*) continue ;; esac
+	inc="$inc $p"
+done
+inc=$(printf '%s\n' $inc | sort -u | tr '\n' ',' | sed 's/,$//')
+mirror=${KTAU_MIRROR:-http://deb.debian.org/debian}
+base_id=$(printf 'mmdebstrap %s\nbookworm minbase %s\n%s\n' "$(mmdebstrap --version)" "$inc" "$mirror" |
+	sha256sum | cut -c1-16)
+base=$S/base-$base_id.tar
+if [ ! -f "$base" ]; then
+	log=$KTAU_OUT/logs/system-mmdebstrap.log
+	msg "building the Debian 12 base system with mmdebstrap (network: $mirror); log: $log"
+	t=$(date +%s)
+	rm -f "$S"/base-*.tar
+	mmdebstrap --variant=minbase --include="$inc" --aptopt='Acquire::Retries "3"' \
+		bookworm "$S/tmp-$base_id.tar" "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
+		>"$log" 2>&1 || { tail -n 20 "$log" >&2; rm -f "$S/tmp-$base_id.tar"; fail_build "mmdebstrap failed; log: $log"; }
+	mv "$S/tmp-$base_id.tar" "$base"
+	msg "base system in $((  $(date +%s) - t ))s: $(du -h "$base" | cut -f1)"
+fi
+
+# 3. The image.
+unit=$KTAU_TOP/scripts/system/ktau-system-test.service
+test=$KTAU_TOP/scripts/system/ktau-system-test
+img_id=$( {
+	echo "$base_id"
+	sha256sum "${debs[@]}" "$unit" "$test" "$0" | cut -d' ' -f1
+	printf '%s\n' "$KTAU_CONSOLE_BAD"
+} | sha256sum | cut -c1-16)
+I=$S/image
+if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
+	log=$KTAU_OUT/logs/system-image.log
+	msg "making the system image (dpkg -i of ${#debs[@]} packages, mkfs.ext4 -d); log: $log"
+	t=$(date +%s)
+	rm -rf "$I"
+	mkdir -p "$I/root"
+	R=$I/root
+	make_image() {
+		tar -C "$R" -xf "$base"
+		mkdir -p "$R/tmp/ktau-debs"
+		cp "${debs[@]}" "$R/tmp/ktau-debs/"
+		echo ktau-test >"$R/etc/hostname"
+		printf '/dev/vda / ext4 defaults 0 1\n' >"$R/etc/fstab"
+		# dpkg -i in the chroot, with /proc, /sys and /dev (the kernel's
+		# postinst runs update-initramfs), in a mount namespace of its own.
+		unshare -m --propagation private sh -ec '
+			mount -t proc proc "$1/proc"
+			mount -t sysfs sysfs "$1/sys"
+			mount --rbind /dev "$1/dev"
+			chroot "$1" sh -ec "
+				dpkg -i /tmp/ktau-debs/*.deb
+				useradd -m -s /bin/bash ktauuser
+				passwd -d root  # a throwaway test image: root logs in on the console
+			"' sh "$R"
+		rm -rf "$R/tmp/ktau-debs"
+		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
+		mkdir -p "$R/usr/local/share/ktau-system-test"
+		printf '%s\n' "$KTAU_CONSOLE_BAD" >"$R/usr/local/share/ktau-system-test/console-bad"
+		install -m 0644 "$unit" "$R/etc/systemd/system/"
+		ln -sf /etc/systemd/system/ktau-system-test.service \
+			"$R/etc/systemd/system/multi-user.target.wants/ktau-system-test.service"
+		kver=$(cd "$R/lib/modules" && ls | head -n 1)
+		cp "$R/boot/vmlinuz-$kver" "$I/vmlinuz"
+		cp "$R/boot/initrd.img-$kver" "$I/initrd.img"
+		rm -f "$I/disk.img"
+		truncate -s 2G "$I/disk.img"
+		mkfs.ext4 -q -F -L ktau-root -d "$R" "$I/disk.img"
+		rm -rf "$R"
+	}
+	set +e
+	(set -e; make_image) >"$log" 2>&1
+	rc=$?
+	set -e
+	[ $rc = 0 ] || { tail -n 30 "$log" >&2; rm -rf "$I"; fail_build "making the image failed; log: $log"; }
+	printf '%s\n' "$img_id" >"$I/.ktau-stamp"
+	msg "image made in $(( $(date +%s) - t ))s: kernel $(file -b "$I/vmlinuz" | sed -n 's/.*version \([^ ]*\).*/\1/p')"
+fi
+
+# 4. The boot.
+rm -f "$out"/{console,results,qemu}.log
+cmdline="root=/dev/vda ro console=ttyS0 panic=-1 ktausystem=$mode $append"
+qopt=()
+if [ $icount = 1 ]; then
+	qopt+=(-icount shift=0,sleep=off)
+elif grep -qw constant_tsc /proc/cpuinfo; then
+	khz=$(awk '/^cpu MHz/ { printf "%d", $4 * 1000; exit }' /proc/cpuinfo)
+	[ -n "$khz" ] && [ "$khz" -gt 0 ] && cmdline="$cmdline tsc_early_khz=$khz tsc=reliable"
+fi
+msg "booting the system image (log: $out/console.log)"
+t=$(date +%s)
+set +e
+timeout -k 10 "$timeout" qemu-system-x86_64 -machine pc -accel tcg,thread=single -cpu max -m 1024 \
+	-smp 1 -kernel "${kernel:-$I/vmlinuz}" -initrd "$I/initrd.img" -append "$cmdline" \
+	-drive "file=$I/disk.img,format=raw,if=virtio" -snapshot \
+	-no-reboot -display none -nodefaults "${qopt[@]}" \
+	-serial "file:$out/console.log" -serial "file:$out/results.log" </dev/null >"$out/qemu.log" 2>&1
+qrc=$?
+set -e
+msg "system run took $(( $(date +%s) - t ))s"
+if problems=$(console_problems "$out/console.log"); then
+	printf '%s\n' "$problems" | head -n 5 >&2
+	msg "the kernel reported a problem; console log: $out/console.log"
+	exit 1
+fi
+if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+	msg "the system did not finish within ${timeout}s; console log: $out/console.log"
+	exit 2
+fi
+[ $qrc -eq 0 ] || { cat "$out/qemu.log" >&2; msg "qemu failed (exit $qrc)"; exit 2; }
+done_line=$(guest_done_line "$out/results.log")
+[ -n "$done_line" ] || { msg "the system stopped before its test finished; console log: $out/console.log"; exit 2; }
+case $done_line in
+*" rc=0 tainted=0") exit 0 ;;
+*) msg "system test: $done_line; results: $out/results.log"; exit 1 ;;
+esac
