@@ -10,6 +10,9 @@
 #   host: CASE               a KTAP case of the host tests (tools/ktau)
 #   debug: kmemleak: CASE    the debug kernel's kmemleak scan (only there)
 #   smp: PROG: CASE          the same cases again, on 2 CPUs
+#   tsc-unstable: PROG: CASE the same cases again, 2 CPUs, tsc=unstable
+#   bootparam: PROG: CASE    the same cases again, booted with ktau= and
+#                            ktau.slots= (ktau_boot expects what they say)
 #   debug: PROG: CASE        the same cases again, on the debug kernel
 #   anything else            a gate: lint, builds, checkpatch, smoke, and
 #                            the verdicts on a run as a whole ("guest: PROG"
@@ -19,7 +22,7 @@
 check_class() {	# name
 	case $1 in
 	"guest: "*": "*|"host: "*|"debug: kmemleak: "*) echo case ;;
-	"smp: "*": "*|"tsc-unstable: "*": "*|"debug: "*": "*) echo rerun ;;
+	"smp: "*": "*|"tsc-unstable: "*": "*|"bootparam: "*": "*|"debug: "*": "*) echo rerun ;;
 	*) echo gate ;;
 	esac
 }
@@ -43,7 +46,7 @@ check_summary() {	# results.tsv
 		printf '%d ' $(( ${cnt[$c.PASS]:-0} + ${cnt[$c.FAIL]:-0} + ${cnt[$c.SKIP]:-0} ))
 		case $c in
 		case) printf 'distinct behaviour cases (KTAP cases of the guest main pass and the host tests): ' ;;
-		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): ' ;;
+		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam: booted with ktau= and ktau.slots=, debug: the debug kernel): ' ;;
 		gate) printf 'gates (lint, builds, checkpatch, smoke, run and console verdicts): ' ;;
 		esac
 		printf '%d passed, %d failed, %d skipped\n' "${cnt[$c.PASS]:-0}" "${cnt[$c.FAIL]:-0}" "${cnt[$c.SKIP]:-0}"

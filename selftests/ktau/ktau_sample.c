@@ -157,8 +157,19 @@ TEST_F(sample, rate_and_user_mode)
 	TH_LOG("%llu ns of CPU: %llu samples, %u read, expected about %llu",
 	       (unsigned long long)cpu, (unsigned long long)r.taken, r.nread,
 	       (unsigned long long)expect);
+	/*
+	 * At most one sample per period of CPU time (was up to 3/2 of the
+	 * expected count): cpu-clock's hrtimer skips the periods it missed
+	 * rather than catching up, so more is a bug; +5% + 2 for the CPU
+	 * time outside the measured window (sampling starts before it and
+	 * the snapshot and read run after it; slow on debug kernels).
+	 * Fewer is no bug under TCG on a loaded host: a vCPU the host did
+	 * not run for a while makes one late expiry stand for several
+	 * periods; hence half as the lower bound. Measured: 100 and 102 of
+	 * 100 expected (main pass, debug kernel).
+	 */
 	EXPECT_LE(expect / 2, r.taken);
-	EXPECT_GE(expect * 3 / 2 + 2, r.taken);
+	EXPECT_GE(expect + expect / 20 + 2, r.taken);
 	EXPECT_EQ(r.taken, r.nread + r.buffered);
 	EXPECT_EQ(0, r.lost);
 	EXPECT_EQ(0, r.signals);
