@@ -21,7 +21,7 @@ R=$KTAU_OUT/check
 rm -rf "$R"
 mkdir -p "$R"
 # The guest runs of an earlier check must not be read as this one's.
-rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,bootparam,debug,noktau}
+rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,bootparam,bootparam-bad,debug,noktau}
 t0=$(date +%s)
 
 result() {	# PASS|FAIL|SKIP name [detail]
@@ -273,8 +273,10 @@ extra_pass() {
 smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control,ktau_overflow,drill-tests,ktaud-tests,merge-tests,sample-tests"
 tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
 # The boot parameters: two groups and an unknown name, the smallest
-# table; ktau_boot works out what to expect from /proc/cmdline.
+# table; then no group and a size out of range (ignored, 64). ktau_boot
+# works out what to expect from /proc/cmdline.
 bootparam_append="ktau=syscall,sched,nosuchgroup ktau.slots=16 ktautests=ktau_boot"
+bootparam2_append="ktau=none ktau.slots=256 ktautests=ktau_boot"
 step "guest, 2 CPUs"
 if [ $image_ok = 1 ]; then
 	extra_pass smp 900 2 "$smp_append"
@@ -282,6 +284,7 @@ if [ $image_ok = 1 ]; then
 	extra_pass tsc-unstable 300 2 "$tsc_append"
 	step "guest, boot parameters"
 	extra_pass bootparam 180 1 "$bootparam_append"
+	extra_pass bootparam-bad 180 1 "$bootparam2_append"
 else
 	result FAIL "smp: guest run" "no guest image (see the guest step above)"
 fi
