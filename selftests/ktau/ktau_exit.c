@@ -575,10 +575,15 @@ TEST_F_TIMEOUT(exitprof, collector_gets_threads, 20)
 		EXPECT_NE(pid, r->tid);
 		EXPECT_TRUE(r->flags & KTAU_REC_EXITED);
 		EXPECT_EQ(a[i].calls, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+		/* A thread ends in exit(), which never returns: never counted. */
+		EXPECT_EQ(NULL, ktau_rec_find(r, KTAU_ID_SYSCALL_BASE + SYS_exit));
 	}
 	r = find_rec(self->buf, n, pid);
 	ASSERT_NE(NULL, r) TH_LOG("no record for the child %d", pid);
 	EXPECT_EQ(5, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	/* _exit() is exit_group(), never counted either. */
+	EXPECT_EQ(NULL, ktau_rec_find(r, KTAU_ID_SYSCALL_BASE + SYS_exit_group));
+	EXPECT_EQ(NULL, ktau_rec_find(r, KTAU_ID_SYSCALL_BASE + SYS_exit));
 	ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
 	EXPECT_EQ(N_THR + 1, st.collected);
 	EXPECT_EQ(0, st.dropped);

@@ -245,6 +245,33 @@ TEST_F(probe, long_names_not_cut)
 }
 
 /* Refused, each with its errno, and nothing added. */
+/*
+ * IDs are never given out again within the boot: another function
+ * probed after a probe was removed gets an ID that no function had (the
+ * same function again gets its old one, above); the removed probe's ID,
+ * if still listed, still names its function.
+ */
+TEST_F(probe, ids_never_reused)
+{
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *f;
+	int id1, id2;
+
+	id1 = probe_add(self->fd, "__x64_sys_getppid");
+	ASSERT_LT(0, id1);
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	f = ktau_func_by_id(&fs, id1);
+	if (f)
+		EXPECT_STREQ("__x64_sys_getppid", f->name);
+	id2 = probe_add(self->fd, "__x64_sys_getpid");
+	ASSERT_LT(0, id2);
+	EXPECT_NE(id1, id2);
+	EXPECT_EQ(NULL, ktau_func_by_id(&fs, id2)) TH_LOG("id %d was given before", id2);
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getpid"));
+	ktau_funcs_free(&fs);
+}
+
 TEST_F(probe, refused)
 {
 	struct ktau_probe_req req;

@@ -516,6 +516,9 @@ TEST_F(shared, fork_not_inherited)
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(before, shared_count_now(sh, KTAU_ID_GETPPID));
+	/* The parent's page still counts its own calls after the fork. */
+	ktau_getppid_loop(LOOPS);
+	EXPECT_EQ(before + LOOPS, shared_count_now(sh, KTAU_ID_GETPPID));
 }
 
 /*
