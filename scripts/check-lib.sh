@@ -12,6 +12,11 @@
 #   system: PROG: CASE       a KTAP case of the system test (a Debian 12
 #                            system booted with systemd: scripts/system.sh)
 #   smp: PROG: CASE          the same cases again, on 2 CPUs
+#   tsc-unstable: PROG: CASE the same cases again, 2 CPUs, tsc=unstable
+#   bootparam: PROG: CASE    the same cases again, booted with ktau= and
+#                            ktau.slots= (ktau_boot expects what they say);
+#                            bootparam-bad: the same with ktau=none and a
+#                            ktau.slots= out of range
 #   debug: PROG: CASE        the same cases again, on the debug kernel
 #   anything else            a gate: lint, builds, checkpatch, smoke, and
 #                            the verdicts on a run as a whole ("guest: PROG"
@@ -21,7 +26,7 @@
 check_class() {	# name
 	case $1 in
 	"guest: "*": "*|"host: "*|"debug: kmemleak: "*|"system: "*": "*) echo case ;;
-	"smp: "*": "*|"tsc-unstable: "*": "*|"debug: "*": "*) echo rerun ;;
+	"smp: "*": "*|"tsc-unstable: "*": "*|"bootparam: "*": "*|"bootparam-bad: "*": "*|"debug: "*": "*) echo rerun ;;
 	*) echo gate ;;
 	esac
 }
@@ -45,7 +50,7 @@ check_summary() {	# results.tsv
 		printf '%d ' $(( ${cnt[$c.PASS]:-0} + ${cnt[$c.FAIL]:-0} + ${cnt[$c.SKIP]:-0} ))
 		case $c in
 		case) printf 'distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): ' ;;
-		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): ' ;;
+		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): ' ;;
 		gate) printf 'gates (lint, builds, checkpatch, smoke, run and console verdicts): ' ;;
 		esac
 		printf '%d passed, %d failed, %d skipped\n' "${cnt[$c.PASS]:-0}" "${cnt[$c.FAIL]:-0}" "${cnt[$c.SKIP]:-0}"

@@ -21,7 +21,7 @@ R=$KTAU_OUT/check
 rm -rf "$R"
 mkdir -p "$R"
 # The guest runs of an earlier check must not be read as this one's.
-rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,debug,noktau,system}
+rm -rf "$KTAU_OUT"/guest-run/{check,smp,tsc-unstable,bootparam,bootparam-bad,debug,noktau,system}
 t0=$(date +%s)
 
 result() {	# PASS|FAIL|SKIP name [detail]
@@ -244,34 +244,47 @@ else
 	[ $kernel_ok = 1 ] && { tail -n 20 "$R/image.log"; }
 	result FAIL "guest: image built and booted" "kernel or image build failed; see $R/image.log"
 fi
-# A guest run of the KTAU kernel on two CPUs: NAME (its directory under
-# guest-run/ and the prefix of its results), TIMEOUT, kernel command line
-# with a ktautests= list, which must name only programs of the image.
-smp_pass() {
+# A guest run of the KTAU kernel: NAME (its directory under guest-run/
+# and the prefix of its results), TIMEOUT, CPUS, kernel command line with
+# a ktautests= list, which must name only programs of the image. With
+# more than one CPU, fewer online fails the run.
+extra_pass() {
 	local unknown brc
-	unknown=$(ktautests_unknown "$3" "$KTAU_OUT/guest/root" | tr '\n' ' ')
+	unknown=$(ktautests_unknown "$4" "$KTAU_OUT/guest/root" | tr '\n' ' ')
 	if [ -n "$unknown" ]; then
 		result FAIL "$1: ktautests= names only programs of the image" \
 			"not in the image: ${unknown}(fix the list in scripts/check.sh)"
 	else
 		result PASS "$1: ktautests= names only programs of the image"
 	fi
-	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp 2 --timeout "$2" \
-		--append "$3" --out "$KTAU_OUT/guest-run/$1" 2>>"$R/boot.log"
+	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp "$3" --timeout "$2" \
+		--append "$4" --out "$KTAU_OUT/guest-run/$1" 2>>"$R/boot.log"
 	brc=$?
-	guest_run "$1" "$1" $brc "$(ktautests_list "$3" | tr '\n' ' ')" 2
+	if [ "$3" -gt 1 ]; then
+		guest_run "$1" "$1" $brc "$(ktautests_list "$4" | tr '\n' ' ')" "$3"
+	else
+		guest_run "$1" "$1" $brc "$(ktautests_list "$4" | tr '\n' ' ')"
+	fi
 }
 # Two CPUs: readers, hotplug and group switches across CPUs (the tests
-# whose figures do not depend on having the host to themselves); then
-# with the TSC marked unstable, where routines that change CPU are
-# rebased.
-smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control,ktau_kvm"
+# whose figures do not depend on having the host to themselves), and the
+# tools' guest tests; then with the TSC marked unstable, where routines
+# that change CPU are rebased.
+smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control,ktau_overflow,drill-tests,ktaud-tests,merge-tests,sample-tests,ktau_kvm"
 tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
+# The boot parameters: two groups and an unknown name, the smallest
+# table; then no group and a size out of range (ignored, 64). ktau_boot
+# works out what to expect from /proc/cmdline.
+bootparam_append="ktau=syscall,sched,nosuchgroup ktau.slots=16 ktautests=ktau_boot"
+bootparam2_append="ktau=none ktau.slots=256 ktautests=ktau_boot"
 step "guest, 2 CPUs"
 if [ $image_ok = 1 ]; then
-	smp_pass smp 600 "$smp_append"
+	extra_pass smp 900 2 "$smp_append"
 	step "guest, 2 CPUs, tsc=unstable"
-	smp_pass tsc-unstable 300 "$tsc_append"
+	extra_pass tsc-unstable 300 2 "$tsc_append"
+	step "guest, boot parameters"
+	extra_pass bootparam 180 1 "$bootparam_append"
+	extra_pass bootparam-bad 180 1 "$bootparam2_append"
 else
 	result FAIL "smp: guest run" "no guest image (see the guest step above)"
 fi

@@ -130,6 +130,9 @@ t_classes() {
 	host: taucheck: good/basic|case
 	debug: kmemleak: kmemleak_finds_nothing|case
 	smp: ktau_churn: churn_readers|rerun
+	bootparam: ktau_boot: table_size_as_booted|rerun
+	bootparam: console clean|gate
+	bootparam-bad: ktau_boot: groups_as_booted|rerun
 	debug: ktau_abi: version_matches|rerun
 	guest: ktau_abi|gate
 	guest: every program reported its planned cases|gate
@@ -156,7 +159,7 @@ t_summary() {
 	printf 'PASS\tbuild: KTAU kernel\t\nPASS\tguest: console clean\t\nMAYBE\tguest: b: odd\t\n' >>"$T/r.tsv"
 	local want got rc=0
 	want="3 distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): 1 passed, 1 failed, 1 skipped
-2 re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): 1 passed, 1 failed, 0 skipped
+2 re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): 1 passed, 1 failed, 0 skipped
 2 gates (lint, builds, checkpatch, smoke, run and console verdicts): 2 passed, 0 failed, 0 skipped
 4 passed, 2 failed, 1 skipped"
 	got=$(check_summary "$T/r.tsv") || rc=$?
@@ -456,7 +459,7 @@ mkcheck() {
 	G=$KTAU_OUT/guest
 	rm -rf "$G"
 	mkdir -p "$G/root/ktau/selftests" "$G/root/ktau/tests"
-	for p in ktau_a $(sed -n 's/^\(smp\|tsc\)_append=".*ktautests=\(.*\)"$/\2/p' "$(dirname "$0")/check.sh" | tr , '\n' | sort -u); do
+	for p in ktau_a $(sed -n 's/^\(smp\|tsc\|bootparam2\?\)_append=".*ktautests=\(.*\)"$/\2/p' "$(dirname "$0")/check.sh" | tr , '\n' | sort -u); do
 		install -m 0755 /dev/null "$G/root/ktau/selftests/$p"
 	done
 	install -m 0755 /dev/null "$G/root/ktau/tests/b-tests"
@@ -531,15 +534,17 @@ t_check_sh_end_to_end() {
 	# Main pass: ktau_a, the programs of the 2-CPU lists, b-tests, and the
 	# debug kernel's kmemleak; re-runs: each 2-CPU list again, and the
 	# main pass's programs on the debug kernel.
-	local lists nsmp ntsc nprog
-	lists=$(sed -n 's/^\(smp\|tsc\)_append=".*ktautests=\(.*\)"$/\1 \2/p' "$top/scripts/check.sh")
+	local lists nsmp ntsc nbp nprog
+	lists=$(sed -n 's/^\(smp\|tsc\|bootparam2\?\)_append=".*ktautests=\(.*\)"$/\1 \2/p' "$top/scripts/check.sh")
 	nsmp=$(printf '%s\n' "$lists" | awk '$1 == "smp" { print split($2, a, ",") }')
 	ntsc=$(printf '%s\n' "$lists" | awk '$1 == "tsc" { print split($2, a, ",") }')
+	nbp=$(printf '%s\n' "$lists" | awk '$1 ~ /^bootparam/ { n += split($2, a, ",") } END { print n }')
+	[ "${nbp:-0}" -gt 0 ] || { echo "# no bootparam_append list in check.sh"; return 1; }
 	nprog=$(printf '%s\n' "$lists" | cut -d' ' -f2 | tr ',' '\n' | sort -u | wc -l)
 	nprog=$((nprog + 2))
 	# Distinct cases: the main pass's, kmemleak's and the system test's.
 	{ grep -qx "$((nprog + 2)) distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): $((nprog + 2)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
-	grep -qx "$((nsmp + ntsc + nprog)) re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, debug: the debug kernel): $((nsmp + ntsc + nprog)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
+	grep -qx "$((nsmp + ntsc + nbp + nprog)) re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): $((nsmp + ntsc + nbp + nprog)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
 	grep -q '^PASS: debug: kmemleak: works$' "$T/ck/log" && grep -q '^PASS: smp: 2 CPUs online' "$T/ck/log"; } ||
 		{ echo "# the counts of a clean run:"; tail -n 5 "$T/ck/log" | sed 's/^/#   /'; return 1; }
 	for b in taint drop skip nokmemleak bench system; do

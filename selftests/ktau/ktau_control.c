@@ -227,6 +227,123 @@ TEST_F_TIMEOUT(control, reset_zeroes_own_profile, 10)
 }
 
 /* Bad commands: EINVAL, and the control file reads as before. */
+/* The count of @id in this thread's own shared page (no other writer). */
+static __u64 page_count(const struct ktau_shared *sh, __u32 id)
+{
+	unsigned int i;
+
+	for (i = 0; i < KTAU_SHARED_ENTRIES; i++)
+		if (sh->entries[i].id == id)
+			return sh->entries[i].count;
+	return 0;
+}
+
+/* Sum of the counts of a record: what a reset would take to zero. */
+static __u64 rec_calls(const struct ktau_task_rec *r)
+{
+	const struct ktau_entry *e = ktau_rec_entries(r);
+	__u64 n = 0;
+	__u32 i;
+
+	for (i = 0; i < r->nentries; i++)
+		n += e[i].count;
+	return n;
+}
+
+/*
+ * A reset reaches other tasks, the aggregate and not kernel threads or
+ * shared pages: a child blocked in read() with 100 getppid() keeps them
+ * until it returns to user space, then has only what it did after (7
+ * calls, and not the read() that was in progress); the aggregate drops
+ * to what was done since; a kernel thread's totals do not go down; this
+ * thread's shared page keeps counting across the reset.
+ */
+TEST_F_TIMEOUT(control, reset_reaches_others_not_kthreads_or_pages, 20)
+{
+	struct ktau_snap all = { 0 }, agg = { 0 };
+	const struct ktau_task_rec *r, *k;
+	struct ktau_shared *sh;
+	__u64 kcalls = 0, agg0;
+	int go[2], st;
+	pid_t kt = 0, child;
+	char c;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		ktau_getppid_loop(100);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		ktau_getppid_loop(7);
+		if (read(go[0], &c, 1) != 1)
+			_exit(3);
+		_exit(0);
+	}
+	ASSERT_EQ(0, ktau_shared_register(self->fd, sh, sizeof(*sh), 0));
+	ktau_getppid_loop(10);
+	/* The child blocked in its first read(), with its 100 calls. */
+	for (st = 0; st < 5000; st++) {
+		r = ktau_snap(self->fd, &self->a, KTAU_SNAP_PIDS, &child, 1) ? NULL :
+		    ktau_snap_find(&self->a, child);
+		if (r && ktau_rec_val(r, KTAU_ID_GETPPID).count == 100)
+			break;
+		usleep(1000);
+	}
+	ASSERT_EQ(100, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	usleep(20000);
+	/* kthreadd, a kernel thread that lives as long as the system. */
+	kt = 2;
+	ASSERT_EQ(0, ktau_snap(self->fd, &all, KTAU_SNAP_PIDS, &kt, 1));
+	k = ktau_snap_find(&all, kt);
+	ASSERT_NE(NULL, k);
+	ASSERT_TRUE(k->flags & KTAU_REC_KTHREAD);
+	kcalls = rec_calls(k);
+	ASSERT_LT(0, kcalls) TH_LOG("kthreadd has nothing counted");
+	agg0 = ktau_rec_val(ktau_must_snap_aggregate(_metadata, self->fd, &agg),
+			    KTAU_ID_GETPPID).count;
+	EXPECT_EQ(10, page_count(sh, KTAU_ID_GETPPID));
+	ASSERT_EQ(0, ktau_control("reset"));
+	ktau_getppid_loop(10);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	/* The child did its 7 calls and blocked again. */
+	for (st = 0; st < 5000; st++) {
+		r = ktau_snap(self->fd, &self->b, KTAU_SNAP_PIDS, &child, 1) ? NULL :
+		    ktau_snap_find(&self->b, child);
+		if (r && ktau_rec_val(r, KTAU_ID_GETPPID).count >= 7)
+			break;
+		usleep(1000);
+	}
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(7, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	EXPECT_EQ(0, ktau_rec_val(r, KTAU_ID_READ).count);
+	r = ktau_must_snap_self(_metadata, self->fd, &self->c);
+	EXPECT_EQ(10, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	r = ktau_must_snap_aggregate(_metadata, self->fd, &agg);
+	TH_LOG("aggregate getppid: %llu before the reset, %llu after", (unsigned long long)agg0,
+	       ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	EXPECT_LE(110, agg0);
+	EXPECT_LE(17, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	EXPECT_GE(27, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	ASSERT_EQ(0, ktau_snap(self->fd, &all, KTAU_SNAP_PIDS, &kt, 1));
+	k = ktau_snap_find(&all, kt);
+	ASSERT_NE(NULL, k);
+	EXPECT_LE(kcalls, rec_calls(k)) TH_LOG("kernel thread %d (%s) was reset", kt, k->comm);
+	/* Not cleared by the reset: 10 before, 10 after. */
+	EXPECT_EQ(20, page_count(sh, KTAU_ID_GETPPID));
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ktau_shared_unregister(self->fd);
+	ktau_snap_free(&all);
+	ktau_snap_free(&agg);
+	munmap(sh, sizeof(*sh));
+	close(go[0]);
+	close(go[1]);
+}
+
 TEST_F_TIMEOUT(control, bad_commands_einval, 10)
 {
 	static const char garbage1[] = { 0xff, 0x00, 0x80, 's', 0x01, '\n', 0x7f };

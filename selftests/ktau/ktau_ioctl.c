@@ -154,6 +154,20 @@ TEST_F_TIMEOUT(snapshot, bad_fields_einval, 10)
 	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
 	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, pids, ~0u, self->buf, BUF_SIZE);
 	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+	/* Inconsistent lists: pids without KTAU_SNAP_PIDS, none with it. */
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF, pids, 2, self->buf, BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, pids, 0, self->buf, BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_PIDS, NULL, 0, self->buf, BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+	/* KTAU_SNAP_PROCESS only with a list of processes. */
+	ktau_snap_req(&self->req, KTAU_SNAP_SELF | KTAU_SNAP_PROCESS, NULL, 0, self->buf,
+		      BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
+	ktau_snap_req(&self->req, KTAU_SNAP_ALL | KTAU_SNAP_PROCESS, NULL, 0, self->buf,
+		      BUF_SIZE);
+	EXPECT_EQ(EINVAL, snap_errno(self->fd, &self->req));
 
 	EXPECT_TRUE(untouched(self->buf, BUF_SIZE));
 }

@@ -245,6 +245,112 @@ TEST_F(probe, long_names_not_cut)
 }
 
 /* Refused, each with its errno, and nothing added. */
+/*
+ * IDs are never given out again within the boot: another function
+ * probed after a probe was removed gets an ID that no function had (the
+ * same function again gets its old one, above); the removed probe's ID,
+ * if still listed, still names its function.
+ */
+TEST_F(probe, ids_never_reused)
+{
+	struct ktau_funcs fs = { 0 };
+	const struct ktau_func *f;
+	int id1, id2;
+
+	id1 = probe_add(self->fd, "__x64_sys_getppid");
+	ASSERT_LT(0, id1);
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	f = ktau_func_by_id(&fs, id1);
+	if (f)
+		EXPECT_STREQ("__x64_sys_getppid", f->name);
+	id2 = probe_add(self->fd, "__x64_sys_getpid");
+	ASSERT_LT(0, id2);
+	EXPECT_NE(id1, id2);
+	EXPECT_EQ(NULL, ktau_func_by_id(&fs, id2)) TH_LOG("id %d was given before", id2);
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getpid"));
+	ktau_funcs_free(&fs);
+}
+
+struct blocked_reader {
+	int p[2];
+	pid_t tid;
+	int done;
+};
+
+static void *blocked_reader_fn(void *arg)
+{
+	struct blocked_reader *b = arg;
+	char c;
+
+	__atomic_store_n(&b->tid, gettid(), __ATOMIC_RELEASE);
+	if (read(b->p[0], &c, 1) == 1)
+		__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	/* Blocked again, so that it can be looked at; not probed now. */
+	read(b->p[0], &c, 1);
+	return NULL;
+}
+
+/* The thread's state letter from /proc, '?' if unknown. */
+static char thread_state(pid_t tid)
+{
+	char path[64], *t, *p, st = '?';
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	t = ktau_slurp(path, NULL);
+	p = t ? strrchr(t, ')') : NULL;
+	if (p && p[1])
+		st = p[2];
+	free(t);
+	return st;
+}
+
+/*
+ * A probe removed while a task is inside the function (a reader blocked
+ * in pipe_read()): that frame's exit never comes, so the function gets
+ * no call; the frame is dropped and counted as unmatched when the task's
+ * system call ends, and the read() itself is one call as usual.
+ */
+TEST_F(probe, removed_while_task_inside)
+{
+	struct blocked_reader b = { 0 };
+	const struct ktau_task_rec *ra, *rb;
+	pthread_t th;
+	int id, i;
+
+	ASSERT_EQ(0, pipe(b.p));
+	id = probe_add(self->fd, "pipe_read");
+	ASSERT_LT(0, id) TH_LOG("add pipe_read: %s", strerror(-id));
+	ASSERT_EQ(0, pthread_create(&th, NULL, blocked_reader_fn, &b));
+	for (i = 0; i < 5000 && (!__atomic_load_n(&b.tid, __ATOMIC_ACQUIRE) ||
+				 thread_state(b.tid) != 'S'); i++)
+		usleep(1000);
+	ASSERT_EQ('S', thread_state(b.tid));
+	ASSERT_EQ(0, ktau_snap(self->pfd, &self->a, KTAU_SNAP_PIDS, &b.tid, 1));
+	ra = ktau_snap_find(&self->a, b.tid);
+	ASSERT_NE(NULL, ra);
+	ASSERT_EQ(0, probe_remove(self->fd, "pipe_read"));
+	ASSERT_EQ(1, write(b.p[1], "x", 1));
+	for (i = 0; i < 5000 && !__atomic_load_n(&b.done, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ASSERT_EQ(1, __atomic_load_n(&b.done, __ATOMIC_ACQUIRE));
+	for (i = 0; i < 5000 && thread_state(b.tid) != 'S'; i++)
+		usleep(1000);
+	ASSERT_EQ(0, ktau_snap(self->pfd, &self->b, KTAU_SNAP_PIDS, &b.tid, 1));
+	rb = ktau_snap_find(&self->b, b.tid);
+	ASSERT_NE(NULL, rb);
+	TH_LOG("pipe_read +%llu, read +%llu, unmatched +%llu",
+	       ktau_val_delta(ra, rb, id).count, ktau_val_delta(ra, rb, KTAU_ID_READ).count,
+	       (unsigned long long)(rb->unmatched - ra->unmatched));
+	EXPECT_EQ(0, ktau_val_delta(ra, rb, id).count);
+	EXPECT_EQ(1, ktau_val_delta(ra, rb, KTAU_ID_READ).count);
+	EXPECT_EQ(1, rb->unmatched - ra->unmatched);
+	ASSERT_EQ(1, write(b.p[1], "x", 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	close(b.p[0]);
+	close(b.p[1]);
+}
+
 TEST_F(probe, refused)
 {
 	struct ktau_probe_req req;

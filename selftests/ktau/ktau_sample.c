@@ -64,13 +64,16 @@ static int write_sysctl(const char *path, int v)
 	return ret;
 }
 
+#define NO_SYSCTL	(-1000)
+
 static int read_sysctl(const char *path)
 {
 	char *s = ktau_slurp(path, NULL);
 	int v;
 
+	/* -1 is a paranoid level: a missing file is NO_SYSCTL. */
 	if (!s)
-		return -1;
+		return NO_SYSCTL;
 	v = atoi(s);
 	free(s);
 	return v;
@@ -116,7 +119,7 @@ FIXTURE_SETUP(sample)
 	ASSERT_NE(NULL, self->buf);
 	self->paranoid = read_sysctl(PARANOID);
 	self->kptr = read_sysctl(KPTR);
-	ASSERT_LE(-1, self->paranoid) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
+	ASSERT_NE(NO_SYSCTL, self->paranoid) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
 	__atomic_store_n(&nsignals, 0, __ATOMIC_RELAXED);
 }
 
@@ -125,7 +128,7 @@ FIXTURE_TEARDOWN(sample)
 	struct ktau_sample_read r;
 
 	ktau_sample_read(self->fd, 0, NULL, 0, &r, true);
-	if (self->paranoid >= -1)
+	if (self->paranoid != NO_SYSCTL)
 		write_sysctl(PARANOID, self->paranoid);
 	if (self->kptr >= 0)
 		write_sysctl(KPTR, self->kptr);
@@ -157,8 +160,19 @@ TEST_F(sample, rate_and_user_mode)
 	TH_LOG("%llu ns of CPU: %llu samples, %u read, expected about %llu",
 	       (unsigned long long)cpu, (unsigned long long)r.taken, r.nread,
 	       (unsigned long long)expect);
+	/*
+	 * At most one sample per period of CPU time (was up to 3/2 of the
+	 * expected count): cpu-clock's hrtimer skips the periods it missed
+	 * rather than catching up, so more is a bug; +5% + 2 for the CPU
+	 * time outside the measured window (sampling starts before it and
+	 * the snapshot and read run after it; slow on debug kernels).
+	 * Fewer is no bug under TCG on a loaded host: a vCPU the host did
+	 * not run for a while makes one late expiry stand for several
+	 * periods; hence half as the lower bound. Measured: 100 and 102 of
+	 * 100 expected (main pass, debug kernel).
+	 */
 	EXPECT_LE(expect / 2, r.taken);
-	EXPECT_GE(expect * 3 / 2 + 2, r.taken);
+	EXPECT_GE(expect + expect / 20 + 2, r.taken);
 	EXPECT_EQ(r.taken, r.nread + r.buffered);
 	EXPECT_EQ(0, r.lost);
 	EXPECT_EQ(0, r.signals);
@@ -503,6 +517,22 @@ TEST_F(sample, permissions)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* At 1 or less, anyone samples its own thread in the kernel too. */
+	ASSERT_EQ(0, write_sysctl(PARANOID, 1));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (drop_to(65534))
+			_exit(30);
+		if (ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				      0, 0, 0))
+			_exit(1);
+		_exit(ktau_sample_read(self->fd, 0, NULL, 0, &r, true) ? 2 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("1: refused at paranoid 1, 2: stop failed");
 
 	ASSERT_EQ(0, write_sysctl(PARANOID, 3));
 	pid = fork();

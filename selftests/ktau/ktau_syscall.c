@@ -172,7 +172,7 @@ static __u64 lifetime_slack(__u64 lifetime)
 TEST_F_TIMEOUT(syscalls, excl_within_incl_and_lifetime, 20)
 {
 	const long page = sysconf(_SC_PAGESIZE);
-	const struct ktau_task_rec *r;
+	const struct ktau_task_rec *r, *r2;
 	const struct ktau_entry *e;
 	struct ktau_funcs fs = { 0 };
 	__u64 before, now, sum;
@@ -260,10 +260,61 @@ TEST_F_TIMEOUT(syscalls, excl_within_incl_and_lifetime, 20)
 	EXPECT_NE(NULL, ktau_snap_find(&self->b, 1));
 	ktau_funcs_free(&fs);
 
-	/* The system-wide totals. */
+	/*
+	 * The system-wide totals: this thread's calls are in them (no other
+	 * test resets them meanwhile), however many other tasks made.
+	 */
 	r = ktau_must_snap_aggregate(_metadata, self->fd, &self->a);
 	EXPECT_EQ(0, r->pid);
-	EXPECT_LE(N_GETPPID / 10, ktau_rec_val(r, KTAU_ID_GETPPID).count);
+	ktau_getppid_loop(N_GETPPID);
+	r2 = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
+	EXPECT_LE(N_GETPPID, ktau_val_delta(r, r2, KTAU_ID_GETPPID).count);
+}
+
+/*
+ * Inclusive time against wall time: 20 nanosleep() calls of 2 ms, one
+ * after the other, each lasting at least what it asked for (the timer
+ * never fires early) and all of them within the interval around the
+ * loop. The one slack is the rate of KTAU's clock (the TSC) against
+ * CLOCK_MONOTONIC, 0.1% as for lifetimes above; it is no tolerance on
+ * what KTAU measures. And 1000 getppid() calls: their inclusive times
+ * add up to less than the loop's wall time.
+ */
+#define N_SLEEPS	20
+#define SLEEP_NS	(2 * KTAU_NSEC_PER_MSEC)
+
+TEST_F_TIMEOUT(syscalls, incl_within_wall_time, 20)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct timespec ts = { 0, SLEEP_NS };
+	struct ktau_val d;
+	__u64 t0, t1;
+	int i;
+
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	t0 = ktau_now_ns();
+	for (i = 0; i < N_SLEEPS; i++)
+		ASSERT_EQ(0, syscall(SYS_nanosleep, &ts, NULL));
+	t1 = ktau_now_ns();
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	d = ktau_val_delta(ra, rb, KTAU_ID_SYSCALL_BASE + SYS_nanosleep);
+	TH_LOG("%d x nanosleep(%llu ns): %llu calls, incl %llu ns, wall %llu ns", N_SLEEPS,
+	       (unsigned long long)SLEEP_NS, d.count, d.incl, (unsigned long long)(t1 - t0));
+	EXPECT_EQ(N_SLEEPS, d.count);
+	EXPECT_LE(N_SLEEPS * SLEEP_NS - N_SLEEPS * SLEEP_NS / 1000, d.incl);
+	EXPECT_GE(t1 - t0 + (t1 - t0) / 1000, d.incl);
+	EXPECT_LE(d.excl, d.incl);
+
+	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+	t0 = ktau_now_ns();
+	ktau_getppid_loop(1000);
+	t1 = ktau_now_ns();
+	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+	d = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
+	TH_LOG("1000 getppid: incl %llu ns, wall %llu ns", d.incl, (unsigned long long)(t1 - t0));
+	EXPECT_EQ(1000, d.count);
+	EXPECT_LT(0, d.incl);
+	EXPECT_GE(t1 - t0 + (t1 - t0) / 1000, d.incl);
 }
 
 struct getppid_thread {

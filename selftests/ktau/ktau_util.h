@@ -817,6 +817,73 @@ static inline int ktau_probe_ioctl(int fd, unsigned long cmd, const char *name, 
 	return cmd == KTAU_IOC_PROBE_ADD ? req.id : 0;
 }
 
+/*
+ * System calls that return at once, with an error or nothing changed,
+ * when called with these arguments (-1 is a bad descriptor, NULL a bad
+ * pointer, 0 a zero length), and touch no user memory: distinct routines
+ * to fill a task's table with. Neither ioctl() (the snapshot) nor the
+ * memory management calls a snapshot's buffer could need are among them.
+ */
+struct ktau_nop_call {
+	long nr;
+	long a[4];
+};
+
+#define KTAU_FD1(name)	{ SYS_##name, { -1, 0, 0, 0 } }
+#define KTAU_FD2(name)	{ SYS_##name, { -1, -1, 0, 0 } }
+#define KTAU_NOARG(name) { SYS_##name, { 0, 0, 0, 0 } }
+
+static const struct ktau_nop_call ktau_nop_calls[] = {
+	KTAU_FD1(read), KTAU_FD1(write), KTAU_FD1(close), KTAU_FD1(fstat),
+	KTAU_FD1(lseek), KTAU_FD1(pread64), KTAU_FD1(pwrite64), KTAU_FD1(readv),
+	KTAU_FD1(writev), KTAU_FD1(dup), KTAU_FD2(dup2), KTAU_FD1(fcntl),
+	KTAU_FD1(flock), KTAU_FD1(fsync), KTAU_FD1(fdatasync), KTAU_FD1(ftruncate),
+	KTAU_FD1(getdents), KTAU_FD1(fchdir), KTAU_FD1(fchmod), KTAU_FD1(fchown),
+	KTAU_FD1(fstatfs), KTAU_FD1(readahead), KTAU_FD1(fgetxattr),
+	KTAU_FD1(fsetxattr), KTAU_FD1(flistxattr), KTAU_FD1(fremovexattr),
+	KTAU_FD1(getdents64), KTAU_FD1(fadvise64), KTAU_FD1(epoll_wait),
+	KTAU_FD1(epoll_ctl), KTAU_FD1(inotify_add_watch), KTAU_FD1(inotify_rm_watch),
+	KTAU_FD1(sync_file_range), KTAU_FD1(syncfs), KTAU_FD1(setns),
+	KTAU_FD2(sendfile), KTAU_FD1(connect), KTAU_FD1(accept), KTAU_FD1(sendto),
+	KTAU_FD1(recvfrom), KTAU_FD1(sendmsg), KTAU_FD1(recvmsg), KTAU_FD1(shutdown),
+	KTAU_FD1(bind), KTAU_FD1(listen), KTAU_FD1(getsockname), KTAU_FD1(getpeername),
+	KTAU_FD1(setsockopt), KTAU_FD1(getsockopt), KTAU_FD1(accept4),
+	KTAU_FD1(recvmmsg), KTAU_FD1(sendmmsg), KTAU_FD1(fallocate), KTAU_FD1(preadv),
+	KTAU_FD1(pwritev), KTAU_FD2(copy_file_range), KTAU_FD2(tee), KTAU_FD2(splice),
+	KTAU_FD1(vmsplice), KTAU_FD1(timerfd_gettime), KTAU_FD1(timerfd_settime),
+	KTAU_FD1(epoll_pwait), KTAU_FD1(fanotify_mark), KTAU_FD1(preadv2),
+	KTAU_FD1(pwritev2), KTAU_FD1(fsconfig), KTAU_FD1(fsmount),
+	KTAU_NOARG(getpid), KTAU_NOARG(getuid), KTAU_NOARG(getgid),
+	KTAU_NOARG(geteuid), KTAU_NOARG(getegid), KTAU_NOARG(getppid),
+	KTAU_NOARG(getpgrp), KTAU_NOARG(gettid), KTAU_NOARG(getpgid),
+	KTAU_NOARG(getsid), KTAU_NOARG(times), KTAU_NOARG(getpriority),
+	KTAU_NOARG(sched_getscheduler), KTAU_NOARG(sched_get_priority_max),
+	KTAU_NOARG(sched_get_priority_min), KTAU_NOARG(getgroups),
+	KTAU_NOARG(sigaltstack), KTAU_NOARG(gettimeofday), KTAU_NOARG(clock_getres),
+	KTAU_NOARG(getcpu), KTAU_NOARG(getrandom), KTAU_NOARG(mincore),
+	KTAU_NOARG(madvise), KTAU_NOARG(msync), KTAU_NOARG(membarrier),
+	KTAU_NOARG(poll), KTAU_NOARG(getrusage), KTAU_NOARG(getitimer),
+	KTAU_NOARG(getrlimit), KTAU_NOARG(prlimit64), KTAU_NOARG(capget),
+	KTAU_NOARG(getresuid), KTAU_NOARG(getresgid), KTAU_NOARG(sysinfo),
+	KTAU_NOARG(uname), KTAU_NOARG(get_robust_list),
+};
+
+#define KTAU_NR_NOP_CALLS	ARRAY_SIZE(ktau_nop_calls)
+
+/* Each of the first n of ktau_nop_calls once (n 0: all of them). */
+static inline void ktau_nop_calls_run(unsigned int n)
+{
+	unsigned int i;
+
+	if (!n || n > KTAU_NR_NOP_CALLS)
+		n = KTAU_NR_NOP_CALLS;
+	for (i = 0; i < n; i++) {
+		const long *a = ktau_nop_calls[i].a;
+
+		syscall(ktau_nop_calls[i].nr, a[0], a[1], a[2], a[3]);
+	}
+}
+
 /* Fail (never skip) on a kernel without KTAU; make sure every group is on. */
 static inline void ktau_must_have_ktau(struct __test_metadata *_metadata)
 {
