@@ -238,18 +238,10 @@ static __u64 page_count(const struct ktau_shared *sh, __u32 id)
 	return 0;
 }
 
-/* The state letter of process @pid from /proc, '?' if unknown. */
+/* The state letter of the (one-thread) process @pid. */
 static char child_state(pid_t pid)
 {
-	char path[64], *t, *p, st = '?';
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	t = ktau_slurp(path, NULL);
-	p = t ? strrchr(t, ')') : NULL;
-	if (p && p[1])
-		st = p[2];
-	free(t);
-	return st;
+	return ktau_task_state(pid, pid);
 }
 
 /* Sum of the counts of a record: what a reset would take to zero. */
