@@ -238,6 +238,12 @@ static __u64 page_count(const struct ktau_shared *sh, __u32 id)
 	return 0;
 }
 
+/* The state letter of the (one-thread) process @pid. */
+static char child_state(pid_t pid)
+{
+	return ktau_task_state(pid, pid);
+}
+
 /* Sum of the counts of a record: what a reset would take to zero. */
 static __u64 rec_calls(const struct ktau_task_rec *r)
 {
@@ -264,13 +270,14 @@ TEST_F_TIMEOUT(control, reset_reaches_others_not_kthreads_or_pages, 20)
 	const struct ktau_task_rec *r, *k;
 	struct ktau_shared *sh;
 	__u64 kcalls = 0, agg0;
-	int go[2], st;
+	int go[2], done[2], st;
 	pid_t kt = 0, child;
 	char c;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
 	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
 	child = fork();
 	ASSERT_LE(0, child);
 	if (child == 0) {
@@ -278,6 +285,8 @@ TEST_F_TIMEOUT(control, reset_reaches_others_not_kthreads_or_pages, 20)
 		if (read(go[0], &c, 1) != 1)
 			_exit(2);
 		ktau_getppid_loop(7);
+		if (write(done[1], "x", 1) != 1)
+			_exit(4);
 		if (read(go[0], &c, 1) != 1)
 			_exit(3);
 		_exit(0);
@@ -293,7 +302,9 @@ TEST_F_TIMEOUT(control, reset_reaches_others_not_kthreads_or_pages, 20)
 		usleep(1000);
 	}
 	ASSERT_EQ(100, ktau_rec_val(r, KTAU_ID_GETPPID).count);
-	usleep(20000);
+	for (st = 0; st < 5000 && child_state(child) != 'S'; st++)
+		usleep(1000);
+	ASSERT_EQ('S', child_state(child));
 	/* kthreadd, a kernel thread that lives as long as the system. */
 	kt = 2;
 	ASSERT_EQ(0, ktau_snap(self->fd, &all, KTAU_SNAP_PIDS, &kt, 1));
@@ -308,14 +319,13 @@ TEST_F_TIMEOUT(control, reset_reaches_others_not_kthreads_or_pages, 20)
 	ASSERT_EQ(0, ktau_control("reset"));
 	ktau_getppid_loop(10);
 	ASSERT_EQ(1, write(go[1], "x", 1));
-	/* The child did its 7 calls and blocked again. */
-	for (st = 0; st < 5000; st++) {
-		r = ktau_snap(self->fd, &self->b, KTAU_SNAP_PIDS, &child, 1) ? NULL :
-		    ktau_snap_find(&self->b, child);
-		if (r && ktau_rec_val(r, KTAU_ID_GETPPID).count >= 7)
-			break;
+	/* The child did its 7 calls and is blocked in its second read(). */
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	for (st = 0; st < 5000 && child_state(child) != 'S'; st++)
 		usleep(1000);
-	}
+	ASSERT_EQ('S', child_state(child));
+	ASSERT_EQ(0, ktau_snap(self->fd, &self->b, KTAU_SNAP_PIDS, &child, 1));
+	r = ktau_snap_find(&self->b, child);
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(7, ktau_rec_val(r, KTAU_ID_GETPPID).count);
 	EXPECT_EQ(0, ktau_rec_val(r, KTAU_ID_READ).count);
@@ -342,6 +352,8 @@ TEST_F_TIMEOUT(control, reset_reaches_others_not_kthreads_or_pages, 20)
 	munmap(sh, sizeof(*sh));
 	close(go[0]);
 	close(go[1]);
+	close(done[0]);
+	close(done[1]);
 }
 
 TEST_F_TIMEOUT(control, bad_commands_einval, 10)

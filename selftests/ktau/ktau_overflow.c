@@ -168,15 +168,11 @@ static void *reader_thread(void *p)
 /* 'S' once the thread sleeps (in its read()), with a bound of 5 s. */
 static char wait_sleeping(pid_t tid)
 {
-	char path[64], *t, *p, st = '?';
+	char st = '?';
 	int i;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 	for (i = 0; i < 5000; i++) {
-		t = ktau_slurp(path, NULL);
-		p = t ? strrchr(t, ')') : NULL;
-		st = p && p[1] ? p[2] : '?';
-		free(t);
+		st = ktau_task_state(getpid(), tid);
 		if (st == 'S')
 			break;
 		usleep(1000);

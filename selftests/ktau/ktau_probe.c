@@ -291,18 +291,10 @@ static void *blocked_reader_fn(void *arg)
 	return NULL;
 }
 
-/* The thread's state letter from /proc, '?' if unknown. */
+/* The state letter of a thread of this process. */
 static char thread_state(pid_t tid)
 {
-	char path[64], *t, *p, st = '?';
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	t = ktau_slurp(path, NULL);
-	p = t ? strrchr(t, ')') : NULL;
-	if (p && p[1])
-		st = p[2];
-	free(t);
-	return st;
+	return ktau_task_state(getpid(), tid);
 }
 
 /*

@@ -884,6 +884,23 @@ static inline void ktau_nop_calls_run(unsigned int n)
 	}
 }
 
+/*
+ * The state letter of a task from /proc/<pid>/task/<tid>/stat ('S' while
+ * it sleeps, in a blocking call say), '?' when it cannot be read.
+ */
+static inline char ktau_task_state(pid_t pid, pid_t tid)
+{
+	char path[64], *t, *p, st = '?';
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	t = ktau_slurp(path, NULL);
+	p = t ? strrchr(t, ')') : NULL;
+	if (p && p[1])
+		st = p[2];
+	free(t);
+	return st;
+}
+
 /* Fail (never skip) on a kernel without KTAU; make sure every group is on. */
 static inline void ktau_must_have_ktau(struct __test_metadata *_metadata)
 {
