@@ -378,6 +378,8 @@ long ktau_unprofiled_tasks(void)
 	return atomic_long_read(&ktau_unprofiled);
 }
 
+static void ktau_user_work_all(int bit);
+
 int ktau_set_groups(unsigned long mask)
 {
 	int g;
@@ -393,6 +395,9 @@ int ktau_set_groups(unsigned long mask)
 		else
 			static_branch_disable(&ktau_keys[g]);
 	}
+	/* A group went off: frames may be left open, see ktau_user_work_fn(). */
+	if (ktau_groups_on & ~mask)
+		ktau_user_work_all(KTAU_GAP_PENDING);
 	WRITE_ONCE(ktau_groups_on, mask);
 	mutex_unlock(&ktau_groups_lock);
 	return 0;
@@ -919,16 +924,61 @@ void ktau_exit(struct task_struct *tsk)
 	local_irq_restore(flags);
 }
 
-/* Reset: each user task zeroes its own table on its way to user space. */
-static void ktau_reset_fn(struct callback_head *head)
+/*
+ * Work a user task does for itself on its way to user space: a reset
+ * zeroes its table; after a group was switched off, the frames still open
+ * are dropped and counted as unmatched, since no routine is in progress
+ * in user mode: they are frames whose exit ran while their group was off,
+ * and a later exit must not close them. KVM runs this work inside
+ * KVM_RUN before it enters the guest (the preempt notifier it registers
+ * tells), where the frames are live: it is not done there, and need not
+ * be, as a frame left by the switch would have met a return to user space
+ * first.
+ */
+static void ktau_user_work_fn(struct callback_head *head)
 {
 	struct ktau_task *kt = container_of(head, struct ktau_task, reset_work);
 	unsigned long flags;
+	unsigned int d;
 
+	clear_bit(KTAU_WORK_QUEUED, &kt->flags);
+	smp_mb__after_atomic();	/* requests after this queue the work again */
 	local_irq_save(flags);
-	ktau_clear(kt);
+	if (test_and_clear_bit(KTAU_GAP_PENDING, &kt->flags)) {
+		d = kt->depth;
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+		if (!hlist_empty(&current->preempt_notifiers))
+			d = 0;
+#endif
+		if (d && d != KTAU_DEPTH_DEAD) {
+			kt->unmatched += d;
+			WRITE_ONCE(kt->depth, 0);
+		}
+	}
+	if (test_and_clear_bit(KTAU_RESET_PENDING, &kt->flags))
+		ktau_clear(kt);
 	local_irq_restore(flags);
-	clear_bit(KTAU_RESET_PENDING, &kt->flags);
+}
+
+/* Ask every user task for @bit's work on its way to user space. */
+static void ktau_user_work_all(int bit)
+{
+	struct task_struct *p, *t;
+
+	rcu_read_lock();
+	for_each_process_thread(p, t) {
+		struct ktau_task *kt = ktau_profile(t);
+
+		if (!kt || (t->flags & (PF_KTHREAD | PF_EXITING)))
+			continue;
+		set_bit(bit, &kt->flags);
+		if (test_and_set_bit(KTAU_WORK_QUEUED, &kt->flags))
+			continue;
+		init_task_work(&kt->reset_work, ktau_user_work_fn);
+		if (task_work_add(t, &kt->reset_work, TWA_RESUME))
+			clear_bit(KTAU_WORK_QUEUED, &kt->flags);
+	}
+	rcu_read_unlock();
 }
 
 static void ktau_exited_reset_cpu(void *arg)
@@ -943,7 +993,6 @@ static void ktau_exited_reset_cpu(void *arg)
 
 void ktau_reset_all(void)
 {
-	struct task_struct *p, *t;
 	int cpu;
 
 	ktau_probe_remove_all();
@@ -956,19 +1005,7 @@ void ktau_reset_all(void)
 			ktau_exited_reset_cpu(ktau_exited[cpu]);
 	cpus_read_unlock();
 
-	rcu_read_lock();
-	for_each_process_thread(p, t) {
-		struct ktau_task *kt = ktau_profile(t);
-
-		if (!kt || (t->flags & (PF_KTHREAD | PF_EXITING)))
-			continue;
-		if (test_and_set_bit(KTAU_RESET_PENDING, &kt->flags))
-			continue;
-		init_task_work(&kt->reset_work, ktau_reset_fn);
-		if (task_work_add(t, &kt->reset_work, TWA_RESUME))
-			clear_bit(KTAU_RESET_PENDING, &kt->flags);
-	}
-	rcu_read_unlock();
+	ktau_user_work_all(KTAU_RESET_PENDING);
 }
 
 /*
@@ -1103,8 +1140,8 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 }
 EXPORT_SYMBOL_GPL(__ktau_pop_slow);
 
-/* The slot of @id is not at its home position: probe, or claim one. */
-struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
+/* The slot of @id, found by probing or claimed; NULL: the table is full. */
+static struct ktau_slot *ktau_slot_claim(struct ktau_task *kt, u32 id)
 {
 	unsigned int mask = kt->mask, i = id & mask, n;
 
@@ -1118,23 +1155,31 @@ struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
 			return s;
 		}
 	}
+	return NULL;
+}
+
+/* The slot of @id is not at its home position: probe, or claim one. */
+struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id)
+{
+	struct ktau_slot *s = ktau_slot_claim(kt, id);
+
+	if (s)
+		return s;
 	kt->table_overflows++;
 	return ktau_other_slot(kt);
 }
 EXPORT_SYMBOL_GPL(__ktau_slot_slow);
 
-/* System call @nr's first use: its slot by hashing, then remembered. */
-static noinline struct ktau_slot *
-ktau_sysslot_slow(struct ktau_task *kt, unsigned int nr)
+/*
+ * System call @nr's first use: its slot by hashing, then remembered. A
+ * full table is not counted here: the pop that follows counts the call.
+ */
+static noinline void ktau_sysslot_slow(struct ktau_task *kt, unsigned int nr)
 {
-	u32 id = KTAU_ID_SYSCALL_BASE + nr;
-	struct ktau_slot *s = &kt->slots[id & kt->mask];
+	struct ktau_slot *s = ktau_slot_claim(kt, KTAU_ID_SYSCALL_BASE + nr);
 
-	if (s->id != id)
-		s = __ktau_slot_slow(kt, id);
-	if (s->id == id)	/* not the overflow slot */
+	if (s)
 		kt->sysslot[nr] = s - kt->slots + 1;
-	return s;
 }
 
 /*
