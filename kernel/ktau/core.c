@@ -1554,11 +1554,57 @@ static noinline u32 ktau_kvm_name(struct ktau_kvm_exits *x, unsigned int i,
 	return KTAU_ID_KVM_EXIT;
 }
 
+/*
+ * The common case at an exit and at an entry: the KVM frame on top (guest
+ * mode, or the exit) ends and the next begins in its place, with one
+ * clock read and no search of the frames below. Anything else (no KVM
+ * frame on top, a clock that disagrees with itself, a shared page or
+ * handlers to tell) takes the general pop and push.
+ */
+static __always_inline bool ktau_kvm_switch(struct ktau_task *kt, u32 next)
+{
+	unsigned int d = kt->depth - 1;
+	struct ktau_frame *f;
+	struct ktau_slot *s;
+	u64 now, incl, excl;
+	u32 id;
+
+	if (unlikely(d >= KTAU_STACK_DEPTH) || ktau_extra_on())
+		return false;
+	f = &kt->stack[d];
+	if (unlikely(KTAU_TAG_GROUP(f->tag) != KTAU_GROUP_KVM))
+		return false;
+	now = ktau_clock();
+	incl = now - f->start;
+	excl = incl - f->child;
+	if (unlikely((s64)excl < 0))
+		return false;
+	id = KTAU_TAG_ID(f->tag);
+	s = &kt->slots[id & kt->mask];
+	if (unlikely(s->id != id))
+		s = __ktau_slot_slow(kt, id);
+	/* The order of __ktau_pop(): see ktau_slot_read(). */
+	local64_add(incl, &s->incl);
+	smp_wmb();
+	local64_add(excl, &s->excl);
+	smp_wmb();
+	local64_inc(&s->count);
+	if (d)
+		kt->stack[d - 1].child += incl;
+	f->child = 0;
+	f->start = now;
+	/* Last: a sample in an NMI takes the routine from the tag. */
+	WRITE_ONCE(f->tag, KTAU_TAG(KTAU_GROUP_KVM, next));
+	return true;
+}
+
 void __ktau_kvm_entry(void)
 {
 	struct ktau_task *kt = current->ktau;
 
 	if (unlikely(!kt))
+		return;
+	if (ktau_kvm_switch(kt, KTAU_ID_KVM_GUEST))
 		return;
 	ktau_kvm_pop(kt);
 	ktau_push(kt, KTAU_GROUP_KVM, KTAU_ID_KVM_GUEST);
@@ -1573,7 +1619,6 @@ void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code)
 
 	if (unlikely(!kt))
 		return;
-	ktau_kvm_pop(kt);
 	if (code < 0x100)
 		i = code;
 	else if (code - 0x400 < 0x100)
@@ -1586,6 +1631,9 @@ void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code)
 		if (unlikely(!id))
 			id = ktau_kvm_name(x, i, code);
 	}
+	if (ktau_kvm_switch(kt, id))
+		return;
+	ktau_kvm_pop(kt);
 	ktau_push(kt, KTAU_GROUP_KVM, id);
 }
 EXPORT_SYMBOL_GPL(__ktau_kvm_exit);
