@@ -1583,11 +1583,10 @@ static __always_inline bool ktau_kvm_switch(struct ktau_task *kt, u32 next)
 	s = &kt->slots[id & kt->mask];
 	if (unlikely(s->id != id))
 		s = __ktau_slot_slow(kt, id);
-	/* The order of __ktau_pop(): see ktau_slot_read(). */
 	local64_add(incl, &s->incl);
-	smp_wmb();
+	smp_wmb();	/* incl before excl, pairs with ktau_slot_read() */
 	local64_add(excl, &s->excl);
-	smp_wmb();
+	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
 	if (d)
 		kt->stack[d - 1].child += incl;
