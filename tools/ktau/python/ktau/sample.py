@@ -140,9 +140,9 @@ def folded(threads):
 
 
 # TAU callpaths: at most this many functions and characters (the writer
-# keeps 512 bytes of a name); deeper samples count in the deepest callpath
-# kept, as libktau's runtime does (KTAU_CALLPATH_DEPTH), and in full in
-# the flat rows and the folded stacks.
+# keeps 512 bytes of a name); deeper samples count in the inclusive time
+# of the deepest callpath kept, and in full in the flat rows and the
+# folded stacks.
 CALLPATH_DEPTH, CALLPATH_CHARS = 32, 440
 
 
@@ -177,7 +177,10 @@ def rows_of(samples):
             p = SEP.join(names[:i])
             e = paths.setdefault(p, [0, 0])
             e[1] += 1
-            if i == len(names) and routine is None:
+            # A stack cut short has its leaf below the deepest callpath
+            # kept: that callpath's last function did not run the sample
+            # itself, and its flat row does not count it exclusive.
+            if i == len(names) == len(full) and routine is None:
                 e[0] += 1
         if routine:
             kflat.setdefault(routine, 0)

@@ -295,7 +295,11 @@ def case_sample_rows(work):
     from ktau import sample
     deep = [("[truncated]", "[truncated]")] + [("deep", "deep (d.py:3)")] * 64
     rd = ("read", "SYSCALL")
-    samples = [(deep, None, 1), (deep, rd, 0),
+    # Cut short with its leaf below the deepest callpath kept: that
+    # callpath's last function ("outer") is not exclusive there (the strict
+    # checker compares it with its flat row; seen on the debug kernel).
+    cut = [("outer", "outer (o.py:1)")] * 40 + [("leaf", "leaf (o.py:5)")]
+    samples = [(deep, None, 1), (deep, rd, 0), (cut, None, 1),
                ([("main", "main (m.py:9)"), ("read", "read (m.py:2)")], None, 1),
                ([("main", "main (m.py:9)"), ("read", "read (m.py:2)")], rd, 0),
                ([("[no Python stack]", "[no Python stack]")], None, 1)]
@@ -303,7 +307,8 @@ def case_sample_rows(work):
     d = os.path.join(work, "p-sample-rows")
     sample.write(d, "cpu-clock", "cpu-clock:1ms", threads)
     rw, _ = rows(d)
-    want = {"deep": (1, 2), "read [python]": (1, 2), "main => read [python]": None,
+    want = {"deep": (1, 2), "outer": (0, 1), "leaf": (1, 1),
+            "read [python]": (1, 2), "main => read [python]": None,
             "main => read [python] => read": (1, 1), "read": (2, 2)}
     for name, v in want.items():
         if v is None:
@@ -313,6 +318,9 @@ def case_sample_rows(work):
                 name, (rw[name].excl, rw[name].incl) if name in rw else "missing", v))
     if max(len(n) for n in rw) > 500:
         fail("a callpath longer than the writer keeps")
+    for name, r in rw.items():
+        if " => " in name and name.split(" => ")[-1] == "outer" and r.excl:
+            fail("%s: excl %s, but outer never ran a sample itself" % (name[:60], r.excl))
     lines = sample.folded(threads)
     if "python-100;main (m.py:9);read (m.py:2);[k] read 1" not in lines or \
             not any(ln.startswith("python-100;[truncated];deep (d.py:3);") for ln in lines):
