@@ -45,46 +45,62 @@ FIXTURE_TEARDOWN(sched)
  * 10 sleeps of 20 ms are at least 200 ms blocked, and all the time off the
  * CPU that KTAU sees (blocked + preempted) is what the scheduler says the
  * thread was not running: wall time minus on-CPU time, within 10% + 5 ms.
+ *
+ * The scheduler's window is a little wider than KTAU's (it also holds the
+ * two snapshots and a yield), so a preemption at its edges, which a loaded
+ * debug kernel sees now and then, is off the CPU for schedstat only. The
+ * counts and bounds are checked on every attempt; the comparison must hold
+ * on one of three, and a KTAU that gets it wrong fails all three.
  */
-TEST_F_TIMEOUT(sched, nanosleep_is_blocked_time, 20)
+#define SLEEP_ATTEMPTS	3
+
+TEST_F_TIMEOUT(sched, nanosleep_is_blocked_time, 30)
 {
 	const struct ktau_task_rec *ra, *rb;
 	struct ktau_schedstat s0, s1;
 	__u64 t0, t1, wall, oncpu, off_sched, off_ktau, tol;
 	struct ktau_val blk, pre;
 	pid_t tid = gettid();
-	int i;
+	int attempt, i;
 
-	/* A yield brings the on-CPU time of schedstat up to date. */
-	sched_yield();
-	t0 = ktau_now_ns();
-	ASSERT_EQ(0, ktau_schedstat_read(tid, &s0));
-	ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
-	for (i = 0; i < N_SLEEPS; i++)
-		ktau_sleep_ns(SLEEP_NS);
-	rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
-	sched_yield();
-	ASSERT_EQ(0, ktau_schedstat_read(tid, &s1));
-	t1 = ktau_now_ns();
+	for (attempt = 1; attempt <= SLEEP_ATTEMPTS; attempt++) {
+		/* A yield brings the on-CPU time of schedstat up to date. */
+		sched_yield();
+		t0 = ktau_now_ns();
+		ASSERT_EQ(0, ktau_schedstat_read(tid, &s0));
+		ra = ktau_must_snap_self(_metadata, self->fd, &self->a);
+		for (i = 0; i < N_SLEEPS; i++)
+			ktau_sleep_ns(SLEEP_NS);
+		rb = ktau_must_snap_self(_metadata, self->fd, &self->b);
+		sched_yield();
+		ASSERT_EQ(0, ktau_schedstat_read(tid, &s1));
+		t1 = ktau_now_ns();
 
-	blk = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
-	pre = ktau_val_delta(ra, rb, KTAU_ID_SCHED_INVOL);
-	wall = t1 - t0;
-	oncpu = s1.oncpu_ns - s0.oncpu_ns;
-	ASSERT_GE(wall, oncpu);
-	off_sched = wall - oncpu;
-	off_ktau = blk.incl + pre.incl;
-	tol = off_sched / 10 + 5 * KTAU_NSEC_PER_MSEC;
-	TH_LOG("wall %llu ns, on CPU %llu ns, off CPU %llu ns", wall, oncpu, off_sched);
-	TH_LOG("KTAU blocked %llu calls %llu ns, preempted %llu calls %llu ns",
-	       blk.count, blk.incl, pre.count, pre.incl);
+		blk = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
+		pre = ktau_val_delta(ra, rb, KTAU_ID_SCHED_INVOL);
+		wall = t1 - t0;
+		oncpu = s1.oncpu_ns - s0.oncpu_ns;
+		ASSERT_GE(wall, oncpu);
+		off_sched = wall - oncpu;
+		off_ktau = blk.incl + pre.incl;
+		tol = off_sched / 10 + 5 * KTAU_NSEC_PER_MSEC;
+		TH_LOG("attempt %d: wall %llu ns, on CPU %llu ns, off CPU %llu ns",
+		       attempt, wall, oncpu, off_sched);
+		TH_LOG("KTAU blocked %llu calls %llu ns, preempted %llu calls %llu ns",
+		       blk.count, blk.incl, pre.count, pre.incl);
 
-	EXPECT_LE(N_SLEEPS, blk.count);
-	EXPECT_LE(N_SLEEPS * SLEEP_NS, blk.incl);
-	EXPECT_GE(wall, blk.incl);
-	EXPECT_GE(tol, ktau_absdiff(off_ktau, off_sched))
+		ASSERT_LE(N_SLEEPS, blk.count);
+		ASSERT_LE(N_SLEEPS * SLEEP_NS, blk.incl);
+		ASSERT_GE(wall, blk.incl);
+		if (ktau_absdiff(off_ktau, off_sched) <= tol)
+			break;
 		TH_LOG("KTAU off-CPU %llu ns, schedstat %llu ns, tolerance %llu ns",
 		       off_ktau, off_sched, tol);
+		ktau_snap_free(&self->a);
+		ktau_snap_free(&self->b);
+	}
+	EXPECT_GE(SLEEP_ATTEMPTS, attempt)
+		TH_LOG("KTAU's off-CPU time differed from the scheduler's on every attempt");
 }
 
 struct spin_result {
