@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	4
+#define KTAU_ABI_VERSION_MINOR	5
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -342,5 +342,92 @@ struct ktau_probe_req {
 
 #define KTAU_IOC_PROBE_ADD	_IOWR(KTAU_IOC_MAGIC, 12, struct ktau_probe_req)
 #define KTAU_IOC_PROBE_REMOVE	_IOW(KTAU_IOC_MAGIC, 13, struct ktau_probe_req)
+
+/*
+ * Trace mode (ABI 1.5). Each open file of /proc/ktau/trace is a trace
+ * session. KTAU_IOC_TRACE_ATTACH gives a thread a buffer of capacity
+ * records in the session; from then on, every routine of the session's
+ * groups that the thread completes (the same calls its profile counts)
+ * appends one struct ktau_trace_rec with its start and end, and every
+ * event one record of kind KTAU_TRACE_EVENT. A call in progress at the
+ * attach is recorded when it ends, with its true start. With
+ * KTAU_TRACE_INHERIT the threads and processes the thread creates
+ * afterwards are attached too, from their first instruction. Tracing
+ * goes on across exec, and ends with KTAU_IOC_TRACE_DETACH, the close of
+ * the session's file, and an exec that changes credentials (counted as
+ * denied). A full buffer counts new records as lost; when there is room
+ * again, one record of kind KTAU_TRACE_LOST gives how many were lost and
+ * between which times.
+ *
+ * read() drains the buffers: a struct ktau_trace_chunk, then its nrecs
+ * records, per thread with records, whole chunks only; 0 when nothing is
+ * buffered. A thread's records come in the order its calls ended, so a
+ * parent follows its children. The buffer of a thread that exited stays
+ * in the session until read; its last chunk has KTAU_TRACE_EXITED.
+ *
+ * Attaching another thread needs the permission that reading its profile
+ * needs (ptrace read access, as for /proc/PID/stack, or CAP_PERFMON).
+ */
+#define KTAU_TRACE_INHERIT	0x1	/* attach the tasks it creates */
+#define KTAU_TRACE_FLAGS	0x1
+
+#define KTAU_TRACE_MAX_CAPACITY	(1U << 20)	/* records per thread */
+#define KTAU_TRACE_MAX_TASKS	4096		/* buffers per session */
+
+/* Argument of KTAU_IOC_TRACE_ATTACH. */
+struct ktau_trace_attr {
+	__u32 size;		/* sizeof(struct ktau_trace_attr) */
+	__u32 flags;		/* KTAU_TRACE_INHERIT */
+	__s32 tid;		/* thread to trace; 0: the caller */
+	__u32 capacity;		/* records per buffer: a power of two */
+	__u64 groups;		/* groups recorded: 1 << KTAU_GROUP_*; */
+				/* 0: every group */
+};
+
+/* struct ktau_trace_rec.kind */
+#define KTAU_TRACE_CALL		1	/* a completed routine */
+#define KTAU_TRACE_EVENT	2	/* an event: start_ns == end_ns */
+#define KTAU_TRACE_LOST		3	/* id records lost between start */
+					/* and end (ends of the lost calls) */
+
+struct ktau_trace_rec {
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 end_ns;		/* CLOCK_MONOTONIC */
+	__u32 id;		/* function ID; LOST: records lost */
+	__u16 depth;		/* routines it was nested in */
+	__u8 kind;		/* KTAU_TRACE_* */
+	__u8 reserved;		/* zero */
+};
+
+/* struct ktau_trace_chunk.flags */
+#define KTAU_TRACE_EXITED	0x1	/* the thread's last records */
+#define KTAU_TRACE_DETACHED	0x2	/* tracing of it ended (detach, */
+					/* credentials changed) */
+
+/* Header of the records of one thread in read(). */
+struct ktau_trace_chunk {
+	__u32 size;		/* bytes: header and records */
+	__u32 nrecs;		/* struct ktau_trace_rec that follow */
+	__s32 tid;		/* in the reader's pid namespace; 0: none */
+	__s32 pid;		/* thread group ID, the same way */
+	__u32 flags;		/* KTAU_TRACE_EXITED, ... */
+	__u32 reserved;		/* zero */
+	char comm[16];		/* NUL-terminated, at the chunk's read */
+	__u64 lost;		/* records lost since the attach */
+};
+
+/* KTAU_IOC_TRACE_STATS: the session's totals. */
+struct ktau_trace_stats {
+	__u64 tasks;		/* threads attached since the open */
+	__u64 records;		/* records written to its buffers */
+	__u64 lost;		/* records lost: buffer full */
+	__u64 refused;		/* inherited attaches refused: limit, memory */
+	__u64 denied;		/* threads whose credentials changed */
+	__u64 buffered;		/* records waiting to be read */
+};
+
+#define KTAU_IOC_TRACE_ATTACH	_IOW(KTAU_IOC_MAGIC, 14, struct ktau_trace_attr)
+#define KTAU_IOC_TRACE_DETACH	_IOW(KTAU_IOC_MAGIC, 15, __s32)
+#define KTAU_IOC_TRACE_STATS	_IOR(KTAU_IOC_MAGIC, 16, struct ktau_trace_stats)
 
 #endif /* _UAPI_LINUX_KTAU_H */
