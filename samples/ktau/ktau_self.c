@@ -20,6 +20,10 @@
  * inclusive time 2 * MS, not 3 * MS) and lets a reader look at the
  * profile between the two returns.
  *
+ * Writing "dN" runs ktau_self_recurse() N levels deep without sleeping
+ * (N up to KTAU_SELF_MAX_DEPTH): deeper than KTAU's stack of a task, the
+ * levels beyond it are counted as stack overflows, not timed.
+ *
  * With nap_ms=N, a kernel thread "ktau_self_nap" calls ktau_self_nap()
  * in a loop, which sleeps N milliseconds: a function a kernel thread is
  * nearly always inside, for the tests of probes removed meanwhile.
@@ -35,6 +39,7 @@
 
 #define KTAU_SELF_MAX_RUNS	100000
 #define KTAU_SELF_MAX_MS	10000
+#define KTAU_SELF_MAX_DEPTH	64
 
 static int work_id, event_id, recurse_id;
 static struct proc_dir_entry *self_entry;
@@ -66,13 +71,17 @@ static noinline void ktau_self_work(void)
 	ktau_point_stop();
 }
 
-/* A routine that recurses @level - 1 times and sleeps at each level. */
+/*
+ * A routine that recurses @level - 1 times and sleeps @ms at each level
+ * (not at all for 0).
+ */
 static noinline void ktau_self_recurse(unsigned int level, unsigned int ms)
 {
 	ktau_point_start(recurse_id);
 	if (level > 1)
 		ktau_self_recurse(level - 1, ms);
-	msleep(ms);
+	if (ms)
+		msleep(ms);
 	ktau_point_stop();
 }
 
@@ -83,13 +92,26 @@ static ssize_t ktau_self_write(struct file *file, const char __user *ubuf,
 	char c;
 	int ret;
 
-	if (count && !get_user(c, ubuf) && c == 'r') {
+	if (!count)
+		return -EINVAL;
+	if (get_user(c, ubuf))
+		return -EFAULT;
+	if (c == 'r') {
 		ret = kstrtouint_from_user(ubuf + 1, count - 1, 0, &n);
 		if (ret)
 			return ret;
 		if (n > KTAU_SELF_MAX_MS)
 			return -ERANGE;
 		ktau_self_recurse(2, n);
+		return count;
+	}
+	if (c == 'd') {
+		ret = kstrtouint_from_user(ubuf + 1, count - 1, 0, &n);
+		if (ret)
+			return ret;
+		if (!n || n > KTAU_SELF_MAX_DEPTH)
+			return -ERANGE;
+		ktau_self_recurse(n, 0);
 		return count;
 	}
 	ret = kstrtouint_from_user(ubuf, count, 0, &n);

@@ -200,6 +200,80 @@ TEST(recursion_charges_incl_once_and_excl_never_above)
 	EXPECT_EQ(0, mod_unload("ktau_self"));
 }
 
+/* The depth of a task's nesting stack, as /proc/ktau/control gives it. */
+static unsigned int ctl_depth(struct __test_metadata *_metadata)
+{
+	char *text = ktau_slurp(KTAU_CONTROL_PATH, NULL), *p;
+	unsigned int depth = 0;
+
+	EXPECT_NE(NULL, text);
+	if (!text)
+		return 0;
+	p = strstr(text, "\ndepth ");
+	EXPECT_NE(NULL, p) TH_LOG("no depth line in %s", KTAU_CONTROL_PATH);
+	if (p)
+		EXPECT_EQ(1, sscanf(p, "\ndepth %u", &depth));
+	free(text);
+	return depth;
+}
+
+/*
+ * Nesting deeper than the stack: write() and depth - 1 levels of
+ * ktau_self_recurse fill the stack; each level beyond is one stack
+ * overflow and is not timed, the levels within are timed as usual. An
+ * interrupt that comes while the recursion is deep is an overflow too,
+ * so the exact count must hold on one of a few tries (the recursion
+ * takes microseconds); the timed calls must be exact on every try.
+ */
+#define DEEP_LEVELS	24
+#define DEEP_TRIES	5
+
+TEST(nesting_beyond_the_stack_counts_overflows)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_snap a = { 0 }, b = { 0 };
+	unsigned long long ov = 0, want;
+	unsigned int depth, try;
+	struct ktau_val v;
+	int pfd, fd, id;
+	char cmd[16];
+	int len;
+
+	ktau_must_have_ktau(_metadata);
+	depth = ctl_depth(_metadata);
+	ASSERT_LT(1, depth);
+	ASSERT_GT(DEEP_LEVELS, depth) TH_LOG("stack deeper than the test's recursion");
+	want = DEEP_LEVELS - (depth - 1);
+	must_load(_metadata, "ktau_self", "");
+	id = func_id(_metadata, "ktau_self_recurse");
+	ASSERT_LT(0, id);
+	pfd = ktau_must_open_profiles(_metadata);
+	fd = open("/proc/ktau_self", O_WRONLY);
+	ASSERT_LE(0, fd);
+	len = snprintf(cmd, sizeof(cmd), "d%u", DEEP_LEVELS);
+	for (try = 0; try < DEEP_TRIES; try++) {
+		ra = ktau_must_snap_self(_metadata, pfd, &a);
+		ASSERT_EQ(len, write(fd, cmd, len));
+		rb = ktau_must_snap_self(_metadata, pfd, &b);
+		ov = rb->stack_overflows - ra->stack_overflows;
+		v = ktau_val_delta(ra, rb, id);
+		ASSERT_EQ(depth - 1, v.count) TH_LOG("timed levels");
+		ASSERT_LE(want, ov);
+		if (ov == want)
+			break;
+		TH_LOG("try %u: %llu stack overflows, %llu from the recursion", try, ov, want);
+	}
+	EXPECT_EQ(want, ov);
+	/* A level beyond the limit is refused. */
+	EXPECT_EQ(-1, write(fd, "d65", 3));
+	EXPECT_EQ(ERANGE, errno);
+	close(fd);
+	close(pfd);
+	ktau_snap_free(&a);
+	ktau_snap_free(&b);
+	EXPECT_EQ(0, mod_unload("ktau_self"));
+}
+
 /* ktau_handler: exactly the starts and stops of one routine of ours. */
 TEST(handler_sees_every_start_and_stop)
 {
