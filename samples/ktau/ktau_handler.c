@@ -10,6 +10,11 @@
  * tgid limits the counting to one process (0: every task), and the calls
  * of function ID watch_id are counted apart. The handler runs in the
  * hooks' context, interrupts off, so it only adds to per-CPU counters.
+ *
+ * With second=MASK, a second handler for the groups in MASK counts the
+ * starts and stops of watch_id on its own ("watch2" line): with two
+ * handlers the hooks go through KTAU's dispatcher, and each handler must
+ * still see exactly the events of its own groups.
  */
 
 #include <linux/kernel.h>
@@ -29,6 +34,9 @@ MODULE_PARM_DESC(tgid, "count only this process (init namespace); 0: all");
 static uint watch_id;
 module_param(watch_id, uint, 0444);
 MODULE_PARM_DESC(watch_id, "a function ID whose starts and stops are counted apart");
+static ulong second;
+module_param(second, ulong, 0444);
+MODULE_PARM_DESC(second, "groups of a second handler that counts watch_id; 0: none");
 
 struct ktau_counts {
 	u64 starts[KTAU_NR_GROUPS];
@@ -37,6 +45,9 @@ struct ktau_counts {
 	u64 watch_starts;
 	u64 watch_stops;
 	u64 watch_incl;		/* clock units */
+	u64 watch2_starts;	/* the second handler's */
+	u64 watch2_stops;
+	u64 watch2_incl;
 };
 
 static DEFINE_PER_CPU(struct ktau_counts, counts);
@@ -71,6 +82,24 @@ static struct ktau_handler handler = {
 	.func = ktau_count,
 };
 
+static void ktau_count2(struct ktau_handler *h, const struct ktau_hevent *ev)
+{
+	struct ktau_counts *c = this_cpu_ptr(&counts);
+
+	if ((tgid && current->tgid != tgid) || ev->id != watch_id)
+		return;
+	if (ev->kind == KTAU_HEV_START) {
+		c->watch2_starts++;
+	} else if (ev->kind == KTAU_HEV_STOP) {
+		c->watch2_stops++;
+		c->watch2_incl += ev->incl;
+	}
+}
+
+static struct ktau_handler handler2 = {
+	.func = ktau_count2,
+};
+
 static int ktau_handler_show(struct seq_file *m, void *v)
 {
 	struct ktau_counts sum = {};
@@ -87,6 +116,9 @@ static int ktau_handler_show(struct seq_file *m, void *v)
 		sum.watch_starts += READ_ONCE(c->watch_starts);
 		sum.watch_stops += READ_ONCE(c->watch_stops);
 		sum.watch_incl += READ_ONCE(c->watch_incl);
+		sum.watch2_starts += READ_ONCE(c->watch2_starts);
+		sum.watch2_stops += READ_ONCE(c->watch2_stops);
+		sum.watch2_incl += READ_ONCE(c->watch2_incl);
 	}
 	seq_puts(m, "# group starts stops events\n");
 	for (g = 0; g < KTAU_NR_GROUPS; g++)
@@ -94,6 +126,9 @@ static int ktau_handler_show(struct seq_file *m, void *v)
 			   sum.stops[g], sum.events[g]);
 	seq_printf(m, "watch %u %llu %llu %llu\n", watch_id, sum.watch_starts,
 		   sum.watch_stops, sum.watch_incl);
+	if (second)
+		seq_printf(m, "watch2 %u %llu %llu %llu\n", watch_id,
+			   sum.watch2_starts, sum.watch2_stops, sum.watch2_incl);
 	return 0;
 }
 
@@ -108,12 +143,26 @@ static int __init ktau_handler_init(void)
 		return -ENOMEM;
 	ret = ktau_handler_register(&handler);
 	if (ret)
-		proc_remove(handler_entry);
+		goto out_proc;
+	if (second) {
+		handler2.groups = second;
+		ret = ktau_handler_register(&handler2);
+		if (ret)
+			goto out_handler;
+	}
+	return 0;
+
+out_handler:
+	ktau_handler_unregister(&handler);
+out_proc:
+	proc_remove(handler_entry);
 	return ret;
 }
 
 static void __exit ktau_handler_exit(void)
 {
+	if (second)
+		ktau_handler_unregister(&handler2);
 	ktau_handler_unregister(&handler);
 	proc_remove(handler_entry);
 }

@@ -320,6 +320,55 @@ TEST(handler_sees_every_start_and_stop)
 	}
 }
 
+/* Run WATCH_CALLS getppid() under ktau_handler with @second; its watch lines. */
+static void run_two_handlers(struct __test_metadata *_metadata, unsigned long second,
+			     unsigned long long w1[3], unsigned long long w2[3])
+{
+	char params[160], *text, *p;
+	unsigned int watch;
+
+	snprintf(params, sizeof(params), "groups=0x1 second=0x%lx tgid=%d watch_id=%u",
+		 second, getpid(), KTAU_ID_GETPPID);
+	must_load(_metadata, "ktau_handler", params);
+	ktau_getppid_loop(WATCH_CALLS);
+	text = ktau_slurp("/proc/ktau_handler", NULL);
+	EXPECT_EQ(0, mod_unload("ktau_handler"));
+	ASSERT_NE(NULL, text);
+	p = strstr(text, "\nwatch ");
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(4, sscanf(p, "\nwatch %u %llu %llu %llu", &watch, &w1[0], &w1[1], &w1[2]));
+	p = strstr(text, "\nwatch2 ");
+	ASSERT_NE(NULL, p) TH_LOG("no watch2 line:\n%s", text);
+	ASSERT_EQ(4, sscanf(p, "\nwatch2 %u %llu %llu %llu", &watch, &w2[0], &w2[1], &w2[2]));
+	free(text);
+}
+
+/*
+ * Two handlers: the hooks go through the dispatcher, which gives each
+ * handler exactly the events of its groups: both see every call of a
+ * system call when both have group syscall, with the same times, and
+ * a second handler of group sched only sees none of them.
+ */
+TEST(two_handlers_each_see_their_groups)
+{
+	unsigned long long w1[3], w2[3];
+
+	ktau_must_have_ktau(_metadata);
+	run_two_handlers(_metadata, 1UL << KTAU_GROUP_SYSCALL, w1, w2);
+	EXPECT_EQ(WATCH_CALLS, w1[0]);
+	EXPECT_EQ(WATCH_CALLS, w1[1]);
+	EXPECT_EQ(WATCH_CALLS, w2[0]);
+	EXPECT_EQ(WATCH_CALLS, w2[1]);
+	EXPECT_LT(0, w1[2]);
+	EXPECT_EQ(w1[2], w2[2]) TH_LOG("the two handlers saw different times");
+
+	run_two_handlers(_metadata, 1UL << KTAU_GROUP_SCHED, w1, w2);
+	EXPECT_EQ(WATCH_CALLS, w1[0]);
+	EXPECT_EQ(WATCH_CALLS, w1[1]);
+	EXPECT_EQ(0, w2[0]);
+	EXPECT_EQ(0, w2[1]);
+}
+
 /* The thread of comm @comm, by a scan of /proc; 0 if none. */
 static pid_t find_comm(const char *comm)
 {
