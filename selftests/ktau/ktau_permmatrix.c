@@ -2,9 +2,10 @@
 /*
  * The KTAU permission matrix: every read and control operation, run as
  * root, as an unprivileged user on a task of its own uid, as the same user
- * on a task of another uid, and as that user with only CAP_PERFMON, and
- * each result checked against pm_rows[], which is the table of the
- * "Permissions" section of Documentation/trace/ktau.rst, cell for cell:
+ * on a task of another uid, and as that user with only CAP_PERFMON, only
+ * CAP_SYS_ADMIN or only CAP_SYS_PTRACE, and each result checked against
+ * pm_rows[], which is the table of the "Permissions" section of
+ * Documentation/trace/ktau.rst, cell for cell:
  *
  *	KTAU_PERMMATRIX_RST=1 ./ktau_permmatrix
  *
@@ -35,10 +36,11 @@
 #define PM_BROKEN	(-4)	/* neither allowed nor denied cleanly */
 #define PM_UNSET	(-5)
 
-enum pm_col { C_ROOT, C_SAME, C_OTHER, C_PERFMON, C_NR };
+enum pm_col { C_ROOT, C_SAME, C_OTHER, C_PERFMON, C_SYSADMIN, C_PTRACE, C_NR };
 
 static const char * const pm_col_head[C_NR][2] = {
 	{ "root", "" }, { "same uid", "" }, { "other uid", "" }, { "CAP_PERFMON", "only" },
+	{ "CAP_SYS_ADMIN", "only" }, { "CAP_SYS_PTRACE", "only" },
 };
 
 /* Who calls, and whose task it reads: see the table's introduction. */
@@ -51,6 +53,8 @@ static const struct pm_who {
 	[C_SAME] = { KTAU_USER_ID, 0, KTAU_USER_ID },
 	[C_OTHER] = { KTAU_USER_ID, 0, KTAU_OTHER_ID },
 	[C_PERFMON] = { KTAU_USER_ID, KTAU_CAP(CAP_PERFMON), KTAU_OTHER_ID },
+	[C_SYSADMIN] = { KTAU_USER_ID, KTAU_CAP(CAP_SYS_ADMIN), KTAU_OTHER_ID },
+	[C_PTRACE] = { KTAU_USER_ID, KTAU_CAP(CAP_SYS_PTRACE), KTAU_OTHER_ID },
 };
 
 struct pm_ctx {
@@ -426,47 +430,47 @@ static int op_probe(struct pm_ctx *c)
 
 static const struct pm_row pm_rows[] = {
 	{ "read ``version``, ``functions``, ``control``",
-	  { "yes", "yes", "yes", "yes" }, op_read_public },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_read_public },
 	{ "read own text profile",
-	  { "yes", "yes", "yes", "yes" }, op_read_own },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_read_own },
 	{ "read another task's text profile",
-	  { "yes", "yes [#d]_", "EACCES", "EACCES" }, op_read_other },
+	  { "yes", "yes [#d]_", "EACCES", "EACCES", "EACCES", "yes" }, op_read_other },
 	{ "snapshot self (``KTAU_SNAP_SELF``)",
-	  { "yes", "yes", "yes", "yes" }, op_snap_self },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_snap_self },
 	{ "snapshot another task",
-	  { "yes", "yes [#d]_", "nmissing", "nmissing" }, op_snap_other },
+	  { "yes", "yes [#d]_", "nmissing", "nmissing", "nmissing", "yes" }, op_snap_other },
 	{ "read ``/proc/ktau/aggregate``",
-	  { "yes", "EPERM", "EPERM", "yes" }, op_read_aggregate },
+	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_read_aggregate },
 	{ "``KTAU_SNAP_AGGREGATE``",
-	  { "yes", "EPERM", "EPERM", "yes" }, op_snap_aggregate },
+	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_snap_aggregate },
 	{ "open ``control`` for writing",
-	  { "yes", "EACCES", "EACCES", "EACCES" }, op_open_control },
+	  { "yes", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES" }, op_open_control },
 	{ "write ``control`` opened by root",
-	  { "yes", "EPERM", "EPERM", "yes" }, op_write_control },
+	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_write_control },
 	{ "``KTAU_IOC_GET_GROUPS``",
-	  { "yes", "yes", "yes", "yes" }, op_get_groups },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_get_groups },
 	{ "``KTAU_IOC_SET_GROUPS``",
-	  { "yes", "EPERM", "EPERM", "yes" }, op_set_groups },
+	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_set_groups },
 	{ "``KTAU_IOC_RESET``",
-	  { "yes", "EPERM", "EPERM", "yes" }, op_reset },
+	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_reset },
 	{ "collect exited members",
-	  { "yes", "yes", "denied [#c]_", "yes" }, NULL },
+	  { "yes", "yes", "denied [#c]_", "yes", "yes", "denied [#c]_" }, NULL },
 	{ "shared page of own thread",
-	  { "yes", "yes", "yes", "yes" }, op_shared },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_shared },
 	{ "sample own thread, user mode [#p]_",
-	  { "yes", "yes", "yes", "yes" }, op_sample_self_user },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_sample_self_user },
 	{ "sample own thread, with kernel [#p]_",
-	  { "yes", "EACCES", "EACCES", "yes" }, op_sample_self_kernel },
+	  { "yes", "EACCES", "EACCES", "yes", "yes", "EACCES" }, op_sample_self_kernel },
 	{ "sample another task [#p]_",
-	  { "yes", "yes [#d]_", "EACCES", "yes" }, op_sample_other },
+	  { "yes", "yes [#d]_", "EACCES", "yes", "yes", "yes" }, op_sample_other },
 	{ "sample another task with a signal [#p]_",
-	  { "yes", "yes [#d]_", "EPERM", "EPERM" }, op_sample_other_signal },
+	  { "yes", "yes [#d]_", "EPERM", "EPERM", "EPERM", "yes" }, op_sample_other_signal },
 	{ "read another task's samples",
-	  { "yes", "yes [#d]_", "EACCES", "yes" }, op_sample_read_other },
+	  { "yes", "yes [#d]_", "EACCES", "yes", "yes", "yes" }, op_sample_read_other },
 	{ "read ``/proc/ktau/probes``",
-	  { "yes", "yes", "yes", "yes" }, op_read_probes },
+	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_read_probes },
 	{ "add or remove a dynamic probe",
-	  { "yes", "EPERM", "EPERM", "yes" }, op_probe },
+	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_probe },
 };
 
 #define PM_NROWS	ARRAY_SIZE(pm_rows)
@@ -891,6 +895,16 @@ TEST_F_TIMEOUT(pm, other_uid, 60)
 TEST_F_TIMEOUT(pm, perfmon_only, 60)
 {
 	pm_column(_metadata, &self->env, C_PERFMON);
+}
+
+TEST_F_TIMEOUT(pm, sys_admin_only, 60)
+{
+	pm_column(_metadata, &self->env, C_SYSADMIN);
+}
+
+TEST_F_TIMEOUT(pm, sys_ptrace_only, 60)
+{
+	pm_column(_metadata, &self->env, C_PTRACE);
 }
 
 /* The table is well formed: every cell is an outcome the test knows. */
