@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make tools-deb: Debian packages of tools/ktau (ktaud, libktau1,
-# libktau-dev) built with dpkg-buildpackage and checked with lintian.
+# libktau-dev, python3-ktau) built with dpkg-buildpackage and checked
+# with lintian.
 #
 # The packaging is tools/ktau/debian. It is built in a copy of tools/ktau
 # (the files git knows, plus the kernel's uapi header <linux/ktau.h> as
@@ -84,5 +85,10 @@ gcc -std=c11 -Wall -Wextra -Werror -o "$X/t" "$X/t.c" \
 	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-dev's header and libktau.pc"; }
 readelf -d "$X/t" | grep -q 'NEEDED.*\[libktau\.so\.1\]' || die "a program built against libktau-dev does not need libktau.so.1"
 LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/t" || die "a program built against libktau-dev does not run with libktau1"
+# python3-ktau: its extension loads in the host's python3 (Debian 12's
+# 3.11, the one it was built for) and names the CPython it walks.
+dpkg-deb -x "$dest/python3-ktau_${ver}_$arch.deb" "$X/root"
+PYTHONPATH=$X/root/usr/lib/python3/dist-packages python3 -c 'import ktau, ktau._ktau, ktau.tau' \
+	>"$X/pylog" 2>&1 || { cat "$X/pylog" >&2; die "python3-ktau's module does not import"; }
 printf '%s\n' "$id" >"$dest/.ktau-stamp"
 msg "packages in $dest: $(cd "$dest" && echo *.deb); lintian: $(printf '%s\n' "$got" | grep -c . || true) tag(s), each explained in tools/ktau/debian/lintian-expected"

@@ -9,7 +9,13 @@ from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIB = os.path.join(HERE, "..", "lib")
-UAPI = os.path.join(HERE, "..", "..", "..", "include", "uapi")
+# The kernel's uapi header <linux/ktau.h>: the repository's, or the copy
+# next to tools/ktau that the Debian build (scripts/tools-deb.sh) makes.
+UAPI_DIRS = [os.path.join(HERE, "..", "..", "..", "include", "uapi"),
+             os.path.join(HERE, "..", "uapi")]
+UAPI = next((d for d in UAPI_DIRS if os.path.isfile(os.path.join(d, "linux", "ktau.h"))), None)
+if UAPI is None:
+    sys.exit("ktau: no linux/ktau.h under %s" % " or ".join(UAPI_DIRS))
 
 # libktau without json.c (json-c), callgraph.c and drill.c (capstone) and
 # instrument.c (-finstrument-functions hooks: not for an extension).
