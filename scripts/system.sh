@@ -96,9 +96,15 @@ fi
 # 3. The image.
 unit=$KTAU_TOP/scripts/system/ktau-system-test.service
 test=$KTAU_TOP/scripts/system/ktau-system-test
+# The raw-KVM demo VM of the tools, for the test of KVM as modules; built
+# here with the host's gcc (the same Debian 12 and glibc as the image).
+demo_src=$KTAU_TOP/tools/ktau/examples/kvm-demo.c
+demo=$S/ktau-kvm-demo
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$demo" "$demo_src" -pthread ||
+	fail_build "ktau-kvm-demo ($demo_src) does not build"
 img_id=$( {
 	echo "$base_id"
-	sha256sum "${debs[@]}" "$unit" "$test" "$0" | cut -d' ' -f1
+	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$0" | cut -d' ' -f1
 	printf '%s\n' "$KTAU_CONSOLE_BAD"
 } | sha256sum | cut -c1-16)
 I=$S/image
@@ -128,6 +134,7 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 			"' sh "$R"
 		rm -rf "$R/tmp/ktau-debs"
 		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
+		install -m 0755 "$demo" "$R/usr/local/bin/ktau-kvm-demo"
 		mkdir -p "$R/usr/local/share/ktau-system-test"
 		printf '%s\n' "$KTAU_CONSOLE_BAD" >"$R/usr/local/share/ktau-system-test/console-bad"
 		install -m 0644 "$unit" "$R/etc/systemd/system/"
