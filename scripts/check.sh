@@ -274,9 +274,11 @@ smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,
 tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
 # The boot parameters: two groups and an unknown name, the smallest
 # table; then no group and a size out of range (ignored, 64). ktau_boot
-# works out what to expect from /proc/cmdline.
+# works out what to expect from /proc/cmdline. The second, the last boot
+# of the pass, also fills the function registry (ktautest.fill_registry),
+# which stays full for the rest of a boot.
 bootparam_append="ktau=syscall,sched,nosuchgroup ktau.slots=16 ktautests=ktau_boot"
-bootparam2_append="ktau=none ktau.slots=256 ktautests=ktau_boot"
+bootparam2_append="ktau=none ktau.slots=256 ktautests=ktau_boot ktautest.fill_registry"
 step "guest, 2 CPUs"
 if [ $image_ok = 1 ]; then
 	extra_pass smp 900 2 "$smp_append"

@@ -27,6 +27,12 @@
  * With nap_ms=N, a kernel thread "ktau_self_nap" calls ktau_self_nap()
  * in a loop, which sleeps N milliseconds: a function a kernel thread is
  * nearly always inside, for the tests of probes removed meanwhile.
+ *
+ * With fill=N it registers up to N more points at load, "ktau_self_fill_K",
+ * and says in the read-only parameters filled and fill_errno how many it
+ * got and why it stopped (ENOSPC: the registry is full): the test of a
+ * full registry. IDs are never given out twice in a boot, so that fills
+ * the registry for the rest of the boot.
  */
 
 #include <linux/delay.h>
@@ -35,6 +41,7 @@
 #include <linux/ktau.h>
 #include <linux/module.h>
 #include <linux/proc_fs.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #define KTAU_SELF_MAX_RUNS	100000
@@ -48,6 +55,15 @@ static struct task_struct *napper;
 static unsigned int nap_ms;
 module_param(nap_ms, uint, 0444);
 MODULE_PARM_DESC(nap_ms, "start a kernel thread that naps this long in ktau_self_nap()");
+static unsigned int fill;
+module_param(fill, uint, 0444);
+MODULE_PARM_DESC(fill, "register up to this many more points at load (a full registry)");
+static unsigned int filled;
+module_param(filled, uint, 0444);
+MODULE_PARM_DESC(filled, "(read only) points that fill registered");
+static int fill_errno;
+module_param(fill_errno, int, 0444);
+MODULE_PARM_DESC(fill_errno, "(read only) the errno that stopped fill, 0: none");
 
 /* Traceable, for a probe: a kernel thread sleeps in it. */
 static noinline void ktau_self_nap(void)
@@ -131,46 +147,94 @@ static const struct proc_ops ktau_self_ops = {
 	.proc_lseek	= noop_llseek,
 };
 
+/* The extra points of fill=N, registered at load, unregistered at unload. */
+static int *fill_ids;
+
+static void ktau_self_unfill(void)
+{
+	while (filled)
+		ktau_unregister_point(fill_ids[--filled]);
+	kfree(fill_ids);
+	fill_ids = NULL;
+}
+
+/* Register up to fill points; the errno that stopped it in fill_errno. */
+static int ktau_self_fill(void)
+{
+	char name[32];
+	int id;
+
+	fill_ids = kcalloc(fill, sizeof(*fill_ids), GFP_KERNEL);
+	if (!fill_ids)
+		return -ENOMEM;
+	while (filled < fill) {
+		snprintf(name, sizeof(name), "ktau_self_fill_%u", filled);
+		id = ktau_register_point(name, KTAU_GROUP_DYNAMIC);
+		if (id < 0) {
+			fill_errno = -id;
+			break;
+		}
+		fill_ids[filled++] = id;
+	}
+	return 0;
+}
+
 static int __init ktau_self_init(void)
 {
+	int ret;
+
 	work_id = ktau_register_point("ktau_self_work", KTAU_GROUP_DYNAMIC);
 	if (work_id < 0)
 		return work_id;
 	event_id = ktau_register_point("ktau_self_event", KTAU_GROUP_DYNAMIC);
 	if (event_id < 0) {
-		ktau_unregister_point(work_id);
-		return event_id;
+		ret = event_id;
+		goto out_work;
 	}
 	recurse_id = ktau_register_point("ktau_self_recurse", KTAU_GROUP_DYNAMIC);
 	if (recurse_id < 0) {
-		ktau_unregister_point(event_id);
-		ktau_unregister_point(work_id);
-		return recurse_id;
+		ret = recurse_id;
+		goto out_event;
 	}
 	self_entry = proc_create("ktau_self", 0200, NULL, &ktau_self_ops);
 	if (!self_entry) {
-		ktau_unregister_point(recurse_id);
-		ktau_unregister_point(event_id);
-		ktau_unregister_point(work_id);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out_recurse;
 	}
 	if (nap_ms) {
 		napper = kthread_run(ktau_self_napper, NULL, "ktau_self_nap");
 		if (IS_ERR(napper)) {
-			proc_remove(self_entry);
-			ktau_unregister_point(recurse_id);
-			ktau_unregister_point(event_id);
-			ktau_unregister_point(work_id);
-			return PTR_ERR(napper);
+			ret = PTR_ERR(napper);
+			napper = NULL;
+			goto out_proc;
 		}
+	}
+	if (fill) {
+		ret = ktau_self_fill();
+		if (ret)
+			goto out_napper;
 	}
 	pr_info("ktau_self: function IDs %d (work) and %d (event)\n",
 		work_id, event_id);
 	return 0;
+
+out_napper:
+	if (napper)
+		kthread_stop(napper);
+out_proc:
+	proc_remove(self_entry);
+out_recurse:
+	ktau_unregister_point(recurse_id);
+out_event:
+	ktau_unregister_point(event_id);
+out_work:
+	ktau_unregister_point(work_id);
+	return ret;
 }
 
 static void __exit ktau_self_exit(void)
 {
+	ktau_self_unfill();
 	if (napper)
 		kthread_stop(napper);
 	proc_remove(self_entry);

@@ -283,4 +283,85 @@ TEST(only_those_groups_record)
 	ktau_snap_free(&b);
 }
 
+/* The highest function ID /proc/ktau/functions lists; -1 on error. */
+static long max_func_id(void)
+{
+	struct ktau_funcs fs = { 0 };
+	long max = -1;
+	size_t i;
+
+	if (ktau_funcs_load(&fs))
+		return -1;
+	for (i = 0; i < fs.n; i++)
+		if ((long)fs.v[i].id > max)
+			max = fs.v[i].id;
+	ktau_funcs_free(&fs);
+	return max;
+}
+
+/* A read-only parameter of the ktau_self module, as a number. */
+static long self_param(const char *name)
+{
+	char path[128], *v;
+	long n;
+
+	snprintf(path, sizeof(path), "/sys/module/ktau_self/parameters/%s", name);
+	v = ktau_slurp(path, NULL);
+	if (!v)
+		return -1;
+	n = strtol(v, NULL, 10);
+	free(v);
+	return n;
+}
+
+/*
+ * A full registry (ktau.rst, "Function IDs": KTAU_REGISTRY_IDS IDs a
+ * boot): registration fails with ENOSPC and changes nothing, a probe on a
+ * new function is refused with ENOSPC, and an ID given up is not given
+ * out again, so a module that unloads cannot load again. IDs are never
+ * reused within a boot, so this fills the registry for the rest of the
+ * boot: it runs only when the command line says ktautest.fill_registry
+ * (make check's bootparam-bad pass, where nothing runs after it) and is
+ * skipped elsewhere.
+ */
+#define KTAU_REGISTRY_IDS	2048
+
+TEST(full_registry_refuses_new_ids)
+{
+	long before, filled, pfd, ret;
+	char *cmd = ktau_slurp("/proc/cmdline", NULL);
+	bool fill = cmd && strstr(cmd, "ktautest.fill_registry");
+
+	free(cmd);
+	if (!fill)
+		SKIP(return, "fills the registry for the rest of the boot: only with ktautest.fill_registry (make check's bootparam-bad pass)");
+	ktau_must_have_ktau(_metadata);
+	before = max_func_id();
+	ASSERT_LT(0, before);
+	ASSERT_GT(KTAU_REGISTRY_IDS - 3, before) TH_LOG("registry already full");
+	ret = ktau_mod_load("ktau_self", "fill=4096");
+	ASSERT_EQ(0, ret) TH_LOG("loading ktau_self fill=4096: %s", strerror(-ret));
+	filled = self_param("filled");
+	TH_LOG("IDs up to %ld before; ktau_self registered 3 + %ld", before, filled);
+	EXPECT_EQ(ENOSPC, self_param("fill_errno"));
+	/* Its own three points, then the fill up to the last ID. */
+	EXPECT_EQ(KTAU_REGISTRY_IDS - 1 - before - 3, filled);
+	EXPECT_EQ(KTAU_REGISTRY_IDS - 1, max_func_id());
+
+	/* A probe on a function never probed in this boot needs a new ID. */
+	pfd = open(KTAU_PROBES_PATH, O_RDONLY);
+	ASSERT_LE(0, pfd);
+	EXPECT_EQ(-ENOSPC, ktau_probe_ioctl(pfd, KTAU_IOC_PROBE_ADD, "vfs_read", 0));
+	close(pfd);
+
+	/*
+	 * Unloading gives the IDs up, not back: they stay listed, named
+	 * for the profiles that hold them, and the module loads no more.
+	 */
+	ASSERT_EQ(0, ktau_mod_unload("ktau_self"));
+	EXPECT_EQ(KTAU_REGISTRY_IDS - 1, max_func_id());
+	EXPECT_EQ(-ENOSPC, ktau_mod_load("ktau_self", ""));
+	ktau_mod_unload("ktau_self");
+}
+
 TEST_HARNESS_MAIN

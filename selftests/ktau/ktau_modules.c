@@ -5,7 +5,8 @@
  * registers a handler and counts what it sees. Also: a dynamic probe on a
  * module's function goes when the module is unloaded.
  *
- * The modules are loaded from $KTAU_MODULES (default /ktau/modules).
+ * The modules are loaded from $KTAU_MODULES (default /ktau/modules):
+ * ktau_mod_load() of ktau_util.h.
  */
 #include <pthread.h>
 #include <sys/utsname.h>
@@ -14,39 +15,12 @@
 #define SELF_RUNS	100
 #define WATCH_CALLS	1000
 
-static const char *mod_dir(void)
-{
-	const char *d = getenv("KTAU_MODULES");
-
-	return d && *d ? d : "/ktau/modules";
-}
-
-static int mod_load(const char *name, const char *params)
-{
-	char path[512];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), "%s/%s.ko", mod_dir(), name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, params, 0))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int mod_unload(const char *name)
-{
-	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
-}
-
 static void must_load(struct __test_metadata *_metadata, const char *name,
 		      const char *params)
 {
-	int ret = mod_load(name, params);
+	int ret = ktau_mod_load(name, params);
 
-	ASSERT_EQ(0, ret) TH_LOG("loading %s/%s.ko: %s", mod_dir(), name, strerror(-ret));
+	ASSERT_EQ(0, ret) TH_LOG("loading %s/%s.ko: %s", ktau_mod_dir(), name, strerror(-ret));
 }
 
 static int func_id(struct __test_metadata *_metadata, const char *name)
@@ -112,7 +86,7 @@ TEST(self_module_times_its_routine)
 	close(pfd);
 	ktau_snap_free(&a);
 	ktau_snap_free(&b);
-	EXPECT_EQ(0, mod_unload("ktau_self"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
 }
 
 /* tid, done and release are shared with the thread: __atomic. */
@@ -197,7 +171,7 @@ TEST(recursion_charges_incl_once_and_excl_never_above)
 	EXPECT_GT(850000000ULL, v.incl) TH_LOG("incl %llu: counted twice?", v.incl);
 	close(pfd);
 	ktau_snap_free(&s);
-	EXPECT_EQ(0, mod_unload("ktau_self"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
 }
 
 /* The depth of a task's nesting stack, as /proc/ktau/control gives it. */
@@ -271,7 +245,7 @@ TEST(nesting_beyond_the_stack_counts_overflows)
 	close(pfd);
 	ktau_snap_free(&a);
 	ktau_snap_free(&b);
-	EXPECT_EQ(0, mod_unload("ktau_self"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
 }
 
 /* ktau_handler: exactly the starts and stops of one routine of ours. */
@@ -290,7 +264,7 @@ TEST(handler_sees_every_start_and_stop)
 	ktau_getppid_loop(WATCH_CALLS);
 	text = ktau_slurp("/proc/ktau_handler", NULL);
 	ASSERT_NE(NULL, text);
-	ASSERT_EQ(0, mod_unload("ktau_handler"));
+	ASSERT_EQ(0, ktau_mod_unload("ktau_handler"));
 	st = 0;
 	sp = 0;
 	incl = 0;
@@ -332,7 +306,7 @@ static void run_two_handlers(struct __test_metadata *_metadata, unsigned long se
 	must_load(_metadata, "ktau_handler", params);
 	ktau_getppid_loop(WATCH_CALLS);
 	text = ktau_slurp("/proc/ktau_handler", NULL);
-	EXPECT_EQ(0, mod_unload("ktau_handler"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_handler"));
 	ASSERT_NE(NULL, text);
 	p = strstr(text, "\nwatch ");
 	ASSERT_NE(NULL, p);
@@ -442,7 +416,7 @@ TEST(probe_removed_while_kthread_inside)
 	close(pfd);
 	ktau_snap_free(&a);
 	ktau_snap_free(&b);
-	EXPECT_EQ(0, mod_unload("ktau_self"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
 }
 
 /* The handler sees the module's events too; nothing after unloading. */
@@ -460,8 +434,8 @@ TEST(handler_sees_module_events)
 	ASSERT_EQ(0, self_run(SELF_RUNS));
 	text = ktau_slurp("/proc/ktau_handler", NULL);
 	ASSERT_NE(NULL, text);
-	EXPECT_EQ(0, mod_unload("ktau_handler"));
-	EXPECT_EQ(0, mod_unload("ktau_self"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_handler"));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (sscanf(line, "%u %llu %llu %llu", &g, &s, &p, &e) != 4 ||
 		    g != KTAU_GROUP_DYNAMIC)
@@ -494,7 +468,7 @@ TEST(probe_goes_with_module)
 	ASSERT_EQ(0, self_run(10));
 	rb = ktau_must_snap_self(_metadata, pfd, &b);
 	EXPECT_EQ(10, ktau_val_delta(ra, rb, id).count);
-	ASSERT_EQ(0, mod_unload("ktau_self"));
+	ASSERT_EQ(0, ktau_mod_unload("ktau_self"));
 	list = ktau_slurp("/proc/ktau/probes", NULL);
 	ASSERT_NE(NULL, list);
 	EXPECT_EQ(NULL, strstr(list, "ktau_self_work")) TH_LOG("%s", list);

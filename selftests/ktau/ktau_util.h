@@ -968,4 +968,35 @@ ktau_must_snap_aggregate(struct __test_metadata *_metadata, int fd, struct ktau_
 	return r;
 }
 
+/*
+ * The test modules (samples/ktau), in $KTAU_MODULES (default
+ * /ktau/modules): load with parameters, unload; 0 or -errno.
+ */
+static inline const char *ktau_mod_dir(void)
+{
+	const char *d = getenv("KTAU_MODULES");
+
+	return d && *d ? d : "/ktau/modules";
+}
+
+static inline int ktau_mod_load(const char *name, const char *params)
+{
+	char path[512];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.ko", ktau_mod_dir(), name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static inline int ktau_mod_unload(const char *name)
+{
+	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
+}
+
 #endif /* KTAU_UTIL_H */
