@@ -154,6 +154,34 @@ guest_done_line() {	# results.log
 	tr -d '\r' <"$1" | { grep -a '^KTAU-GUEST-DONE' || true; } | tail -n 1
 }
 
+# The verdict on a QEMU run of boot.sh or system.sh (OUT: its directory,
+# with console.log, results.log and qemu.log), from QEMU's exit status and
+# the console: status 0 when the run ended normally; else a message on
+# stderr (WHAT: "the guest", "the system") and status 1 (the kernel
+# reported a problem) or 2 (no end: a timeout, QEMU failed, or the guest
+# stopped before its "KTAU-GUEST-DONE" line).
+qemu_run_verdict() {	# out qemu-status timeout what
+	local problems
+	if problems=$(console_problems "$1/console.log"); then
+		printf '%s\n' "$problems" | head -n 5 >&2
+		msg "the kernel reported a problem; console log: $1/console.log"
+		return 1
+	fi
+	if [ "$2" -eq 124 ] || [ "$2" -eq 137 ]; then
+		msg "$4 did not finish within ${3}s (hang?); console log: $1/console.log"
+		return 2
+	fi
+	if [ "$2" -ne 0 ]; then
+		cat "$1/qemu.log" >&2
+		msg "qemu failed (exit $2); see $1/qemu.log and $1/console.log"
+		return 2
+	fi
+	if [ -z "$(guest_done_line "$1/results.log")" ]; then
+		msg "$4 stopped before its run finished; console log: $1/console.log"
+		return 2
+	fi
+}
+
 # The value of /proc/sys/kernel/tainted the guest reported at its end
 # (empty when it reported none).
 guest_tainted() {	# results.log

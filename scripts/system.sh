@@ -178,18 +178,10 @@ timeout -k 10 "$timeout" qemu-system-x86_64 -machine pc -accel tcg,thread=single
 qrc=$?
 set -e
 msg "system run took $(( $(date +%s) - t ))s"
-if problems=$(console_problems "$out/console.log"); then
-	printf '%s\n' "$problems" | head -n 5 >&2
-	msg "the kernel reported a problem; console log: $out/console.log"
-	exit 1
-fi
-if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
-	msg "the system did not finish within ${timeout}s; console log: $out/console.log"
-	exit 2
-fi
-[ $qrc -eq 0 ] || { cat "$out/qemu.log" >&2; msg "qemu failed (exit $qrc)"; exit 2; }
+rc=0
+qemu_run_verdict "$out" $qrc "$timeout" "the system" || rc=$?
+[ $rc -eq 0 ] || exit $rc
 done_line=$(guest_done_line "$out/results.log")
-[ -n "$done_line" ] || { msg "the system stopped before its test finished; console log: $out/console.log"; exit 2; }
 case $done_line in
 *" rc=0 tainted=0") exit 0 ;;
 *) msg "system test: $done_line; results: $out/results.log"; exit 1 ;;
