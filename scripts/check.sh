@@ -278,7 +278,7 @@ tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
 # of the pass, also fills the function registry (ktautest.fill_registry),
 # which stays full for the rest of a boot.
 bootparam_append="ktau=syscall,sched,nosuchgroup ktau.slots=16 ktautests=ktau_boot"
-bootparam2_append="ktau=none ktau.slots=256 ktautests=ktau_boot ktautest.fill_registry"
+bootparam2_append="ktau=none ktau.slots=256 ktautest.fill_registry ktautests=ktau_boot"
 step "guest, 2 CPUs"
 if [ $image_ok = 1 ]; then
 	extra_pass smp 900 2 "$smp_append"

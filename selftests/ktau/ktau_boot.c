@@ -334,7 +334,7 @@ TEST(full_registry_refuses_new_ids)
 
 	free(cmd);
 	if (!fill)
-		SKIP(return, "fills the registry for the rest of the boot: only with ktautest.fill_registry (make check's bootparam-bad pass)");
+		SKIP(return, "fills the registry: only with ktautest.fill_registry");
 	ktau_must_have_ktau(_metadata);
 	before = max_func_id();
 	ASSERT_LT(0, before);

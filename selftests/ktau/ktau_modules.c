@@ -300,6 +300,7 @@ static void run_two_handlers(struct __test_metadata *_metadata, unsigned long se
 {
 	char params[160], *text, *p;
 	unsigned int watch;
+	int n;
 
 	snprintf(params, sizeof(params), "groups=0x1 second=0x%lx tgid=%d watch_id=%u",
 		 second, getpid(), KTAU_ID_GETPPID);
@@ -310,10 +311,12 @@ static void run_two_handlers(struct __test_metadata *_metadata, unsigned long se
 	ASSERT_NE(NULL, text);
 	p = strstr(text, "\nwatch ");
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(4, sscanf(p, "\nwatch %u %llu %llu %llu", &watch, &w1[0], &w1[1], &w1[2]));
+	n = sscanf(p, "\nwatch %u %llu %llu %llu", &watch, &w1[0], &w1[1], &w1[2]);
+	ASSERT_EQ(4, n);
 	p = strstr(text, "\nwatch2 ");
 	ASSERT_NE(NULL, p) TH_LOG("no watch2 line:\n%s", text);
-	ASSERT_EQ(4, sscanf(p, "\nwatch2 %u %llu %llu %llu", &watch, &w2[0], &w2[1], &w2[2]));
+	n = sscanf(p, "\nwatch2 %u %llu %llu %llu", &watch, &w2[0], &w2[1], &w2[2]);
+	ASSERT_EQ(4, n);
 	free(text);
 }
 
