@@ -482,6 +482,26 @@ static __always_inline void ktau_signal_exit(void)
 		__ktau_signal_exit();
 }
 
+extern struct static_key_false ktau_gap_key;
+void __ktau_user_gap(struct ktau_task *kt);
+
+/*
+ * The end of exit_to_user_mode_prepare(), interrupts off: no routine is
+ * in progress in user mode, so frames still open were left by a group
+ * switched off meanwhile and are dropped (__ktau_user_gap()). Patched out
+ * until a group is first switched off at run time.
+ */
+static __always_inline void ktau_user_return(void)
+{
+	struct ktau_task *kt;
+
+	if (!static_branch_unlikely(&ktau_gap_key))
+		return;
+	kt = ktau_profile(current);
+	if (kt && unlikely(READ_ONCE(kt->depth)))
+		__ktau_user_gap(kt);
+}
+
 /*
  * Dynamic points: time a routine under an ID from ktau_register_point().
  * Points nest like the static ones; group "dynamic".
@@ -584,6 +604,7 @@ static inline void ktau_fault_exit(void) { }
 static inline void ktau_syscall_enter_compat(void) { }
 static inline void ktau_signal_enter(bool pending) { }
 static inline void ktau_signal_exit(void) { }
+static inline void ktau_user_return(void) { }
 static inline void ktau_point_start(unsigned int id) { }
 static inline void ktau_point_stop(void) { }
 static inline void ktau_point_event(unsigned int id) { }

@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/hardirq.h>
 #include <linux/irqflags.h>
+#include <linux/refcount.h>
 #include <linux/task_work.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -48,6 +49,8 @@ DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
 #ifdef CONFIG_X86_TSC
 /* On when the TSCs of the CPUs may not agree: see ktau_rebase_in(). */
 static DEFINE_STATIC_KEY_FALSE(ktau_rebase_key);
+/* On once a group was switched off at run time: see ktau_user_return(). */
+DEFINE_STATIC_KEY_FALSE(ktau_gap_key);
 #endif
 DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_extra_key, HZ);
 /* Modules time their own points behind the dynamic group's key. */
@@ -101,6 +104,7 @@ struct ktau_proc_slot {
 };
 
 struct ktau_proc {
+	refcount_t ref;		/* the leader's, and an old leader's (exec) */
 	spinlock_t lock;	/* protects everything below */
 	unsigned int gen;	/* threads folded so far */
 	unsigned int mask;
@@ -378,8 +382,6 @@ long ktau_unprofiled_tasks(void)
 	return atomic_long_read(&ktau_unprofiled);
 }
 
-static void ktau_user_work_all(int bit);
-
 int ktau_set_groups(unsigned long mask)
 {
 	int g;
@@ -395,9 +397,9 @@ int ktau_set_groups(unsigned long mask)
 		else
 			static_branch_disable(&ktau_keys[g]);
 	}
-	/* A group went off: frames may be left open, see ktau_user_work_fn(). */
+	/* A group went off: frames may be left open, see ktau_user_return(). */
 	if (ktau_groups_on & ~mask)
-		ktau_user_work_all(KTAU_GAP_PENDING);
+		static_branch_enable(&ktau_gap_key);
 	WRITE_ONCE(ktau_groups_on, mask);
 	mutex_unlock(&ktau_groups_lock);
 	return 0;
@@ -458,6 +460,12 @@ int ktau_tsk_init(struct task_struct *tsk)
 	return 0;
 }
 
+static void ktau_proc_put(struct ktau_proc *pr)
+{
+	if (pr && refcount_dec_and_test(&pr->ref))
+		kfree(pr);
+}
+
 void ktau_tsk_free(struct task_struct *tsk)
 {
 	struct ktau_task *kt = ktau_profile(tsk);
@@ -467,7 +475,7 @@ void ktau_tsk_free(struct task_struct *tsk)
 		return;
 	if (kt->collector)
 		ktau_collector_put(kt->collector);
-	kfree(kt->proc);
+	ktau_proc_put(kt->proc);
 	kmem_cache_free(ktau_cachep, kt);
 }
 
@@ -758,8 +766,11 @@ static struct ktau_proc *ktau_proc_get(struct task_struct *tsk)
 		atomic_long_inc(&ktau_proc_nomem);
 		return NULL;
 	}
+	refcount_set(&pr->ref, 1);
 	spin_lock_init(&pr->lock);
 	pr->mask = n - 1;
+	/* "[other]" keeps its home slot: no routine's totals are renamed. */
+	pr->slots[KTAU_ID_OTHER & pr->mask].id = KTAU_ID_OTHER;
 	old = cmpxchg(&lk->proc, NULL, pr);
 	if (old) {
 		kfree(pr);
@@ -788,9 +799,10 @@ static void ktau_proc_fold(struct ktau_proc *pr, struct ktau_task *kt)
 			}
 		}
 		if (!p) {
+			/* Counted in calls, as the tasks count them. */
 			p = &pr->slots[KTAU_ID_OTHER & pr->mask];
 			id = KTAU_ID_OTHER;
-			pr->overflows[1]++;
+			pr->overflows[1] += local64_read(&s->count);
 		}
 		p->id = id;
 		p->sum.count += local64_read(&s->count);
@@ -854,22 +866,27 @@ int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot)
  * de_thread(), tasklist_lock held: @tsk, a thread other than the leader,
  * execs and takes over the process from @leader, which has exited and
  * folded into the process's totals. The process lives on under @tsk, and
- * so do the totals of its exited threads: they move to @tsk.
+ * so do the totals of its exited threads: @tsk shares them with @leader,
+ * whose pointer stays, so that a reader of the process that still holds
+ * @leader neither sees them vanish nor outlives them.
  */
 void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader)
 {
 	struct ktau_task *kt = ktau_profile(tsk), *lk = ktau_profile(leader);
 	struct ktau_proc *pr;
 
-	if (!lk)
-		return;
-	pr = xchg(&lk->proc, NULL);
+	pr = lk ? READ_ONCE(lk->proc) : NULL;
 	if (!pr)
 		return;
 	/* A thread with no profile of its own cannot keep them: counted. */
-	if (!kt || cmpxchg(&kt->proc, NULL, pr)) {
+	if (!kt) {
 		atomic_long_inc(&ktau_proc_nomem);
-		kfree(pr);
+		return;
+	}
+	refcount_inc(&pr->ref);
+	if (cmpxchg(&kt->proc, NULL, pr)) {
+		ktau_proc_put(pr);
+		atomic_long_inc(&ktau_proc_nomem);
 	}
 }
 
@@ -925,36 +942,34 @@ void ktau_exit(struct task_struct *tsk)
 }
 
 /*
- * Work a user task does for itself on its way to user space: a reset
- * zeroes its table; after a group was switched off, the frames still open
- * are dropped and counted as unmatched, since no routine is in progress
- * in user mode: they are frames whose exit ran while their group was off,
- * and a later exit must not close them. KVM runs this work inside
- * KVM_RUN before it enters the guest (the preempt notifier it registers
- * tells), where the frames are live: it is not done there, and need not
- * be, as a frame left by the switch would have met a return to user space
- * first.
+ * The last point before user mode, interrupts off, under ktau_gap_key
+ * (ktau_user_return()): no KTAU routine is in progress in user mode, so a
+ * frame still open is one whose exit ran while its group was off, and a
+ * later exit must not close it. It is dropped and counted as unmatched;
+ * frames beyond the stack were counted as stack overflows already. Every
+ * other place that runs task work or may sleep on the way out (signal
+ * delivery, ptrace stops, io_uring, KVM_RUN's guest entries) comes before
+ * this point, with its frames live.
  */
+void __ktau_user_gap(struct ktau_task *kt)
+{
+	unsigned int d = kt->depth;
+
+	if (d == KTAU_DEPTH_DEAD)
+		return;
+	kt->unmatched += min(d, KTAU_STACK_DEPTH);
+	WRITE_ONCE(kt->depth, 0);
+}
+
+/* Work a user task does for itself on its way to user space: a reset. */
 static void ktau_user_work_fn(struct callback_head *head)
 {
 	struct ktau_task *kt = container_of(head, struct ktau_task, reset_work);
 	unsigned long flags;
-	unsigned int d;
 
 	clear_bit(KTAU_WORK_QUEUED, &kt->flags);
 	smp_mb__after_atomic();	/* requests after this queue the work again */
 	local_irq_save(flags);
-	if (test_and_clear_bit(KTAU_GAP_PENDING, &kt->flags)) {
-		d = kt->depth;
-#ifdef CONFIG_PREEMPT_NOTIFIERS
-		if (!hlist_empty(&current->preempt_notifiers))
-			d = 0;
-#endif
-		if (d && d != KTAU_DEPTH_DEAD) {
-			kt->unmatched += d;
-			WRITE_ONCE(kt->depth, 0);
-		}
-	}
 	if (test_and_clear_bit(KTAU_RESET_PENDING, &kt->flags))
 		ktau_clear(kt);
 	local_irq_restore(flags);

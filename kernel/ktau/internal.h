@@ -40,7 +40,6 @@ int ktau_group_by_name(const char *name, size_t len);
 #define KTAU_NEW		2	/* has not returned to user space yet */
 #define KTAU_SHARED_COARSE	3	/* shared page without interrupt sources */
 #define KTAU_WORK_QUEUED	4	/* reset_work is queued */
-#define KTAU_GAP_PENDING	5	/* a group went off: drop frames left open */
 
 /*
  * The depth of a task that has folded at exit: every push and pop then

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/ptrace.h>
 
 #include "ktau_util.h"
 
@@ -343,6 +345,71 @@ TEST_F_TIMEOUT(overflow, frame_left_by_group_off_unmatched, 30)
 	EXPECT_EQ(0, d.count) TH_LOG("a read() counted from one call's entry to another's exit");
 	EXPECT_EQ(2, rb->unmatched - ra->unmatched);
 	stop_reader(_metadata, &r, th);
+}
+
+/*
+ * A group switched off and on while a traced child is stopped at the
+ * entry of its system call (a ptrace stop, inside the call's frame, as
+ * strace stops it): the call is still one call when it returns, and
+ * nothing is unmatched. Frames left by a switch may only be dropped on
+ * the last way to user mode, never at a ptrace stop (or at signal
+ * delivery, or in io_uring's waits), where the frames are live.
+ */
+#define TRACED_CALLS	3
+
+TEST_F_TIMEOUT(overflow, ptrace_stop_keeps_the_call, 30)
+{
+	const struct ktau_task_rec *ra, *rb;
+	int status, i, p[2];
+	struct ktau_val d;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(p[1]);
+		/* Stopped by the tracer's SIGSTOP once it has seized us. */
+		if (read(p[0], &c, 1) != 1)
+			_exit(1);
+		for (i = 0; i < TRACED_CALLS; i++)
+			syscall(SYS_getppid);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	close(p[0]);
+	ASSERT_EQ(0, ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD));
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	ASSERT_EQ(1, write(p[1], "g", 1));
+	close(p[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP);
+	/* Stopped in read() or before it: the snapshot before the calls. */
+	ra = snap_tid(_metadata, self->fd, &self->a, pid);
+	ASSERT_EQ(0, ptrace(PTRACE_SYSCALL, pid, 0, 0));
+	for (;;) {
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFSTOPPED(status)) TH_LOG("child ended: status %#x", status);
+		if (WSTOPSIG(status) == SIGSTOP)
+			break;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			/* At an entry or exit stop: a group goes off and on. */
+			ASSERT_EQ(0, ktau_control("irq off"));
+			ASSERT_EQ(0, ktau_control("irq on"));
+			ASSERT_EQ(0, ptrace(PTRACE_SYSCALL, pid, 0, 0));
+		} else {
+			ASSERT_EQ(0, ptrace(PTRACE_SYSCALL, pid, 0, WSTOPSIG(status)));
+		}
+	}
+	rb = snap_tid(_metadata, self->fd, &self->b, pid);
+	d = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
+	TH_LOG("getppid: +%llu calls; unmatched +%llu", d.count,
+	       (unsigned long long)(rb->unmatched - ra->unmatched));
+	EXPECT_EQ(TRACED_CALLS, d.count);
+	EXPECT_EQ(0, rb->unmatched - ra->unmatched);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 }
 
 TEST_HARNESS_MAIN
