@@ -530,9 +530,9 @@ static __always_inline void ktau_point_event(unsigned int id)
  * exit, from the exit to the next entry or to the end of KVM_RUN, under
  * its reason: "kvm_exit:<NAME>", named from the vendor's table (the
  * kvm_exit tracepoint's SVM_EXIT_REASONS or VMX_EXIT_REASONS, uppercased,
- * other than letters and digits made '_') when first seen. Codes 0-255
- * and 0x400-0x4ff have an ID each, kept in ids[]; others share
- * KTAU_ID_KVM_EXIT.
+ * other than letters and digits made '_') when the vendor module sets up
+ * (ktau_kvm_exits_register()). Named codes 0-255 and 0x400-0x4ff have an
+ * ID each, kept in ids[]; others share KTAU_ID_KVM_EXIT.
  */
 #define KTAU_KVM_CODES	512
 
@@ -550,6 +550,7 @@ struct ktau_kvm_exits {
 		.nr_names = ARRAY_SIZE(var##_names),			\
 	}
 
+void ktau_kvm_exits_register(struct ktau_kvm_exits *x);
 void __ktau_kvm_entry(void);
 void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code);
 void __ktau_kvm_run_end(void);
@@ -616,6 +617,7 @@ struct ktau_kvm_exits { };
 		reasons							\
 	};								\
 	static struct ktau_kvm_exits var __maybe_unused
+static inline void ktau_kvm_exits_register(struct ktau_kvm_exits *x) { }
 static inline void ktau_kvm_entry(void) { }
 static inline void ktau_kvm_exit(struct ktau_kvm_exits *x,
 				 unsigned long code) { }

@@ -1115,7 +1115,11 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	/* The frame before the depth: see __ktau_syscall_enter(). */
 	barrier();
 	WRITE_ONCE(kt->depth, d + 1);
-	if (ktau_extra_on()) {
+	/*
+	 * Group kvm's frames are pushed with the guest's state loaded:
+	 * handlers hear of nothing there (ktau_handler_register()).
+	 */
+	if (ktau_extra_on() && group != KTAU_GROUP_KVM) {
 		if (d)
 			ktau_notify_syscall_start(kt, &kt->stack[0]);
 		if (ktau_handlers_want(group))
@@ -1537,37 +1541,45 @@ static void ktau_kvm_pop(struct ktau_task *kt)
 		__ktau_pop(kt, KTAU_GROUP_KVM);
 }
 
-/* First sight of exit @code, at index @i: its ID, named after its reason. */
-static noinline u32 ktau_kvm_name(struct ktau_kvm_exits *x, unsigned int i,
-				  unsigned long code)
+/* The index of exit @code in ids[], or KTAU_KVM_CODES: none. */
+static unsigned int ktau_kvm_index(unsigned long code)
+{
+	if (code < 0x100)
+		return code;
+	if (code - 0x400 < 0x100)
+		return 0x100 + code - 0x400;
+	return KTAU_KVM_CODES;
+}
+
+/**
+ * ktau_kvm_exits_register - name the exit reasons of a vendor module
+ * @x: its table, from DEFINE_KTAU_KVM_EXITS()
+ *
+ * Registers "kvm_exit:<NAME>" for every reason in @x's names, from the
+ * module's hardware setup, so that the exit hook, which runs with the
+ * guest's state loaded, only looks IDs up. A module loaded again gets the
+ * same IDs. A reason without a name, or without an ID left, is counted
+ * under KTAU_ID_KVM_EXIT.
+ */
+void ktau_kvm_exits_register(struct ktau_kvm_exits *x)
 {
 	char name[KTAU_NAME_LEN];
-	const char *p = NULL;
-	unsigned int k, n;
-	int id;
+	unsigned int k, i, n;
+	const char *p;
 
 	for (k = 0; k < x->nr_names; k++) {
-		if (x->names[k].code == code) {
-			p = x->names[k].name;
-			break;
-		}
-	}
-	n = strscpy(name, "kvm_exit:", sizeof(name));
-	if (p) {
+		i = ktau_kvm_index(x->names[k].code);
+		if (i >= KTAU_KVM_CODES || READ_ONCE(x->ids[i]))
+			continue;
+		n = strscpy(name, "kvm_exit:", sizeof(name));
 		/* One word, as every routine name: "PF excp" is PF_EXCP. */
-		for (; *p && n < sizeof(name) - 1; p++)
+		for (p = x->names[k].name; *p && n < sizeof(name) - 1; p++)
 			name[n++] = isalnum(*p) ? toupper(*p) : '_';
 		name[n] = '\0';
-	} else {
-		snprintf(name + n, sizeof(name) - n, "0x%lx", code);
+		ktau_register_name_once(&x->ids[i], name, KTAU_GROUP_KVM);
 	}
-	id = ktau_register_name_once(&x->ids[i], name, KTAU_GROUP_KVM);
-	if (id > 0)
-		return id;
-	/* No ID left: the reason is counted with the unnamed ones. */
-	cmpxchg(&x->ids[i], 0, KTAU_ID_KVM_EXIT);
-	return KTAU_ID_KVM_EXIT;
 }
+EXPORT_SYMBOL_GPL(ktau_kvm_exits_register);
 
 /*
  * The common case at an exit and at an entry: the KVM frame on top (guest
@@ -1616,6 +1628,7 @@ void __ktau_kvm_entry(void)
 {
 	struct ktau_task *kt = current->ktau;
 
+	lockdep_assert_irqs_disabled();
 	if (unlikely(!kt))
 		return;
 	if (ktau_kvm_switch(kt, KTAU_ID_KVM_GUEST))
@@ -1629,22 +1642,16 @@ void __ktau_kvm_exit(struct ktau_kvm_exits *x, unsigned long code)
 {
 	struct ktau_task *kt = current->ktau;
 	unsigned int i;
-	u32 id;
+	u32 id = 0;
 
+	lockdep_assert_irqs_disabled();
 	if (unlikely(!kt))
 		return;
-	if (code < 0x100)
-		i = code;
-	else if (code - 0x400 < 0x100)
-		i = 0x100 + code - 0x400;
-	else
-		i = KTAU_KVM_CODES;
-	id = KTAU_ID_KVM_EXIT;
-	if (likely(i < KTAU_KVM_CODES)) {
+	i = ktau_kvm_index(code);
+	if (likely(i < KTAU_KVM_CODES))
 		id = READ_ONCE(x->ids[i]);
-		if (unlikely(!id))
-			id = ktau_kvm_name(x, i, code);
-	}
+	if (unlikely(!id))
+		id = KTAU_ID_KVM_EXIT;
 	if (ktau_kvm_switch(kt, id))
 		return;
 	ktau_kvm_pop(kt);

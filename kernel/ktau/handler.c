@@ -94,12 +94,18 @@ static void ktau_handler_update(void)
  * event: its kind, group, function ID, clock and, at a stop, the
  * routine's inclusive time in clock units.
  *
- * Return: 0, or -EINVAL for a handler without function or groups.
+ * Group kvm has no handler events: its hooks run with the guest's state
+ * loaded (between the guest's and the host's xsave, debug and speculation
+ * control state, with GIF clear on AMD), where no other code may run.
+ *
+ * Return: 0, or -EINVAL for a handler without function or groups, or
+ * with group kvm.
  */
 int ktau_handler_register(struct ktau_handler *h)
 {
 	if (!h || !h->func || !h->groups ||
-	    (h->groups & ~(BIT(KTAU_NR_GROUPS) - 1)))
+	    (h->groups & ~(BIT(KTAU_NR_GROUPS) - 1)) ||
+	    (h->groups & BIT(KTAU_GROUP_KVM)))
 		return -EINVAL;
 	mutex_lock(&ktau_handler_lock);
 	list_add_tail_rcu(&h->node, &ktau_handlers);

@@ -6,7 +6,8 @@
  *	insmod ktau_handler.ko groups=0x1 tgid=1234 watch_id=142
  *	cat /proc/ktau_handler
  *
- * groups is a mask of KTAU groups (bit n for KTAU_GROUP n; default all),
+ * groups is a mask of KTAU groups (bit n for KTAU_GROUP n; default all
+ * but kvm, which has no handler events),
  * tgid limits the counting to one process (0: every task), and the calls
  * of function ID watch_id are counted apart. The handler runs in the
  * hooks' context, interrupts off, so it only adds to per-CPU counters.
@@ -25,9 +26,9 @@
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 
-static ulong groups = BIT(KTAU_NR_GROUPS) - 1;
+static ulong groups = (BIT(KTAU_NR_GROUPS) - 1) & ~BIT(KTAU_GROUP_KVM);
 module_param(groups, ulong, 0444);
-MODULE_PARM_DESC(groups, "mask of KTAU groups to count (bit n: group n)");
+MODULE_PARM_DESC(groups, "mask of KTAU groups to count (bit n: group n; not kvm)");
 static int tgid;
 module_param(tgid, int, 0444);
 MODULE_PARM_DESC(tgid, "count only this process (init namespace); 0: all");

@@ -573,4 +573,25 @@ TEST(vcpu_killed_and_vm_closed)
 	close(fd);
 }
 
+/*
+ * The exit reasons are named when the vendor module sets up, not at their
+ * first exit (whose hook runs with the guest's state loaded): a reason no
+ * test makes, a guest shutdown, is in the registry all the same.
+ */
+TEST(exit_names_registered_at_setup)
+{
+	struct ktau_funcs fs = { 0 };
+	char *t;
+	const char *want;
+
+	kvm_ready(_metadata);
+	t = ktau_slurp("/proc/cpuinfo", NULL);
+	ASSERT_NE(NULL, t);
+	want = strstr(t, " svm") ? "kvm_exit:SHUTDOWN" : "kvm_exit:TRIPLE_FAULT";
+	free(t);
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	EXPECT_NE(NULL, ktau_func_by_name(&fs, want)) TH_LOG("%s not registered", want);
+	ktau_funcs_free(&fs);
+}
+
 TEST_HARNESS_MAIN

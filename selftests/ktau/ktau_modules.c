@@ -346,6 +346,19 @@ TEST(two_handlers_each_see_their_groups)
 	EXPECT_EQ(0, w2[1]);
 }
 
+/* Group kvm has no handler events: a handler that asks for it is refused. */
+TEST(handler_of_group_kvm_refused)
+{
+	char params[64];
+
+	ktau_must_have_ktau(_metadata);
+	snprintf(params, sizeof(params), "groups=0x%x", 1U << KTAU_GROUP_KVM);
+	EXPECT_EQ(-EINVAL, ktau_mod_load("ktau_handler", params));
+	snprintf(params, sizeof(params), "groups=0x1 second=0x%x", 1U << KTAU_GROUP_KVM);
+	EXPECT_EQ(-EINVAL, ktau_mod_load("ktau_handler", params));
+	ktau_mod_unload("ktau_handler");
+}
+
 /* The thread of comm @comm, by a scan of /proc; 0 if none. */
 static pid_t find_comm(const char *comm)
 {
