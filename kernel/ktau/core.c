@@ -382,15 +382,24 @@ long ktau_unprofiled_tasks(void)
 	return atomic_long_read(&ktau_unprofiled);
 }
 
-int ktau_set_groups(unsigned long mask)
+/*
+ * Switch on the groups in @on and off those in @off, the others staying
+ * as they are; the read of the groups on and the switch are one step, so
+ * that two writers each change their own groups.
+ */
+int ktau_switch_groups(unsigned long on, unsigned long off)
 {
-	int g;
+	unsigned long mask;
+	int g, ret = 0;
 
-	if (mask & ~KTAU_ALL_GROUPS)
+	if ((on | off) & ~KTAU_ALL_GROUPS)
 		return -EINVAL;
-	if (mask && !ktau_ready)
-		return -ENODEV;
 	mutex_lock(&ktau_groups_lock);
+	mask = (ktau_groups_on | on) & ~off;
+	if (mask && !ktau_ready) {
+		ret = -ENODEV;
+		goto out;
+	}
 	for (g = 0; g < KTAU_NR_GROUPS; g++) {
 		if (mask & BIT(g))
 			static_branch_enable(&ktau_keys[g]);
@@ -401,8 +410,17 @@ int ktau_set_groups(unsigned long mask)
 	if (ktau_groups_on & ~mask)
 		static_branch_enable(&ktau_gap_key);
 	WRITE_ONCE(ktau_groups_on, mask);
+out:
 	mutex_unlock(&ktau_groups_lock);
-	return 0;
+	return ret;
+}
+
+/* Exactly the groups in @mask on. */
+int ktau_set_groups(unsigned long mask)
+{
+	if (mask & ~KTAU_ALL_GROUPS)
+		return -EINVAL;
+	return ktau_switch_groups(mask, KTAU_ALL_GROUPS & ~mask);
 }
 
 void __init ktau_init(void)

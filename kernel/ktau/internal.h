@@ -112,6 +112,7 @@ int ktau_aggregate(struct ktau_totals *tot);
 int ktau_process_totals(struct task_struct *leader, struct ktau_totals *tot);
 void ktau_reset_all(void);
 int ktau_set_groups(unsigned long mask);
+int ktau_switch_groups(unsigned long on, unsigned long off);
 
 /* The exit collector. */
 void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);

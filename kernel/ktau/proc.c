@@ -327,19 +327,15 @@ static ssize_t ktau_control_write(struct file *file, const char __user *ubuf,
 	else
 		return -EINVAL;
 
-	mask = READ_ONCE(ktau_groups_on);
 	if (!strcmp(buf, "all")) {
-		mask = on ? BIT(KTAU_NR_GROUPS) - 1 : 0;
+		mask = BIT(KTAU_NR_GROUPS) - 1;
 	} else {
 		g = ktau_group_by_name(buf, strlen(buf));
 		if (g < 0)
 			return -EINVAL;
-		if (on)
-			mask |= BIT(g);
-		else
-			mask &= ~BIT(g);
+		mask = BIT(g);
 	}
-	ret = ktau_set_groups(mask);
+	ret = on ? ktau_switch_groups(mask, 0) : ktau_switch_groups(0, mask);
 	return ret ? ret : count;
 }
 
