@@ -234,6 +234,7 @@ void __ktau_irq_desc(struct irq_desc *desc);
 void __ktau_sched_out(bool blocked);
 void __ktau_sched_in(void);
 void ktau_exec(void);
+void ktau_exec_nondumpable(void);
 void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader);
 
 /* Dynamic function IDs, for modules and run-time probes. */
@@ -588,6 +589,7 @@ static inline int ktau_tsk_init(struct task_struct *tsk)
 static inline void ktau_tsk_free(struct task_struct *tsk) { }
 static inline void ktau_exit(struct task_struct *tsk) { }
 static inline void ktau_exec(void) { }
+static inline void ktau_exec_nondumpable(void) { }
 static inline void ktau_exec_leader(struct task_struct *tsk,
 				    struct task_struct *leader) { }
 static inline void ktau_syscall_enter(long nr) { }

@@ -148,6 +148,27 @@ static bool ktau_collect_allowed(struct ktau_collector *c)
 	       uid_eq(cred->suid, c->uid);
 }
 
+/*
+ * begin_new_exec() of a member into a program that is not dumpable
+ * (set-user-ID or set-group-ID, or with more capabilities than its
+ * caller), once its credentials are committed: it runs with credentials
+ * the opener may not trace, even if it drops them again before it exits,
+ * so it leaves the collector, counted as denied, unless the opener was
+ * privileged (as perf ends a task's inherited events there).
+ */
+void ktau_collect_exec(struct ktau_task *kt)
+{
+	struct ktau_collector *c = kt->collector;
+
+	if (!c || c->privileged)
+		return;
+	spin_lock(&c->lock);
+	c->st.denied++;
+	spin_unlock(&c->lock);
+	kt->collector = NULL;
+	ktau_collector_put(c);
+}
+
 /* do_exit() of a member: queue its final profile. */
 void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 {

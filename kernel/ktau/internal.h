@@ -116,6 +116,7 @@ int ktau_switch_groups(unsigned long on, unsigned long off);
 
 /* The exit collector. */
 void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
+void ktau_collect_exec(struct ktau_task *kt);
 void ktau_collector_get(struct ktau_collector *c);
 void ktau_collector_put(struct ktau_collector *c);
 

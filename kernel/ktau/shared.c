@@ -143,3 +143,16 @@ void ktau_exec(void)
 	ktau_shared_release(kt);
 	ktau_sample_release(current);
 }
+
+/*
+ * begin_new_exec(), once the new credentials are committed, of a program
+ * that is not dumpable (where perf ends the task's events): it leaves an
+ * unprivileged collector.
+ */
+void ktau_exec_nondumpable(void)
+{
+	struct ktau_task *kt = ktau_profile(current);
+
+	if (kt)
+		ktau_collect_exec(kt);
+}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "ktau_util.h"
@@ -707,6 +708,138 @@ TEST_F_TIMEOUT(exitprof, queue_limit_counts_dropped, 120)
 	EXPECT_EQ(dropped, st.dropped);
 	close(cfd);
 	free(buf);
+}
+
+/*
+ * The set-user-ID copy of this program that setuid_exec_* runs: with
+ * SUID_ENV set, it gives its privileges up (real, effective and saved
+ * user ID all the caller's again), makes a system call and exits, before
+ * the test harness starts.
+ */
+#define SUID_ENV	"KTAU_EXIT_SUID_CHILD"
+
+static void __attribute__((constructor)) suid_child(void)
+{
+	uid_t u;
+
+	if (!getenv(SUID_ENV))
+		return;
+	u = getuid();
+	if (setresuid(u, u, u))
+		_exit(10);
+	syscall(SYS_getppid);
+	_exit(0);
+}
+
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open(from, O_RDONLY);
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0700);
+	if (out < 0) {
+		ret = -errno;
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n) {
+			ret = -EIO;
+			break;
+		}
+	if (n < 0)
+		ret = -errno;
+	if (!ret && fchmod(out, mode))
+		ret = -errno;
+	close(in);
+	close(out);
+	return ret;
+}
+
+/*
+ * As KTAU_USER_ID: open a collector, and have a member exec @path, which
+ * gives up what it gained and exits; the collector's stats in *st.
+ * 0, or the step that failed.
+ */
+static int run_member_exec(const char *path, struct ktau_collect_stats *st)
+{
+	static char env_suid[] = SUID_ENV "=1";
+	char *argv[2], *envp[2];
+	int cfd, status;
+	pid_t gc;
+
+	if (ktau_become(KTAU_USER_ID, 0))
+		return 1;
+	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
+	if (cfd < 0)
+		return 2;
+	gc = fork();
+	if (gc < 0)
+		return 3;
+	if (gc == 0) {
+		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+			_exit(20);
+		argv[0] = (char *)path;
+		argv[1] = NULL;
+		envp[0] = env_suid;
+		envp[1] = NULL;
+		execve(path, argv, envp);
+		_exit(21);
+	}
+	if (waitpid(gc, &status, 0) != gc || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 4;
+	if (ioctl(cfd, KTAU_IOC_COLLECT_STATS, st))
+		return 5;
+	close(cfd);
+	return 0;
+}
+
+/*
+ * A member of an unprivileged user's collector runs a set-user-ID root
+ * program that gives its privileges up again before it exits, so that
+ * its credentials at exit are the opener's: what it did as root is not
+ * the opener's to see, so it left the collector at the exec (denied,
+ * not collected). The same program without the set-user-ID bit is
+ * collected.
+ */
+TEST_F_TIMEOUT(exitprof, setuid_exec_leaves_unprivileged_collector, 30)
+{
+	char dir[] = "/tmp/ktau-suid.XXXXXX", path[64];
+	struct ktau_collect_stats *st;
+	int i, status, step;
+	pid_t pid;
+
+	st = mmap(NULL, 2 * sizeof(*st), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, st);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	for (i = 0; i < 2; i++) {
+		/* i == 0: set-user-ID root; i == 1: the plain program. */
+		snprintf(path, sizeof(path), "%s/prog%d", dir, i);
+		ASSERT_EQ(0, copy_file("/proc/self/exe", path, i ? 0755 : 04755));
+		memset(&st[i], 0, sizeof(st[i]));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(run_member_exec(path, &st[i]));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		step = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+		ASSERT_EQ(0, step) TH_LOG("%s: step %d failed", path, step);
+		TH_LOG("%s: collected %llu, denied %llu", i ? "plain" : "set-user-ID",
+		       (unsigned long long)st[i].collected, (unsigned long long)st[i].denied);
+		unlink(path);
+	}
+	rmdir(dir);
+	EXPECT_EQ(0, st[0].collected);
+	EXPECT_EQ(1, st[0].denied);
+	EXPECT_EQ(1, st[1].collected);
+	EXPECT_EQ(0, st[1].denied);
+	munmap(st, 2 * sizeof(*st));
 }
 
 TEST_HARNESS_MAIN
