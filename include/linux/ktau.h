@@ -90,6 +90,7 @@ struct ktau_slot {
 
 struct ktau_collector;
 struct ktau_sampler;
+struct ktau_tbuf;
 struct ktau_proc;
 
 /*
@@ -110,6 +111,7 @@ struct ktau_task {
 	struct mm_struct *shared_mm;	/* charged for the pin */
 	unsigned long shared_npages;	/* pages charged: the page's folio */
 	struct ktau_sampler __rcu *sample;	/* overflow sampling, or NULL */
+	struct ktau_tbuf *trace;	/* trace mode's buffer, or NULL */
 	u64 hev_syscall_start;	/* start of the last system call handlers saw */
 	u64 out_tsc;		/* TSC when it left its CPU (ktau_rebase_in()) */
 	u64 out_ns;		/* CLOCK_MONOTONIC then */

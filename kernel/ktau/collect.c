@@ -198,8 +198,15 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 		return;
 	}
 	ktau_conv_get(&cv);
+	/*
+	 * The trace ends where the table is copied, so that it holds the
+	 * calls of this final profile, no more.
+	 */
+	local_irq_disable();
 	n = ktau_copy_entries(kt, (struct ktau_entry *)(&q->rec + 1), max, &cv,
 			      ktau_irq_detail_hidden(c->privileged));
+	ktau_trace_stop(kt);
+	local_irq_enable();
 	size = sizeof(q->rec) + n * sizeof(struct ktau_entry);
 	q->size = size;
 	q->rec.size = size;

@@ -474,6 +474,8 @@ int ktau_tsk_init(struct task_struct *tsk)
 		kt->collector = parent->collector;
 		ktau_collector_get(kt->collector);
 	}
+	/* So do threads traced with KTAU_TRACE_INHERIT. */
+	ktau_trace_fork(parent, tsk, kt);
 	tsk->ktau = kt;
 	return 0;
 }
@@ -493,6 +495,7 @@ void ktau_tsk_free(struct task_struct *tsk)
 		return;
 	if (kt->collector)
 		ktau_collector_put(kt->collector);
+	ktau_trace_free(kt);
 	ktau_proc_put(kt->proc);
 	kmem_cache_free(ktau_cachep, kt);
 }
@@ -930,9 +933,11 @@ void ktau_exit(struct task_struct *tsk)
 	/*
 	 * Nothing the task still runs through (its last interrupts and
 	 * schedule) changes its table from now on, or a read that added the
-	 * table before a fold was copied would see more than a read after.
+	 * table before a fold was copied would see more than a read after;
+	 * nor its trace.
 	 */
 	WRITE_ONCE(kt->depth, KTAU_DEPTH_DEAD);
+	ktau_trace_stop(kt);
 	if (pr)
 		ktau_proc_fold(pr, kt);
 	cpu = smp_processor_id();
@@ -957,6 +962,8 @@ void ktau_exit(struct task_struct *tsk)
 	set_bit(KTAU_FOLDED, &kt->flags);
 	write_seqcount_end(&e->seq);
 	local_irq_restore(flags);
+	/* Its trace stays in its session until read. */
+	ktau_trace_exit(tsk, kt);
 }
 
 /*
@@ -1343,6 +1350,9 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 
 	if (kt->shared)
 		ktau_shared_update(kt, s, group, incl_add, excl);
+	if (kt->trace)
+		ktau_trace_call(kt, group, s->id, f->start, f->start + incl,
+				kt->depth);
 	if (!ktau_handlers_want(group))
 		return;
 	/* A system call's start goes before its stop. */
@@ -1438,6 +1448,8 @@ void __ktau_event(unsigned int group, u32 id)
 	if (ktau_extra_on()) {
 		if (kt->shared)
 			ktau_shared_update(kt, s, group, 0, 0);
+		if (kt->trace)
+			ktau_trace_event(kt, group, s->id);
 		if (kt->depth)
 			ktau_notify_syscall_start(kt, &kt->stack[0]);
 		if (ktau_handlers_want(group))

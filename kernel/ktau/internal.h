@@ -117,6 +117,17 @@ int ktau_switch_groups(unsigned long on, unsigned long off);
 /* The exit collector. */
 void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_collect_exec(struct ktau_task *kt);
+
+/* Trace mode (trace.c). */
+void ktau_trace_call(struct ktau_task *kt, unsigned int group, u32 id,
+		     u64 start, u64 end, unsigned int depth);
+void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id);
+void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
+		     struct ktau_task *kt);
+void ktau_trace_free(struct ktau_task *kt);
+void ktau_trace_stop(struct ktau_task *kt);
+void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt);
+void ktau_trace_exec_nondumpable(struct ktau_task *kt);
 void ktau_collector_get(struct ktau_collector *c);
 void ktau_collector_put(struct ktau_collector *c);
 
@@ -220,5 +231,6 @@ static inline void ktau_probe_remove_all(void) { }
 /* /proc/ktau */
 bool ktau_capable(void);
 extern const struct proc_ops ktau_collect_ops;
+extern const struct proc_ops ktau_trace_ops;
 
 #endif /* _KERNEL_KTAU_INTERNAL_H */

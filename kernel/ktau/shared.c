@@ -153,6 +153,8 @@ void ktau_exec_nondumpable(void)
 {
 	struct ktau_task *kt = ktau_profile(current);
 
-	if (kt)
+	if (kt) {
 		ktau_collect_exec(kt);
+		ktau_trace_exec_nondumpable(kt);
+	}
 }

@@ -373,6 +373,7 @@ struct ktau_probe_req {
 
 #define KTAU_TRACE_MAX_CAPACITY	(1U << 20)	/* records per thread */
 #define KTAU_TRACE_MAX_TASKS	4096		/* buffers per session */
+#define KTAU_TRACE_MAX_BYTES	(256U << 20)	/* of buffers per session */
 
 /* Argument of KTAU_IOC_TRACE_ATTACH. */
 struct ktau_trace_attr {

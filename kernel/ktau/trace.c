@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KTAU trace mode: /proc/ktau/trace (ABI 1.5).
+ *
+ * Each open file is a session. A thread attached to it gets a buffer of
+ * its own, a ring of struct ktau_trec, and from then on every routine of
+ * the session's groups that the thread completes appends one record with
+ * its start and end: written where the profile charges the call
+ * (__ktau_pop_extra(), under ktau_extra_key), so that the trace's calls
+ * are the profile's calls, with one record per call instead of two.
+ *
+ * Per task, not per CPU: a record needs no thread ID, a thread's records
+ * come out in order without a merge, and the only writer is the thread
+ * itself, always with interrupts off (every hook that charges a call
+ * runs so), so the ring is single-producer without atomics: the writer
+ * stores the record, then publishes head with a release; the reader on
+ * another CPU takes head with an acquire, copies, and gives the slots
+ * back by publishing tail with a release, which the writer reads with an
+ * acquire before it reuses them. Interrupts landing on the thread are
+ * the thread's records, as they are its profile's. Samples taken in NMI
+ * context write no record: they have their own buffer.
+ *
+ * Lifetime: a buffer is referenced by the session (until it is read to
+ * its end after the thread exited, or the session is closed) and by the
+ * thread (until it exits, or execs a program that is not dumpable). The
+ * thread's pointer only goes from NULL to a buffer under its alloc_lock,
+ * set by an attach, and back to NULL by the thread itself. The ring is
+ * freed when the session closes: its pointer is cleared first and, as
+ * writers run with interrupts off, a grace period later no writer uses it.
+ *
+ * Bounds: KTAU_TRACE_MAX_CAPACITY records a buffer, KTAU_TRACE_MAX_TASKS
+ * buffers and KTAU_TRACE_MAX_BYTES of rings a session, charged to the
+ * opener's memory cgroup; attaches beyond are refused (EBUSY for an
+ * explicit attach, counted in refused for an inherited one). A full ring
+ * loses new records, counted, and reports them with one KTAU_TRACE_LOST
+ * record when there is room again.
+ */
+
+#include <linux/compat.h>
+#include <linux/fs.h>
+#include <linux/proc_fs.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/uaccess.h>
+#include <linux/capability.h>
+#include <linux/pid_namespace.h>
+#include <linux/ptrace.h>
+#include <linux/refcount.h>
+#include <linux/sched/task.h>
+#include <linux/sched/mm.h>
+#include <linux/memcontrol.h>
+#include <linux/timekeeping.h>
+#include "internal.h"
+
+/* A record in the ring: the clock, as the frames hold it. */
+struct ktau_trec {
+	u64 start;
+	u64 end;
+	u32 id;
+	u16 depth;
+	u8 kind;
+	u8 reserved;
+};
+
+struct ktau_tsession;
+
+struct ktau_tbuf {
+	refcount_t ref;			/* the session's and the thread's */
+	struct ktau_tsession *s;	/* valid while the session's ref is */
+	struct list_head node;		/* in s->bufs, under s->lock */
+	struct task_struct *task;	/* until exited: see ktau_tbuf_task() */
+	struct ktau_trec *ring;		/* NULL: the session closed */
+	struct ktau_trec *old_ring;	/* freed by the close */
+	unsigned long head;		/* written by the thread */
+	unsigned long tail;		/* written by the reader */
+	unsigned int mask;
+	u32 flags;			/* KTAU_TRACE_INHERIT */
+	u64 groups;
+	bool stopped;			/* no more records: exit, detach */
+	bool exited;			/* tid, pid, comm are set */
+	bool detached;
+	bool reported;			/* the last chunk was read */
+	/* Records lost since the last LOST record, their first and last end. */
+	u64 lost_pending, lost_first, lost_last;
+	u64 lost;			/* since the attach */
+	pid_t tid, pid;			/* in the session's namespace, at exit */
+	char comm[TASK_COMM_LEN];
+};
+
+struct ktau_tsession {
+	refcount_t ref;			/* the file's and each buffer's */
+	struct mutex lock;		/* the buffer list, attach, read */
+	struct list_head bufs;
+	bool closed;
+	bool privileged;		/* the opener had CAP_PERFMON */
+	struct pid_namespace *ns;	/* the opener's /proc */
+	struct mem_cgroup *memcg;	/* the opener's, charged */
+	u64 clock0, ns0;		/* the clock and CLOCK_MONOTONIC at open */
+	unsigned int nbufs;
+	u64 bytes;
+	/* Under lock; with the buffers' own counts, those of the gone. */
+	u64 tasks, refused, denied, records, lost;
+};
+
+static void ktau_tsession_put(struct ktau_tsession *s)
+{
+	if (!refcount_dec_and_test(&s->ref))
+		return;
+	mem_cgroup_put(s->memcg);
+	put_pid_ns(s->ns);
+	kfree(s);
+}
+
+static void ktau_tbuf_put(struct ktau_tbuf *b)
+{
+	if (!refcount_dec_and_test(&b->ref))
+		return;
+	vfree(b->ring);
+	ktau_tsession_put(b->s);
+	kfree(b);
+}
+
+/*
+ * A buffer of @cap records for @t in @s, charged to the opener's memory
+ * cgroup, within the session's bounds; not yet on the list. s->lock held.
+ */
+static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
+				       struct task_struct *t, u32 cap,
+				       u32 flags, u64 groups, int *err)
+{
+	size_t bytes = (size_t)cap * sizeof(struct ktau_trec);
+	struct mem_cgroup *old;
+	struct ktau_tbuf *b;
+
+	if (s->nbufs >= KTAU_TRACE_MAX_TASKS ||
+	    s->bytes + bytes > KTAU_TRACE_MAX_BYTES) {
+		*err = -EBUSY;
+		return NULL;
+	}
+	old = set_active_memcg(s->memcg);
+	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+	if (b)
+		b->ring = __vmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	set_active_memcg(old);
+	if (!b || !b->ring) {
+		kfree(b);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	refcount_set(&b->ref, 1);
+	b->s = s;
+	refcount_inc(&s->ref);
+	b->task = t;
+	b->mask = cap - 1;
+	b->flags = flags;
+	b->groups = groups;
+	s->nbufs++;
+	s->bytes += bytes;
+	s->tasks++;
+	return b;
+}
+
+/*
+ * Publish @b as @kt's (task @t) buffer: false when the thread has a live
+ * one or exits. A buffer whose session closed (no ring) is replaced; it
+ * goes, a grace period later, in *@old.
+ */
+static bool ktau_tbuf_publish(struct task_struct *t, struct ktau_task *kt,
+			      struct ktau_tbuf *b, struct ktau_tbuf **old)
+{
+	struct ktau_tbuf *cur;
+	bool ok = false;
+
+	*old = NULL;
+	task_lock(t);
+	cur = kt->trace;
+	if ((!cur || !READ_ONCE(cur->ring)) && !(t->flags & PF_EXITING)) {
+		refcount_inc(&b->ref);		/* the thread's */
+		smp_store_release(&kt->trace, b);
+		*old = cur;
+		ok = true;
+	}
+	task_unlock(t);
+	return ok;
+}
+
+/*
+ * The thread's own pointer goes; called by the thread itself, so no
+ * interrupt of it is in the middle of a record: no grace period.
+ */
+static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
+{
+	struct ktau_tbuf *b;
+
+	task_lock(t);
+	b = kt->trace;
+	WRITE_ONCE(kt->trace, NULL);
+	task_unlock(t);
+	if (!b)
+		return;
+	WRITE_ONCE(b->stopped, true);
+	static_branch_slow_dec_deferred(&ktau_extra_key);
+	ktau_tbuf_put(b);
+}
+
+/* The writer: one record. Interrupts off, the thread's own context. */
+static void ktau_trace_put(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
+			   unsigned int depth, u8 kind)
+{
+	struct ktau_trec *ring = READ_ONCE(b->ring), *r;
+	unsigned long head = b->head, tail;
+	unsigned int need = b->lost_pending ? 2 : 1;
+
+	if (!ring || READ_ONCE(b->stopped))
+		return;
+	tail = smp_load_acquire(&b->tail);	/* the reader is done with them */
+	if (head - tail + need > (unsigned long)b->mask + 1) {
+		if (!b->lost_pending++)
+			b->lost_first = end;
+		b->lost_last = end;
+		WRITE_ONCE(b->lost, b->lost + 1);
+		return;
+	}
+	if (b->lost_pending) {
+		r = &ring[head++ & b->mask];
+		r->start = b->lost_first;
+		r->end = b->lost_last;
+		r->id = min_t(u64, b->lost_pending, U32_MAX);
+		r->depth = 0;
+		r->kind = KTAU_TRACE_LOST;
+		b->lost_pending = 0;
+	}
+	r = &ring[head++ & b->mask];
+	r->start = start;
+	r->end = end;
+	r->id = id;
+	r->depth = min_t(unsigned int, depth, U16_MAX);
+	r->kind = kind;
+	smp_store_release(&b->head, head);	/* the record before head */
+}
+
+/* A call of @id of @group ended: it ran from @start to @end (clock). */
+void ktau_trace_call(struct ktau_task *kt, unsigned int group, u32 id,
+		     u64 start, u64 end, unsigned int depth)
+{
+	struct ktau_tbuf *b = READ_ONCE(kt->trace);
+
+	if (b && (b->groups & BIT_ULL(group)))
+		ktau_trace_put(b, start, end, id, depth, KTAU_TRACE_CALL);
+}
+
+/* An event of @id of @group. */
+void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id)
+{
+	struct ktau_tbuf *b = READ_ONCE(kt->trace);
+	u64 now;
+
+	if (b && (b->groups & BIT_ULL(group))) {
+		now = ktau_clock();
+		ktau_trace_put(b, now, now, id, kt->depth, KTAU_TRACE_EVENT);
+	}
+}
+
+/*
+ * Fork (ktau_tsk_init(), the parent's context): a child of a thread
+ * traced with KTAU_TRACE_INHERIT is traced from its first instruction,
+ * in the same session, with the same size and groups.
+ */
+void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
+		     struct ktau_task *kt)
+{
+	struct ktau_tbuf *pb = parent ? READ_ONCE(parent->trace) : NULL;
+	struct ktau_tsession *s;
+	struct ktau_tbuf *b;
+	int err;
+
+	if (!pb || !(pb->flags & KTAU_TRACE_INHERIT) ||
+	    READ_ONCE(pb->stopped) || (tsk->flags & PF_KTHREAD))
+		return;
+	s = pb->s;
+	mutex_lock(&s->lock);
+	if (s->closed) {
+		mutex_unlock(&s->lock);
+		return;
+	}
+	b = ktau_tbuf_new(s, tsk, pb->mask + 1, pb->flags, pb->groups, &err);
+	if (!b) {
+		s->refused++;
+		mutex_unlock(&s->lock);
+		return;
+	}
+	list_add_tail(&b->node, &s->bufs);
+	/* The child runs nothing yet: its pointer is set without a race. */
+	refcount_inc(&b->ref);
+	kt->trace = b;
+	static_branch_deferred_inc(&ktau_extra_key);
+	mutex_unlock(&s->lock);
+}
+
+/*
+ * A task freed with a buffer: only one that never ran (its fork failed),
+ * as every other let go of it at exit; the buffer ends without a thread.
+ */
+void ktau_trace_free(struct ktau_task *kt)
+{
+	struct ktau_tbuf *b = kt->trace;
+
+	if (!b)
+		return;
+	kt->trace = NULL;
+	b->stopped = true;
+	smp_store_release(&b->exited, true);	/* tid 0: none */
+	static_branch_slow_dec_deferred(&ktau_extra_key);
+	ktau_tbuf_put(b);
+}
+
+/*
+ * The thread stops writing: at its exit, where the exit collector copies
+ * its table (interrupts off), so that the trace holds exactly the calls
+ * of that final profile.
+ */
+void ktau_trace_stop(struct ktau_task *kt)
+{
+	struct ktau_tbuf *b = READ_ONCE(kt->trace);
+
+	if (b)
+		WRITE_ONCE(b->stopped, true);
+}
+
+/* do_exit(): the buffer stays in the session until read; names kept. */
+void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt)
+{
+	struct ktau_tbuf *b = READ_ONCE(kt->trace);
+	struct ktau_tsession *s;
+
+	if (!b)
+		return;
+	s = b->s;
+	WRITE_ONCE(b->stopped, true);
+	b->tid = task_pid_nr_ns(tsk, s->ns);
+	b->pid = task_tgid_nr_ns(tsk, s->ns);
+	get_task_comm(b->comm, tsk);
+	smp_store_release(&b->exited, true);	/* the names before */
+	ktau_trace_drop(tsk, kt);
+}
+
+/*
+ * A program that is not dumpable, once its credentials are committed:
+ * what it does is not an unprivileged opener's to see (denied).
+ */
+void ktau_trace_exec_nondumpable(struct ktau_task *kt)
+{
+	struct ktau_tbuf *b = READ_ONCE(kt->trace);
+	struct ktau_tsession *s;
+
+	if (!b || b->s->privileged)
+		return;
+	s = b->s;
+	mutex_lock(&s->lock);
+	s->denied++;
+	b->detached = true;
+	mutex_unlock(&s->lock);
+	ktau_trace_drop(current, kt);
+}
+
+static int ktau_trace_open(struct inode *inode, struct file *file)
+{
+	struct ktau_tsession *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
+
+	if (!s)
+		return -ENOMEM;
+	refcount_set(&s->ref, 1);
+	mutex_init(&s->lock);
+	INIT_LIST_HEAD(&s->bufs);
+	s->privileged = perfmon_capable();
+	s->ns = get_pid_ns(task_active_pid_ns(current));
+	s->memcg = get_mem_cgroup_from_mm(current->mm);
+	s->clock0 = ktau_clock();
+	s->ns0 = ktime_get_ns();
+	file->private_data = s;
+	return 0;
+}
+
+/*
+ * Close: every ring goes (writers see it NULL, and a grace period later
+ * none uses it); buffers of threads that live on stay, empty, until
+ * their thread lets go of them.
+ */
+static int ktau_trace_release(struct inode *inode, struct file *file)
+{
+	struct ktau_tsession *s = file->private_data;
+	struct ktau_tbuf *b, *n;
+	LIST_HEAD(gone);
+
+	mutex_lock(&s->lock);
+	s->closed = true;
+	list_splice_init(&s->bufs, &gone);
+	mutex_unlock(&s->lock);
+	list_for_each_entry(b, &gone, node) {
+		WRITE_ONCE(b->stopped, true);
+		b->old_ring = b->ring;
+		WRITE_ONCE(b->ring, NULL);
+	}
+	/* Writers run with interrupts off: after this, none has a ring. */
+	synchronize_rcu();
+	list_for_each_entry_safe(b, n, &gone, node) {
+		list_del(&b->node);
+		vfree(b->old_ring);
+		ktau_tbuf_put(b);
+	}
+	ktau_tsession_put(s);
+	return 0;
+}
+
+static bool ktau_trace_may(struct task_struct *t)
+{
+	return t == current || perfmon_capable() ||
+	       ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS);
+}
+
+static int ktau_trace_attach(struct ktau_tsession *s,
+			     const struct ktau_trace_attr __user *uattr)
+{
+	struct ktau_tbuf *b, *old = NULL;
+	struct ktau_trace_attr a;
+	struct task_struct *t;
+	struct ktau_task *kt;
+	int err = 0;
+
+	if (copy_from_user(&a, uattr, sizeof(a)))
+		return -EFAULT;
+	if (a.size != sizeof(a) || (a.flags & ~KTAU_TRACE_FLAGS) ||
+	    a.capacity < 2 || a.capacity > KTAU_TRACE_MAX_CAPACITY ||
+	    (a.capacity & (a.capacity - 1)) ||
+	    (a.groups & ~(BIT_ULL(KTAU_NR_GROUPS) - 1)))
+		return -EINVAL;
+	if (!a.groups)
+		a.groups = BIT_ULL(KTAU_NR_GROUPS) - 1;
+	rcu_read_lock();
+	t = a.tid ? find_task_by_pid_ns(a.tid, s->ns) : current;
+	if (t)
+		get_task_struct(t);
+	rcu_read_unlock();
+	if (!t)
+		return -ESRCH;
+	kt = ktau_profile(t);
+	if (!kt || (t->flags & PF_KTHREAD)) {
+		err = kt ? -EINVAL : -ESRCH;
+		goto out;
+	}
+	if (!ktau_trace_may(t)) {
+		err = -EACCES;
+		goto out;
+	}
+	mutex_lock(&s->lock);
+	b = ktau_tbuf_new(s, t, a.capacity, a.flags, a.groups, &err);
+	if (b) {
+		if (ktau_tbuf_publish(t, kt, b, &old)) {
+			list_add_tail(&b->node, &s->bufs);
+			static_branch_deferred_inc(&ktau_extra_key);
+		} else {
+			err = -EBUSY;
+			s->nbufs--;
+			s->bytes -= (size_t)a.capacity * sizeof(struct ktau_trec);
+			s->tasks--;
+			ktau_tbuf_put(b);
+		}
+	}
+	mutex_unlock(&s->lock);
+	if (old) {
+		/* The thread may be looking at it with interrupts off. */
+		synchronize_rcu();
+		static_branch_slow_dec_deferred(&ktau_extra_key);
+		ktau_tbuf_put(old);
+	}
+out:
+	put_task_struct(t);
+	return err;
+}
+
+/*
+ * The thread of @b, in the session's namespace: its tid, and its tgid and
+ * name if asked. Its task is used only before it exited, which comes long
+ * before the task can be freed (an RCU grace period after its release).
+ */
+static pid_t ktau_tbuf_tid(struct ktau_tsession *s, struct ktau_tbuf *b,
+			   pid_t *pid, char *comm)
+{
+	pid_t tid;
+
+	rcu_read_lock();
+	/* Pairs with the release in ktau_trace_exit(): the names first. */
+	if (smp_load_acquire(&b->exited)) {
+		tid = b->tid;
+		if (pid)
+			*pid = b->pid;
+		if (comm)
+			memcpy(comm, b->comm, TASK_COMM_LEN);
+	} else {
+		tid = task_pid_nr_ns(b->task, s->ns);
+		if (pid)
+			*pid = task_tgid_nr_ns(b->task, s->ns);
+		if (comm)
+			__get_task_comm(comm, TASK_COMM_LEN, b->task);
+	}
+	rcu_read_unlock();
+	return tid;
+}
+
+/* Stop recording @tid (0: the caller); its records stay to be read. */
+static int ktau_trace_detach(struct ktau_tsession *s, const s32 __user *utid)
+{
+	struct ktau_tbuf *b;
+	int err = -ESRCH;
+	s32 tid;
+
+	if (get_user(tid, utid))
+		return -EFAULT;
+	if (!tid)
+		tid = task_pid_nr_ns(current, s->ns);
+	mutex_lock(&s->lock);
+	list_for_each_entry(b, &s->bufs, node) {
+		if (b->detached || ktau_tbuf_tid(s, b, NULL, NULL) != tid ||
+		    /* pairs with the release in ktau_trace_exit() */
+		    smp_load_acquire(&b->exited))
+			continue;
+		WRITE_ONCE(b->stopped, true);
+		b->detached = true;
+		err = 0;
+		break;
+	}
+	mutex_unlock(&s->lock);
+	return err;
+}
+
+static int ktau_trace_stats(struct ktau_tsession *s,
+			    struct ktau_trace_stats __user *ust)
+{
+	struct ktau_trace_stats st = {};
+	struct ktau_tbuf *b;
+
+	mutex_lock(&s->lock);
+	st.tasks = s->tasks;
+	st.refused = s->refused;
+	st.denied = s->denied;
+	st.records = s->records;
+	st.lost = s->lost;
+	list_for_each_entry(b, &s->bufs, node) {
+		/* Pairs with the writer's release of head. */
+		unsigned long head = smp_load_acquire(&b->head);
+
+		st.records += head;
+		st.lost += READ_ONCE(b->lost);
+		st.buffered += head - b->tail;
+	}
+	mutex_unlock(&s->lock);
+	return copy_to_user(ust, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+static long ktau_trace_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
+{
+	struct ktau_tsession *s = file->private_data;
+
+	switch (cmd) {
+	case KTAU_IOC_TRACE_ATTACH:
+		return ktau_trace_attach(s, (const void __user *)arg);
+	case KTAU_IOC_TRACE_DETACH:
+		return ktau_trace_detach(s, (const s32 __user *)arg);
+	case KTAU_IOC_TRACE_STATS:
+		return ktau_trace_stats(s, (void __user *)arg);
+	}
+	return -ENOTTY;
+}
+
+/* Records converted per copy to user space. */
+#define KTAU_TRACE_BATCH	32
+
+struct ktau_tclock {
+	struct ktau_conv cv;
+	u64 now_clock;
+	u64 now_ns;
+	bool coarse;
+};
+
+/*
+ * A clock value as CLOCK_MONOTONIC ns, from the session's reference: every
+ * record of a session is converted from the same point, so that records
+ * drained by different reads keep their order to the clock's resolution
+ * (a reference per read would shift them by the clock's rate error times
+ * the time between reads); over a long session they drift from
+ * CLOCK_MONOTONIC by that rate error.
+ */
+static u64 ktau_tclock_ns(const struct ktau_tclock *c, u64 t)
+{
+	if ((s64)(c->now_clock - t) < 0)
+		return c->now_ns + ktau_to_ns(&c->cv, t - c->now_clock);
+	return c->now_ns - min(c->now_ns, ktau_to_ns(&c->cv, c->now_clock - t));
+}
+
+/* Interrupt sources the reader may not see: under "irq" and "softirq". */
+static u32 ktau_trace_id(const struct ktau_tclock *c, const struct ktau_trec *r)
+{
+	unsigned int nr = ktau_nr_ids();
+
+	if (!c->coarse || r->kind == KTAU_TRACE_LOST || r->id >= nr)
+		return r->id;
+	switch (ktau_funcs[r->id].group) {
+	case KTAU_GROUP_IRQ:
+		return KTAU_ID_IRQ;
+	case KTAU_GROUP_SOFTIRQ:
+		return KTAU_ID_SOFTIRQ;
+	}
+	return r->id;
+}
+
+/*
+ * One chunk of @b's records into @ubuf (at most @room bytes), or its last,
+ * empty, chunk once it exited or was detached. Bytes written, 0 when it
+ * has nothing, or -errno. s->lock held.
+ */
+static ssize_t ktau_trace_chunk(struct ktau_tsession *s, struct ktau_tbuf *b,
+				const struct ktau_tclock *c, char __user *ubuf,
+				size_t room)
+{
+	struct ktau_trace_rec out[KTAU_TRACE_BATCH];
+	struct ktau_trace_chunk ch = {};
+	unsigned long head, tail;
+	size_t n, done = 0, k, i;
+	struct ktau_trec *ring = b->ring;
+	bool last;
+
+	if (!ring)
+		return 0;
+	/* Pairs with the release in ktau_trace_exit(): no record after. */
+	last = (smp_load_acquire(&b->exited) || b->detached) &&
+	       READ_ONCE(b->stopped);
+	/* Pairs with the writer's release: the records before head. */
+	head = smp_load_acquire(&b->head);
+	tail = b->tail;
+	if (head == tail && (!last || b->reported))
+		return 0;
+	if (room < sizeof(ch) + (head != tail ? sizeof(out[0]) : 0))
+		return -ENOSPC;
+	n = min_t(size_t, head - tail, (room - sizeof(ch)) / sizeof(out[0]));
+	while (done < n) {
+		k = min_t(size_t, n - done, KTAU_TRACE_BATCH);
+		for (i = 0; i < k; i++) {
+			const struct ktau_trec *r = &ring[(tail + done + i) & b->mask];
+
+			memset(&out[i], 0, sizeof(out[i]));
+			out[i].start_ns = ktau_tclock_ns(c, r->start);
+			out[i].end_ns = ktau_tclock_ns(c, r->end);
+			out[i].id = ktau_trace_id(c, r);
+			out[i].depth = r->depth;
+			out[i].kind = r->kind;
+		}
+		if (copy_to_user(ubuf + sizeof(ch) + done * sizeof(out[0]), out,
+				 k * sizeof(out[0])))
+			return -EFAULT;
+		done += k;
+	}
+	ch.size = sizeof(ch) + n * sizeof(out[0]);
+	ch.nrecs = n;
+	ch.tid = ktau_tbuf_tid(s, b, &ch.pid, ch.comm);
+	ch.lost = READ_ONCE(b->lost);
+	if (last && tail + n == head) {
+		ch.flags = (READ_ONCE(b->exited) ? KTAU_TRACE_EXITED : 0) |
+			   (b->detached ? KTAU_TRACE_DETACHED : 0);
+		b->reported = true;
+	}
+	if (copy_to_user(ubuf, &ch, sizeof(ch)))
+		return -EFAULT;
+	/* The slots go back to the writer after they were copied. */
+	smp_store_release(&b->tail, tail + n);
+	return ch.size;
+}
+
+/*
+ * read(): whole chunks, one or more per thread with records, as many as
+ * fit; 0 when nothing is buffered. The buffers of exited threads go once
+ * their last chunk was read.
+ */
+static ssize_t ktau_trace_read(struct file *file, char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	struct ktau_tsession *s = file->private_data;
+	struct ktau_tbuf *b, *n;
+	struct ktau_tclock c;
+	LIST_HEAD(gone);
+	ssize_t done = 0, r = 0;
+
+	ktau_conv_get(&c.cv);
+	c.coarse = ktau_irq_detail_hidden(s->privileged);
+	mutex_lock(&s->lock);
+	c.now_clock = s->clock0;
+	c.now_ns = s->ns0;
+	list_for_each_entry_safe(b, n, &s->bufs, node) {
+		do {
+			r = ktau_trace_chunk(s, b, &c, ubuf + done, len - done);
+			if (r > 0)
+				done += r;
+		} while (r > 0 && !b->reported);
+		/* Pairs with the release in ktau_trace_exit(). */
+		if (b->reported && smp_load_acquire(&b->exited)) {
+			list_move(&b->node, &gone);
+			s->nbufs--;
+			s->bytes -= (size_t)(b->mask + 1) * sizeof(struct ktau_trec);
+			s->records += b->head;
+			s->lost += b->lost;
+		}
+		if (r < 0)
+			break;
+	}
+	mutex_unlock(&s->lock);
+	list_for_each_entry_safe(b, n, &gone, node) {
+		list_del(&b->node);
+		ktau_tbuf_put(b);
+	}
+	/* A buffer too small for even one chunk is the caller's error. */
+	if (!done && r == -ENOSPC)
+		return -ENOSPC;
+	if (!done && r < 0)
+		return r;
+	return done;
+}
+
+const struct proc_ops ktau_trace_ops = {
+	.proc_open		= ktau_trace_open,
+	.proc_release		= ktau_trace_release,
+	.proc_read		= ktau_trace_read,
+	.proc_ioctl		= ktau_trace_ioctl,
+#ifdef CONFIG_COMPAT
+	.proc_compat_ioctl	= compat_ptr_ioctl,
+#endif
+	.proc_lseek		= noop_llseek,
+};

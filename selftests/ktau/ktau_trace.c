@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KTAU trace mode (ABI 1.5): /proc/ktau/trace sessions. A process traced
+ * from its first instruction has, per routine, exactly as many call
+ * records as its final profile (from the exit collector) has calls, with
+ * the same inclusive time; records nest and come in the order the calls
+ * ended; a small buffer loses records, counted and reported with their
+ * span; bad requests change nothing; another user's task is refused;
+ * closing a session while its threads run leaves them and the kernel
+ * fine; inherited attaches beyond the session's memory are refused and
+ * counted.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "ktau_util.h"
+
+#define KTAU_TRACE_PATH	"/proc/ktau/trace"
+#define TRACE_BUF	(8 << 20)
+#define CHILD_CALLS	300
+#define EXEC_CALLS	77
+#define EXEC_ENV	"KTAU_TRACE_EXEC_CHILD"
+
+/* Run with EXEC_ENV: make EXEC_CALLS getppid() calls and exit. */
+static void __attribute__((constructor)) exec_child(void)
+{
+	int i;
+
+	if (!getenv(EXEC_ENV))
+		return;
+	for (i = 0; i < EXEC_CALLS; i++)
+		syscall(SYS_getppid);
+	_exit(0);
+}
+
+static int trace_open(void)
+{
+	return open(KTAU_TRACE_PATH, O_RDONLY | O_CLOEXEC);
+}
+
+static int trace_attach(int fd, pid_t tid, __u32 flags, __u32 cap, __u64 groups)
+{
+	struct ktau_trace_attr a = {
+		.size = sizeof(a), .flags = flags, .tid = tid, .capacity = cap,
+		.groups = groups,
+	};
+
+	return ioctl(fd, KTAU_IOC_TRACE_ATTACH, &a) ? -errno : 0;
+}
+
+static int trace_detach(int fd, pid_t tid)
+{
+	__s32 t = tid;
+
+	return ioctl(fd, KTAU_IOC_TRACE_DETACH, &t) ? -errno : 0;
+}
+
+/* Everything the session has now; bytes, or -errno. */
+static ssize_t trace_read_all(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	do {
+		n = read(fd, buf + len, cap - len);
+		if (n < 0)
+			return -errno;
+		len += n;
+	} while (n > 0 && len < cap);
+	return len;
+}
+
+/* The records of one thread, gathered over its chunks. */
+struct tthread {
+	pid_t tid;
+	__u32 flags;		/* of its chunks, or-ed */
+	__u64 lost;		/* of its last chunk */
+	size_t n;
+	struct ktau_trace_rec *r;
+};
+
+/* Walk the chunks of @buf into @t (the thread @tid); -1: malformed. */
+static int trace_gather(const char *buf, size_t len, pid_t tid, struct tthread *t)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		const struct ktau_trace_chunk *ch = (const void *)(buf + off);
+
+		if (len - off < sizeof(*ch) || ch->size < sizeof(*ch) ||
+		    ch->size > len - off ||
+		    ch->size != sizeof(*ch) + (size_t)ch->nrecs * sizeof(struct ktau_trace_rec) ||
+		    ch->reserved)
+			return -1;
+		if (ch->tid == tid) {
+			t->r = realloc(t->r, (t->n + ch->nrecs + 1) * sizeof(*t->r));
+			if (!t->r)
+				return -1;
+			memcpy(t->r + t->n, ch + 1, ch->nrecs * sizeof(*t->r));
+			t->n += ch->nrecs;
+			t->flags |= ch->flags;
+			t->lost = ch->lost;
+		}
+		off += ch->size;
+	}
+	return 0;
+}
+
+/*
+ * Records nest: sorted by start (and depth for equal starts), each one
+ * lies inside the last open record of depth one less, or is at depth 0
+ * with none open. Returns the index of the first record that does not,
+ * or -1.
+ */
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct ktau_trace_rec *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return (int)x->depth - (int)y->depth;
+}
+
+static long nest_check(struct ktau_trace_rec *r, size_t n, unsigned int base)
+{
+	const struct ktau_trace_rec *open[64];
+	unsigned int d;
+	size_t i;
+
+	qsort(r, n, sizeof(*r), cmp_rec);
+	for (i = 0; i < n; i++) {
+		if (r[i].kind != KTAU_TRACE_CALL)
+			continue;
+		if (r[i].end_ns < r[i].start_ns || r[i].depth < base ||
+		    r[i].depth - base >= 64)
+			return i;
+		d = r[i].depth - base;
+		if (d) {
+			const struct ktau_trace_rec *p = open[d - 1];
+
+			if (!p || r[i].start_ns < p->start_ns || r[i].end_ns > p->end_ns)
+				return i;
+		}
+		open[d] = &r[i];
+		memset(&open[d + 1], 0, (63 - d) * sizeof(open[0]));
+	}
+	return -1;
+}
+
+FIXTURE(trace) {
+	char *buf;
+};
+
+FIXTURE_SETUP(trace)
+{
+	ktau_must_have_ktau(_metadata);
+	ASSERT_EQ(0, access(KTAU_TRACE_PATH, F_OK))
+		TH_LOG("no %s: the kernel has no trace mode", KTAU_TRACE_PATH);
+	self->buf = malloc(TRACE_BUF);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	free(self->buf);
+}
+
+/*
+ * A child traced from its first instruction (the parent attaches itself
+ * with KTAU_TRACE_INHERIT, forks, and detaches itself) makes system calls
+ * of its own, sleeps, then execs this program again, which makes
+ * EXEC_CALLS more and exits. Its records, read after it exited, are per
+ * routine exactly the calls of its final profile (the exit collector's),
+ * with the same inclusive time (to a few ns a record: each end is
+ * converted on its own); they end in the order they were written (end
+ * times never go backwards), nest properly, and the last chunk says
+ * the thread exited. Tracing went on across the exec.
+ */
+TEST_F_TIMEOUT(trace, child_from_birth_equals_its_profile, 60)
+{
+	struct ktau_collect_stats st;
+	const struct ktau_task_rec *rec;
+	struct tthread t = { 0 };
+	const struct ktau_entry *e;
+	char *cbuf, self_exe[64];
+	int fd, cfd, status, fdn;
+	ssize_t len, clen;
+	size_t i, bad = 0;
+	__u32 k;
+	long at;
+	pid_t pid;
+
+	fd = trace_open();
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", KTAU_TRACE_PATH, strerror(errno));
+	cfd = ktau_must_open_collect(_metadata);
+	ASSERT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_INHERIT, 1 << 16, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char *argv[2], *envp[2];
+		static char env[] = EXEC_ENV "=1";
+
+		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+			_exit(2);
+		ktau_getppid_loop(CHILD_CALLS);
+		ktau_sleep_ns(20 * KTAU_NSEC_PER_MSEC);
+		fdn = open("/dev/null", O_WRONLY);
+		for (i = 0; i < 10; i++)
+			if (write(fdn, "x", 1) != 1)
+				_exit(3);
+		close(fdn);
+		snprintf(self_exe, sizeof(self_exe), "/proc/self/exe");
+		argv[0] = self_exe;
+		argv[1] = NULL;
+		envp[0] = env;
+		envp[1] = NULL;
+		execve(self_exe, argv, envp);
+		_exit(4);
+	}
+	EXPECT_EQ(0, trace_detach(fd, 0));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+
+	cbuf = malloc(1 << 20);
+	ASSERT_NE(NULL, cbuf);
+	clen = read(cfd, cbuf, 1 << 20);
+	ASSERT_LT(0, clen);
+	ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
+	rec = NULL;
+	for (i = 0; i < (size_t)clen; i += ((const struct ktau_task_rec *)(cbuf + i))->size)
+		if (((const struct ktau_task_rec *)(cbuf + i))->tid == pid)
+			rec = (const void *)(cbuf + i);
+	ASSERT_NE(NULL, rec) TH_LOG("no final profile of %d", pid);
+
+	len = trace_read_all(fd, self->buf, TRACE_BUF);
+	ASSERT_LE(0, len);
+	ASSERT_EQ(0, trace_gather(self->buf, len, pid, &t));
+	TH_LOG("child %d: %zu records, lost %llu, flags %#x; profile: %u routines",
+	       pid, t.n, (unsigned long long)t.lost, t.flags, rec->nentries);
+	EXPECT_EQ(0, t.lost);
+	EXPECT_TRUE(t.flags & KTAU_TRACE_EXITED);
+	ASSERT_LT(CHILD_CALLS + EXEC_CALLS, t.n);
+	for (i = 1; i < t.n; i++)
+		if (t.r[i].end_ns < t.r[i - 1].end_ns)
+			bad++;
+	EXPECT_EQ(0, bad) TH_LOG("%zu records end before the one before them", bad);
+
+	/* Per routine: the profile's calls and inclusive time. */
+	e = ktau_rec_entries(rec);
+	for (k = 0; k < rec->nentries; k++) {
+		__u64 calls = 0, incl = 0;
+
+		for (i = 0; i < t.n; i++) {
+			if (t.r[i].kind != KTAU_TRACE_CALL || t.r[i].id != e[k].id)
+				continue;
+			calls++;
+			incl += t.r[i].end_ns - t.r[i].start_ns;
+		}
+		EXPECT_EQ(e[k].count, calls)
+			TH_LOG("id %u: %llu calls, %llu records", e[k].id,
+			       (unsigned long long)e[k].count, (unsigned long long)calls);
+		EXPECT_GE(2 * calls + 1000, ktau_absdiff(incl, e[k].incl_ns))
+			TH_LOG("id %u: incl %llu ns, records %llu ns", e[k].id,
+			       (unsigned long long)e[k].incl_ns, (unsigned long long)incl);
+	}
+	/* And no record of a routine the profile does not have. */
+	for (i = 0; i < t.n; i++) {
+		for (k = 0; k < rec->nentries; k++)
+			if (e[k].id == t.r[i].id)
+				break;
+		EXPECT_GT(rec->nentries, k)
+			TH_LOG("record of id %u, not in the profile", t.r[i].id);
+		if (k == rec->nentries)
+			break;
+	}
+	EXPECT_EQ(CHILD_CALLS + EXEC_CALLS, ktau_rec_val(rec, KTAU_ID_GETPPID).count);
+	at = nest_check(t.r, t.n, 0);
+	EXPECT_EQ(-1, at) TH_LOG("record %ld (id %u, depth %u) does not nest", at,
+				 at >= 0 ? t.r[at].id : 0, at >= 0 ? t.r[at].depth : 0);
+	/* Read to its end: the exited thread's buffer is gone. */
+	EXPECT_EQ(0, read(fd, self->buf, TRACE_BUF));
+	free(t.r);
+	free(cbuf);
+	close(cfd);
+	close(fd);
+}
+
+/*
+ * A buffer of 16 records and 200 calls: the records that do not fit are
+ * lost and counted; once it was read, the next record comes after one
+ * KTAU_TRACE_LOST record whose id is the number lost and whose span runs
+ * from the first to the last lost call's end. The stats agree.
+ */
+TEST_F(trace, small_buffer_loses_and_reports)
+{
+	struct ktau_trace_stats st = { 0 };
+	struct tthread t = { 0 }, t2 = { 0 };
+	ssize_t len;
+	size_t i;
+	int fd;
+
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, trace_attach(fd, 0, 0, 16, 1ULL << KTAU_GROUP_SYSCALL));
+	ktau_getppid_loop(200);
+	len = read(fd, self->buf, TRACE_BUF);
+	ASSERT_LT(0, len);
+	ASSERT_EQ(0, trace_gather(self->buf, len, gettid(), &t));
+	EXPECT_EQ(16, t.n);
+	EXPECT_LE(184, t.lost);
+	ktau_getppid_loop(1);
+	len = read(fd, self->buf, TRACE_BUF);
+	ASSERT_LT(0, len);
+	ASSERT_EQ(0, trace_gather(self->buf, len, gettid(), &t2));
+	ASSERT_LE(2, t2.n);
+	EXPECT_EQ(KTAU_TRACE_LOST, t2.r[0].kind);
+	EXPECT_EQ(t.lost, t2.r[0].id);
+	EXPECT_LE(t2.r[0].start_ns, t2.r[0].end_ns);
+	EXPECT_LE(t.r[t.n - 1].end_ns, t2.r[0].start_ns);
+	for (i = 1; i < t2.n; i++)
+		EXPECT_EQ(KTAU_TRACE_CALL, t2.r[i].kind);
+	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
+	EXPECT_EQ(1, st.tasks);
+	EXPECT_EQ(t.lost, st.lost);
+	free(t.r);
+	free(t2.r);
+	close(fd);
+}
+
+/* Bad requests: EINVAL, and nothing attached. */
+TEST_F(trace, bad_requests_change_nothing)
+{
+	struct ktau_trace_attr a;
+	struct ktau_trace_stats st;
+	int fd;
+
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EINVAL, trace_attach(fd, 0, 0x100, 64, 0));
+	EXPECT_EQ(-EINVAL, trace_attach(fd, 0, 0, 0, 0));
+	EXPECT_EQ(-EINVAL, trace_attach(fd, 0, 0, 48, 0));
+	EXPECT_EQ(-EINVAL, trace_attach(fd, 0, 0, KTAU_TRACE_MAX_CAPACITY * 2, 0));
+	EXPECT_EQ(-EINVAL, trace_attach(fd, 0, 0, 64, 1ULL << KTAU_NR_GROUPS));
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a) - 8;
+	a.capacity = 64;
+	EXPECT_EQ(-1, ioctl(fd, KTAU_IOC_TRACE_ATTACH, &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(fd, KTAU_IOC_TRACE_ATTACH, (void *)8));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-ESRCH, trace_attach(fd, 999999, 0, 64, 0));
+	EXPECT_EQ(-ESRCH, trace_detach(fd, 0));
+	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
+	EXPECT_EQ(0, st.tasks);
+	EXPECT_EQ(0, st.records);
+	/* Attached once; a second attach of the same thread is refused. */
+	EXPECT_EQ(0, trace_attach(fd, 0, 0, 64, 0));
+	EXPECT_EQ(-EBUSY, trace_attach(fd, 0, 0, 64, 0));
+	close(fd);
+}
+
+/* An unprivileged caller may not trace another user's task (init). */
+TEST_F(trace, other_users_task_refused)
+{
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd;
+
+		if (ktau_become(KTAU_USER_ID, 0))
+			_exit(10);
+		fd = trace_open();
+		if (fd < 0)
+			_exit(11);
+		if (trace_attach(fd, 1, 0, 64, 0) != -EACCES)
+			_exit(12);
+		/* Its own thread it may. */
+		if (trace_attach(fd, 0, 0, 64, 0))
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("step %d", WEXITSTATUS(status));
+}
+
+static void *spinner(void *arg)
+{
+	int *stop = arg;
+
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
+		syscall(SYS_getppid);
+	return NULL;
+}
+
+/*
+ * A session closed while its thread makes system calls on the other
+ * side: the thread goes on, and a new session can trace it again.
+ */
+TEST_F(trace, close_while_thread_runs)
+{
+	struct ktau_trace_stats st = { 0 };
+	int fd, stop = 0, round;
+	pthread_t th;
+	pid_t tid;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, spinner, &stop));
+	tid = 0;
+	/* The spinner's tid: the thread of this process that is not us. */
+	for (round = 0; round < 100 && !tid; round++) {
+		char path[64];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", getpid());
+		d = opendir(path);
+		ASSERT_NE(NULL, d);
+		while ((de = readdir(d)))
+			if (atoi(de->d_name) > 0 && atoi(de->d_name) != gettid())
+				tid = atoi(de->d_name);
+		closedir(d);
+	}
+	ASSERT_LT(0, tid);
+	for (round = 0; round < 20; round++) {
+		fd = trace_open();
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, trace_attach(fd, tid, 0, 256, 0)) TH_LOG("round %d", round);
+		ktau_sleep_ns(2 * KTAU_NSEC_PER_MSEC);
+		ASSERT_LT(0, read(fd, self->buf, TRACE_BUF));
+		ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
+		EXPECT_LT(0, st.records);
+		close(fd);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+}
+
+/*
+ * Inherited attaches beyond the session's memory (KTAU_TRACE_MAX_BYTES
+ * of buffers): 12 children with buffers of KTAU_TRACE_MAX_CAPACITY
+ * records, of which only so many fit; the others are not traced and are
+ * counted as refused. Reading frees the exited children's buffers.
+ */
+TEST_F_TIMEOUT(trace, inherit_beyond_memory_refused, 120)
+{
+	size_t per = (size_t)KTAU_TRACE_MAX_CAPACITY * sizeof(struct ktau_trace_rec);
+	struct ktau_trace_stats st = { 0 };
+	unsigned int fit = KTAU_TRACE_MAX_BYTES / per, i;
+	int fd, status;
+	pid_t pid;
+
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_INHERIT, KTAU_TRACE_MAX_CAPACITY, 0));
+	for (i = 0; i < fit + 2; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(0);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	}
+	EXPECT_EQ(0, trace_detach(fd, 0));
+	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
+	TH_LOG("%u fit: %llu traced, %llu refused", fit, (unsigned long long)st.tasks,
+	       (unsigned long long)st.refused);
+	EXPECT_EQ(fit, st.tasks);
+	EXPECT_EQ(3, st.refused);
+	ASSERT_LE(0, trace_read_all(fd, self->buf, TRACE_BUF));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
