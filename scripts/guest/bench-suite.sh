@@ -34,7 +34,7 @@ fi
 
 # Which kernel: KTAU, the peer (ftrace and BPF) or the baseline.
 if [ -e /proc/ktau/control ]; then
-	all="ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared"
+	all="ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace"
 elif mount -t tracefs nodev $T 2>/dev/null && [ -e $T/function_profile_enabled ]; then
 	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
 else
@@ -80,6 +80,13 @@ b() {	# name micro-args...
 		rc=1
 	fi
 	grep -h 'distinct calls' /tmp/bench.err 2>/dev/null | sed "s/^/# $cfg: /"
+	# Trace mode: every record read, none lost (a lost record is cheaper
+	# than a written one, and would flatter the figure).
+	if grep -q '^trace: ' /tmp/bench.err; then
+		grep -h '^trace: ' /tmp/bench.err | sed "s/^/# $cfg $name: /"
+		grep -q '^trace: .* 0 lost$' /tmp/bench.err ||
+			{ echo "BENCHFAIL $cfg $name trace-lost"; rc=1; }
+	fi
 }
 
 suite() {
@@ -151,6 +158,9 @@ setup() {
 	case $1 in
 	ktau-all-shared)
 		echo "all on" >/proc/ktau/control; flags=-s ;;
+	ktau-all-trace)
+		# Trace mode: the benchmark's thread traced, every group.
+		echo "all on" >/proc/ktau/control; flags=-t ;;
 	ktau-*)
 		echo "all off" >/proc/ktau/control
 		g=${1#ktau-}
