@@ -123,7 +123,11 @@ static void trace_start(void)
 		die("KTAU_IOC_TRACE_ATTACH");
 }
 
-/* Read what the session holds, so that a run finds an empty buffer. */
+/*
+ * Read what the session holds, so that a run finds an empty buffer. Each
+ * read() is itself a call of the traced thread, recorded when it returns:
+ * the drain ends with a read that found only that much.
+ */
 static void trace_drain(void)
 {
 	static char buf[1 << 20];
@@ -135,7 +139,7 @@ static void trace_drain(void)
 		n = read(trace_fd, buf, sizeof(buf));
 		if (n < 0)
 			die("read /proc/ktau/trace");
-	} while (n > 0);
+	} while ((size_t)n > sizeof(struct ktau_trace_chunk) + 4 * sizeof(struct ktau_trace_rec));
 }
 
 static void trace_report(void)
