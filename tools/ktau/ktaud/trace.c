@@ -308,9 +308,14 @@ static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank
 		ret = png ? run_gnuplot(script, slen, png) : -errno;
 		if (png && fclose(png) && !ret)
 			ret = -errno;
-		if (ret == -ENOENT && png)
-			err_msg("%s is empty: gnuplot is needed to draw it (apt-get install "
-				"gnuplot-nox)", name);
+		if (ret == -ENOENT && png) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%s", ktau_outdir_path(od), name);
+			unlink(path);
+			err_msg("no %s: gnuplot is needed to draw it (apt-get install gnuplot-nox; "
+				"or 'ktaud trace --input' elsewhere)", name);
+		}
 		else if (ret)
 			err_msg("%s was not drawn: %s", name,
 				png ? strerror(-ret) : ktau_output_error());
