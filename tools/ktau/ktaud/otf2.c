@@ -154,7 +154,7 @@ static long sref(struct wstate *s, const char *str)
 
 static uint32_t region_of(struct wstate *s, uint32_t id)
 {
-	const char *name = ktau_func_name(s->t->reg, id);
+	const char *name = ktau_trace_name(s->t, id);
 	size_t before = s->regnames.n;
 	long r = str_ref(&s->regnames, name);
 
@@ -175,7 +175,7 @@ static uint32_t region_of(struct wstate *s, uint32_t id)
 			s->capregs = cap;
 		}
 		s->regs[s->nregs].name = (uint32_t)sref(s, name);
-		s->regs[s->nregs].group = ktau_func_group(s->t->reg, id);
+		s->regs[s->nregs].group = ktau_trace_group(s->t, id);
 		s->nregs++;
 	}
 	return (uint32_t)r;
@@ -219,7 +219,7 @@ static int on_event(void *arg, int enter, uint64_t ts, const struct ktau_trace_r
 		char name[160];
 		long k;
 
-		snprintf(name, sizeof(name), "ktau event %s", ktau_func_name(s->t->reg, r->id));
+		snprintf(name, sizeof(name), "ktau event %s", ktau_trace_name(s->t, r->id));
 		k = str_ref(&s->evnames, name);
 		if (k < 0)
 			return -ENOMEM;
@@ -330,9 +330,10 @@ static int write_global_defs(OTF2_GlobalDefWriter *gw, struct wstate *s,
 	struct location *lv = calloc(nloc + 1, sizeof(*lv));
 	uint32_t *hosts = calloc(ntraces + 1, sizeof(*hosts));
 	uint64_t *members = calloc(s->nregs + 1, sizeof(*members));
-	uint32_t s_machine, s_rank, s_units[2], s_groups[KTAU_LIB_NR_GROUPS + 1], *s_metric = NULL;
+	uint32_t s_machine, s_rank, s_units[2], s_groups[KTAU_LIB_NR_GROUPS + 2], *s_metric = NULL;
 	struct strtab hostnames = { 0 };
 	size_t nnodes = 0, nlg = 0, k, i, j, l;
+	uint32_t ngroups = 0;
 	char buf[256], comm[17];
 	uint32_t g;
 	int ret = 0;
@@ -392,9 +393,11 @@ static int write_global_defs(OTF2_GlobalDefWriter *gw, struct wstate *s,
 			lv[l].nev = nev[l];
 		}
 	}
-	for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++) {
-		snprintf(buf, sizeof(buf), "KTAU %s",
-			 g < KTAU_LIB_NR_GROUPS ? ktau_group_name((int)g) : "other");
+	for (g = 0; g <= KTAU_LIB_NR_GROUPS + 1; g++) {
+		snprintf(buf, sizeof(buf), "%s", g > KTAU_LIB_NR_GROUPS ? "User" : "KTAU ");
+		if (g <= KTAU_LIB_NR_GROUPS)
+			snprintf(buf, sizeof(buf), "KTAU %s",
+				 g < KTAU_LIB_NR_GROUPS ? ktau_group_name((int)g) : "other");
 		s_groups[g] = (uint32_t)sref(s, buf);
 	}
 	for (i = 0; i <= s->evnames.n; i++)
@@ -421,23 +424,28 @@ static int write_global_defs(OTF2_GlobalDefWriter *gw, struct wstate *s,
 		OTF2_GlobalDefWriter_WriteLocation(gw, lv[l].ref, lv[l].name,
 						   OTF2_LOCATION_TYPE_CPU_THREAD, lv[l].nev,
 						   lv[l].group);
+	/* Kernel routines: paradigm unknown (OTF2 has no "kernel"); the
+	 * user's own: paradigm user, group "User". */
 	for (i = 0; i < s->nregs; i++)
 		OTF2_GlobalDefWriter_WriteRegion(gw, (uint32_t)i, s->regs[i].name, s->regs[i].name,
 						 s->regs[i].name, OTF2_REGION_ROLE_FUNCTION,
-						 OTF2_PARADIGM_UNKNOWN, OTF2_REGION_FLAG_NONE,
-						 OTF2_UNDEFINED_STRING, 0, 0);
-	for (g = 0; g <= KTAU_LIB_NR_GROUPS; g++) {
+						 s->regs[i].group == KTAU_LIB_GROUP_USER ?
+						 OTF2_PARADIGM_USER : OTF2_PARADIGM_UNKNOWN,
+						 OTF2_REGION_FLAG_NONE, OTF2_UNDEFINED_STRING, 0, 0);
+	for (g = 0; g <= KTAU_LIB_NR_GROUPS + 1; g++) {
 		uint32_t n = 0;
 
 		for (i = 0; i < s->nregs; i++)
 			if (s->regs[i].group == (int)g ||
+			    (g == KTAU_LIB_NR_GROUPS + 1 && s->regs[i].group == KTAU_LIB_GROUP_USER) ||
 			    (g == KTAU_LIB_NR_GROUPS &&
-			     (s->regs[i].group < 0 || s->regs[i].group >= KTAU_LIB_NR_GROUPS)))
+			     (s->regs[i].group == -1 || s->regs[i].group >= KTAU_LIB_NR_GROUPS)))
 				members[n++] = i;
 		if (n)
-			OTF2_GlobalDefWriter_WriteGroup(gw, g, s_groups[g], OTF2_GROUP_TYPE_REGIONS,
-							OTF2_PARADIGM_UNKNOWN, OTF2_GROUP_FLAG_NONE, n,
-							members);
+			OTF2_GlobalDefWriter_WriteGroup(gw, ngroups++, s_groups[g], OTF2_GROUP_TYPE_REGIONS,
+							g > KTAU_LIB_NR_GROUPS ? OTF2_PARADIGM_USER
+									       : OTF2_PARADIGM_UNKNOWN,
+							OTF2_GROUP_FLAG_NONE, n, members);
 	}
 	/* Metrics: lost records (0), then one per event name. */
 	for (i = 0; i <= s->evnames.n; i++) {

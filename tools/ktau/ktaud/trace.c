@@ -453,6 +453,70 @@ static int finish_run(struct topts *o, struct ktau_outdir *od, FILE *rawf, const
 	return rc;
 }
 
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	size_t cap = 1 << 16, n = 0, r;
+	char *b = malloc(cap), *nb;
+
+	while (f && b && (r = fread(b + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			nb = realloc(b, cap * 2);
+			if (!nb)
+				break;
+			b = nb;
+			cap *= 2;
+		}
+	}
+	if (!f || !b || ferror(f) || (n == cap)) {
+		int e = f && b ? EIO : errno ? errno : ENOMEM;
+
+		if (f)
+			fclose(f);
+		free(b);
+		return -e;
+	}
+	fclose(f);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* The user routines that libktau's runtime wrote into dir; dir removed. */
+static void add_user_routines(struct ktau_trace *t, const char *dir)
+{
+	struct dirent *de;
+	char path[4096 + 256];
+	DIR *d = opendir(dir);
+	int ret;
+
+	while (d && (de = readdir(d))) {
+		char *buf;
+		size_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (strncmp(de->d_name, "user.", 5) || !strstr(de->d_name, ".ktuser")) {
+			err_msg("warning: %s is not the runtime's: left as it is", path);
+			continue;
+		}
+		ret = read_file(path, &buf, &len);
+		if (!ret) {
+			ret = ktau_trace_add_user(t, buf, len);
+			free(buf);
+		}
+		if (ret)
+			err_msg("warning: the user routines in %s are left out: %s", path,
+				*ktau_trace_error() ? ktau_trace_error() : strerror(-ret));
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
 static int attach_error(int err, const char *who)
 {
 	switch (-err) {
@@ -486,7 +550,7 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	struct ktau_trace_session *s = NULL;
 	struct ktau_outdir *od = NULL;
 	FILE *rawf = NULL;
-	char raw[64];
+	char raw[64], udir[4096];
 	int cfd, pfd[2], ret, status = 0, rc, child_err = 0;
 	pid_t pid, w;
 	ssize_t n;
@@ -508,6 +572,14 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	ret = open_run(o, &od, &rawf, raw, sizeof(raw));
 	if (ret)
 		goto out;
+	/* Where libktau's runtime in the command writes its user routines. */
+	{
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(udir, sizeof(udir), "%s/ktaud-user.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(udir))
+			udir[0] = '\0';
+	}
 	if (pipe2(pfd, O_CLOEXEC)) {
 		ret = report(-errno, "pipe");
 		goto out_run;
@@ -541,6 +613,8 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 				_exit(126);
 			_exit(126);
 		}
+		if (udir[0])
+			setenv("KTAU_TRACE_USER", udir, 1);
 		execvp(cmd[0], cmd);
 		child_err = errno;
 		if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
@@ -610,6 +684,8 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 			fprintf(stderr, "ktaud trace: %s exited with status %d after %.3f s\n",
 				cmd[0], WEXITSTATUS(status), now_s() - o->t0);
 	}
+	if (udir[0])
+		add_user_routines(o->t, udir);
 	{
 		int frc = finish_run(o, od, rawf, raw);
 
@@ -623,6 +699,8 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	ktau_trace_close(s);
 	return ret;
 out_run:
+	if (udir[0])
+		rmdir(udir);
 	ktau_trace_file_finish(o->tf, o->t);
 	fclose(rawf);
 	ktau_outdir_close(od);
@@ -886,10 +964,11 @@ static int check_one(const char *anchor, struct ktau_trace **tv, size_t n)
 		err_msg("cannot read the OTF2 archive %s: %s", anchor, strerror(-ret));
 		return EX_KT_FAIL;
 	}
-	printf("%s: %llu locations, %llu regions, %llu events, %llu enter/leave pairs; nesting "
-	       "errors %llu, time going back %llu, left open %llu\n", anchor,
+	printf("%s: %llu locations, %llu regions, %llu events, %llu enter/leave pairs (%llu of user "
+	       "routines); nesting errors %llu, time going back %llu, left open %llu\n", anchor,
 	       (unsigned long long)r.locations, (unsigned long long)r.regions,
 	       (unsigned long long)r.events, (unsigned long long)r.enters,
+	       (unsigned long long)r.user_pairs,
 	       (unsigned long long)r.nesting_errors, (unsigned long long)r.time_errors,
 	       (unsigned long long)r.unclosed);
 	printf("%s: against the profile: %llu threads compared (%llu routines: %llu count and "

@@ -26,6 +26,7 @@ struct trace_check {
 	uint64_t threads_compared, threads_lost, threads_uncompared;
 	uint64_t routines_compared, count_mismatches, time_mismatches, missing;
 	uint64_t lost_in_archive, lost_in_trace;
+	uint64_t user_pairs;		/* enter/leave pairs of user routines */
 	int64_t max_time_diff;		/* ns, largest |trace - profile| inclusive */
 };
 /*

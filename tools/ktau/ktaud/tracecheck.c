@@ -39,6 +39,7 @@ struct cstate {
 	char **strings;
 	size_t nstrings;
 	uint32_t *region_name;		/* string of each region */
+	uint8_t *region_user;		/* paradigm user: not in the profile */
 	size_t nregions;
 	struct trace_check *res;
 	FILE *log;
@@ -122,7 +123,7 @@ static OTF2_CallbackCode def_region(void *ud, OTF2_RegionRef self, OTF2_StringRe
 {
 	struct cstate *s = ud;
 
-	(void)canon; (void)desc; (void)role; (void)par; (void)flags; (void)file; (void)b; (void)e;
+	(void)canon; (void)desc; (void)role; (void)flags; (void)file; (void)b; (void)e;
 	if (self >= MAX_REGIONS)
 		return OTF2_CALLBACK_INTERRUPT;
 	if (self >= s->nregions) {
@@ -133,9 +134,18 @@ static OTF2_CallbackCode def_region(void *ud, OTF2_RegionRef self, OTF2_StringRe
 			return OTF2_CALLBACK_INTERRUPT;
 		memset(v + s->nregions, 0xff, (n - s->nregions) * sizeof(*v));
 		s->region_name = v;
+		{
+			uint8_t *u = realloc(s->region_user, n);
+
+			if (!u)
+				return OTF2_CALLBACK_INTERRUPT;
+			memset(u + s->nregions, 0, n - s->nregions);
+			s->region_user = u;
+		}
 		s->nregions = n;
 	}
 	s->region_name[self] = name;
+	s->region_user[self] = par == OTF2_PARADIGM_USER;
 	s->res->regions++;
 	return OTF2_CALLBACK_SUCCESS;
 }
@@ -219,6 +229,7 @@ static OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp ts, void 
 	}
 	f = l->stack[--l->sp];
 	l->count[region]++;
+	s->res->user_pairs += s->region_user[region];
 	/* Inclusive time as profiles keep it: the outermost activation. */
 	if (!--l->active[region])
 		l->incl[region] += ts - f.ts;
@@ -305,6 +316,8 @@ static void compare(struct cstate *s, struct cloc *l, struct ktau_trace *const *
 		int64_t d;
 
 		if (!l->seen || !l->count[r])
+			continue;
+		if (s->region_user[r])
 			continue;
 		name = s->region_name[r] < s->nstrings ? s->strings[s->region_name[r]] : NULL;
 		id = name ? name_id(t->reg, name) : 0;
@@ -470,6 +483,7 @@ out:
 		free(s.strings[k]);
 	free(s.strings);
 	free(s.region_name);
+	free(s.region_user);
 	if (s.reports > MAX_REPORTS)
 		fprintf(log, "(%d more problems not shown)\n", s.reports - MAX_REPORTS);
 	return ret;

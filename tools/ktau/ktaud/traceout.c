@@ -101,7 +101,7 @@ int trace_write_json(FILE *f, const struct ktau_trace *t)
 			ret = emit(f, o, &first);
 		for (j = 0; j < th->nrecs && !ret; j++) {
 			const struct ktau_trace_record *r = &th->recs[j];
-			int g = ktau_func_group(t->reg, r->id);
+			int g = ktau_trace_group(t, r->id);
 
 			if (r->kind == KTAU_LIB_TRACE_LOST) {
 				o = base("i", "lost records", th->pid, th->tid);
@@ -115,8 +115,9 @@ int trace_write_json(FILE *f, const struct ktau_trace *t)
 				json_object_object_add(o, "args", a);
 			} else {
 				o = base(r->kind == KTAU_LIB_TRACE_EVENT ? "i" : "X",
-					 ktau_func_name(t->reg, r->id), th->pid, th->tid);
+					 ktau_trace_name(t, r->id), th->pid, th->tid);
 				json_object_object_add(o, "cat", json_object_new_string(
+					g == KTAU_LIB_GROUP_USER ? "user" :
 					g >= 0 && ktau_group_name(g) ? ktau_group_name(g) : "other"));
 				json_object_object_add(o, "ts", us(r->start_ns - t0));
 				if (r->kind == KTAU_LIB_TRACE_EVENT)
@@ -163,7 +164,8 @@ int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top,
 
 			if (r->end_ns > t1)
 				t1 = r->end_ns;
-			if (r->kind == KTAU_LIB_TRACE_CALL && !r->depth)
+			if (r->kind == KTAU_LIB_TRACE_CALL && !r->depth &&
+			    !(r->id & KTAU_LIB_TRACE_USER))
 				b[i].ns += r->end_ns - r->start_ns;
 		}
 	}
@@ -206,7 +208,8 @@ int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top,
 		for (k = 0; k <= nv; k++) {
 			const struct ktau_trace_record *r = k < nv ? v[k] : NULL;
 
-			if (r && (r->kind != KTAU_LIB_TRACE_CALL || r->depth || r->start_ns < e))
+			if (r && (r->kind != KTAU_LIB_TRACE_CALL || r->depth || r->start_ns < e ||
+				  r->id & KTAU_LIB_TRACE_USER))
 				continue;
 			cg = r ? ktau_func_group(t->reg, r->id) : -1;
 			if (cg < 0 || cg >= KTAU_LIB_NR_GROUPS)

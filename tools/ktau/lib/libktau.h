@@ -426,6 +426,9 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  *   KTAU_CALLPATH_DEPTH   longest callpath kept (1..64, default 32)
  *   KTAU_SHARED=0         do not register pages (no kernel attribution)
  *   KTAU_VERBOSE=1        say on stderr why kernel attribution is off
+ *   KTAU_TRACE_USER=DIR   also keep every completed routine (start, end)
+ *                         and write them at exit to DIR/user.<pid>.ktuser
+ *                         (ktaud trace sets it; ktau_trace_add_user reads it)
  *
  * Thread safe. Timer functions are async-signal-tolerant: an event that
  * interrupts another event of the same thread (a timer in a signal
@@ -837,6 +840,7 @@ struct ktau_trace_thread {
 	uint64_t lost_recs;	/* the sum of its LOST records */
 	uint64_t ncalls, nevents, nchunks;
 	uint64_t disorder;	/* records that ended before the one before */
+	uint64_t user_lost;	/* user routines not recorded (runtime's bound) */
 	size_t nrecs, cap;
 	struct ktau_trace_record *recs;
 };
@@ -858,7 +862,28 @@ struct ktau_trace {
 	struct ktau_registry *reg;	/* may be NULL */
 	struct ktau_snap *profile;	/* the same run's profile; may be NULL */
 	size_t *index, index_cap;	/* (internal) */
+	/* The user's own routines (libktau's runtime, KTAU_TRACE_USER):
+	 * records of kind CALL with id KTAU_LIB_TRACE_USER | name index. */
+	char **user_names;
+	size_t nuser_names;
+	uint64_t user_lost;		/* user records beyond the runtime's bound */
 };
+
+/* Record ids of user routines: this bit and the index of their name. */
+#define KTAU_LIB_TRACE_USER	0x80000000u
+/* ktau_trace_group() of a user routine. */
+#define KTAU_LIB_GROUP_USER	(-2)
+/* The name of a record's routine (a user routine's, or the registry's). */
+const char *ktau_trace_name(const struct ktau_trace *t, uint32_t id);
+/* Its KTAU group, KTAU_LIB_GROUP_USER, or -1 when unknown. */
+int ktau_trace_group(const struct ktau_trace *t, uint32_t id);
+/*
+ * Add a file of the runtime's user routines (user.<pid>.ktuser, written
+ * at exit when KTAU_TRACE_USER names a directory) to t: each thread's
+ * records go to the thread of the same tid and pid (a new one if none).
+ * -EBADMSG (ktau_trace_error() says why).
+ */
+int ktau_trace_add_user(struct ktau_trace *t, const void *buf, size_t len);
 
 struct ktau_trace *ktau_trace_new(void);
 void ktau_trace_free(struct ktau_trace *t);

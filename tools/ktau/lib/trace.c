@@ -26,10 +26,14 @@
  *	88   u64      stats[6]      struct ktau_trace_stats of the session
  *	136  char     hostname[64]  NUL-terminated
  *	200  char     release[64]   NUL-terminated
- *	264  char     command[56]   NUL-terminated (cut)
+ *	264  char     command[48]   NUL-terminated (cut)
+ *	312  u64      user_len      bytes of user routines after the profile
  *	320  the chunks as read() returned them, then the registry text
  *	     ("id group name" lines), then the profile of the same run as
- *	     KTAU_IOC_SNAPSHOT records; the file ends with them.
+ *	     KTAU_IOC_SNAPSHOT records, then the user's own routines: u32
+ *	     the number of names, the names (u32 length, bytes), zeros to a
+ *	     multiple of 8, and chunks of their records (ids
+ *	     KTAU_LIB_TRACE_USER | name index); the file ends with them.
  *
  * A file whose writer did not finish (flag 0 clear) holds chunks to its
  * end; it is read up to its last whole chunk and marked truncated.
@@ -73,7 +77,8 @@ struct tracefile_hdr {
 	uint64_t stats[6];
 	char hostname[64];
 	char release[64];
-	char command[56];
+	char command[48];
+	uint64_t user_len;
 };
 
 _Static_assert(sizeof(struct tracefile_hdr) == TRACEFILE_HDR, "trace file header");
@@ -290,6 +295,9 @@ void ktau_trace_free(struct ktau_trace *t)
 		free(t->threads[i].recs);
 	free(t->threads);
 	free(t->index);
+	for (i = 0; i < t->nuser_names; i++)
+		free(t->user_names[i]);
+	free(t->user_names);
 	ktau_registry_free(t->reg);
 	ktau_snap_free(t->profile);
 	free(t);
@@ -344,11 +352,22 @@ static int index_add(struct ktau_trace *t, size_t i)
 	return 0;
 }
 
-static int add_chunk(struct ktau_trace *t, const struct ktau_trace_chunk_info *ci)
+/* The last thread with tid and pid (exited or not), or -1. */
+static long find_any(const struct ktau_trace *t, int32_t tid, int32_t pid)
+{
+	size_t i;
+
+	for (i = t->nthreads; i > 0; i--)
+		if (t->threads[i - 1].tid == tid && t->threads[i - 1].pid == pid)
+			return (long)i - 1;
+	return -1;
+}
+
+static int add_chunk(struct ktau_trace *t, const struct ktau_trace_chunk_info *ci, int user)
 {
 	struct ktau_trace_thread *th;
 	struct ktau_trace_record r;
-	long k = find_live(t, ci->tid);
+	long k = user ? find_any(t, ci->tid, ci->pid) : find_live(t, ci->tid);
 	size_t i;
 
 	if (k < 0) {
@@ -387,6 +406,18 @@ static int add_chunk(struct ktau_trace *t, const struct ktau_trace_chunk_info *c
 	}
 	for (i = 0; i < ci->nrecs; i++) {
 		ktau_trace_chunk_record(ci, i, &r);
+		if (user) {
+			if (r.kind != KTAU_LIB_TRACE_CALL || !(r.id & KTAU_LIB_TRACE_USER) ||
+			    (r.id & ~KTAU_LIB_TRACE_USER) >= t->nuser_names)
+				return fail(-EBADMSG, "user record %zu of thread %d: kind %u, id 0x%x "
+					    "is not a user routine", i, ci->tid, r.kind, r.id);
+			th->recs[th->nrecs++] = r;
+			th->ncalls++;
+			continue;
+		}
+		if (r.id & KTAU_LIB_TRACE_USER)
+			return fail(-EBADMSG, "record %zu of thread %d: id 0x%x is a user routine's",
+				    i, ci->tid, r.id);
 		if (th->nrecs && r.end_ns < th->recs[th->nrecs - 1].end_ns)
 			th->disorder++;
 		th->recs[th->nrecs++] = r;
@@ -397,6 +428,14 @@ static int add_chunk(struct ktau_trace *t, const struct ktau_trace_chunk_info *c
 		else
 			th->ncalls++;
 	}
+	t->nrecs += ci->nrecs;
+	if (user) {
+		if (!th->comm[0])
+			memcpy(th->comm, ci->comm, sizeof(th->comm));
+		t->user_lost += ci->lost;
+		th->user_lost += ci->lost;
+		return 0;
+	}
 	if (ci->pid)
 		th->pid = ci->pid;
 	th->flags |= ci->flags;
@@ -404,24 +443,147 @@ static int add_chunk(struct ktau_trace *t, const struct ktau_trace_chunk_info *c
 	if (ci->lost > th->lost)
 		th->lost = ci->lost;
 	th->nchunks++;
-	t->nrecs += ci->nrecs;
 	return 0;
 }
 
-int ktau_trace_add_chunks(struct ktau_trace *t, const void *buf, size_t len)
+static int add_chunks(struct ktau_trace *t, const void *buf, size_t len, int user)
 {
 	struct ktau_trace_chunk_info ci;
 	size_t off = 0;
 	int ret, n = 0;
 
 	while ((ret = ktau_trace_next_chunk(buf, len, &off, &ci)) > 0) {
-		ret = add_chunk(t, &ci);
+		ret = add_chunk(t, &ci, user);
 		if (ret)
-			return fail(ret, "out of memory for the trace");
+			return ret == -ENOMEM ? fail(ret, "out of memory for the trace") : ret;
 		n++;
 	}
-	t->bytes += off;
+	if (!user)
+		t->bytes += off;
 	return ret < 0 ? ret : n;
+}
+
+int ktau_trace_add_chunks(struct ktau_trace *t, const void *buf, size_t len)
+{
+	return add_chunks(t, buf, len, 0);
+}
+
+const char *ktau_trace_name(const struct ktau_trace *t, uint32_t id)
+{
+	if (id & KTAU_LIB_TRACE_USER) {
+		id &= ~KTAU_LIB_TRACE_USER;
+		return id < t->nuser_names && t->user_names[id] ? t->user_names[id] : "?";
+	}
+	return ktau_func_name(t->reg, id);
+}
+
+int ktau_trace_group(const struct ktau_trace *t, uint32_t id)
+{
+	return id & KTAU_LIB_TRACE_USER ? KTAU_LIB_GROUP_USER : ktau_func_group(t->reg, id);
+}
+
+/* The names of a user part (u32 count, u32 length + bytes each) at *off. */
+static int add_user_names(struct ktau_trace *t, const char *p, size_t len, size_t *off,
+			  uint32_t n, size_t *base)
+{
+	size_t i;
+	char **v;
+
+	if (n > KTAU_TRACE_MAX_CAPACITY)
+		return fail(-EBADMSG, "%u user routine names: too many", n);
+	v = realloc(t->user_names, (t->nuser_names + n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->user_names = v;
+	*base = t->nuser_names;
+	for (i = 0; i < n; i++) {
+		uint32_t l;
+
+		if (len - *off < 4)
+			return fail(-EBADMSG, "user routine names cut short");
+		memcpy(&l, p + *off, 4);
+		*off += 4;
+		if (l > len - *off || l > 4096 || memchr(p + *off, '\0', l))
+			return fail(-EBADMSG, "bad user routine name %zu", i);
+		v[t->nuser_names] = strndup(p + *off, l);
+		if (!v[t->nuser_names])
+			return -ENOMEM;
+		t->nuser_names++;
+		*off += l;
+	}
+	return 0;
+}
+
+struct user_thr {
+	int32_t tid, pid;
+	char comm[16];
+	uint32_t nrecs, pad;
+	uint64_t lost;
+};
+
+struct user_rec {
+	uint64_t t0, t1;
+	uint32_t timer, depth;
+};
+
+int ktau_trace_add_user(struct ktau_trace *t, const void *buf, size_t len)
+{
+	const char *p = buf;
+	uint32_t hdr[4], i, k;
+	size_t off = 8 + sizeof(hdr), base;
+	int ret;
+
+	why[0] = '\0';
+	if (len < off || memcmp(p, "KTAUUSER", 8))
+		return fail(-EBADMSG, "not a file of user routines (no KTAUUSER header)");
+	memcpy(hdr, p + 8, sizeof(hdr));
+	if (hdr[0] != 1)
+		return fail(-EBADMSG, "user routines file version %u: this libktau reads 1", hdr[0]);
+	ret = add_user_names(t, p, len, &off, hdr[1], &base);
+	if (ret)
+		return ret;
+	for (i = 0; i < hdr[2]; i++) {
+		struct ktau_trace_chunk_info ci = { 0 };
+		struct ktau_trace_record *recs;
+		struct user_thr th;
+		struct user_rec r;
+
+		if (len - off < sizeof(th))
+			return fail(-EBADMSG, "user routines of thread %u cut short", i);
+		memcpy(&th, p + off, sizeof(th));
+		off += sizeof(th);
+		if (th.tid <= 0 || th.pid <= 0 || th.nrecs > (len - off) / sizeof(r) ||
+		    !memchr(th.comm, '\0', sizeof(th.comm)))
+			return fail(-EBADMSG, "bad user routines of thread %u (tid %d, %u records)", i,
+				    th.tid, th.nrecs);
+		recs = calloc(th.nrecs + 1, sizeof(*recs));
+		if (!recs)
+			return -ENOMEM;
+		for (k = 0; k < th.nrecs; k++) {
+			memcpy(&r, p + off + (size_t)k * sizeof(r), sizeof(r));
+			if (r.t1 < r.t0 || r.timer >= hdr[1] || r.depth > 0xffff) {
+				free(recs);
+				return fail(-EBADMSG, "bad user record %u of thread %d", k, th.tid);
+			}
+			recs[k].start_ns = r.t0;
+			recs[k].end_ns = r.t1;
+			recs[k].id = KTAU_LIB_TRACE_USER | (uint32_t)(base + r.timer);
+			recs[k].depth = (uint16_t)r.depth;
+			recs[k].kind = KTAU_LIB_TRACE_CALL;
+		}
+		off += (size_t)th.nrecs * sizeof(r);
+		ci.tid = th.tid;
+		ci.pid = th.pid;
+		memcpy(ci.comm, th.comm, sizeof(ci.comm));
+		ci.lost = th.lost;
+		ci.nrecs = th.nrecs;
+		ci.recs = recs;
+		ret = add_chunk(t, &ci, 1);
+		free(recs);
+		if (ret)
+			return ret;
+	}
+	return off == len ? 0 : fail(-EBADMSG, "%zu bytes after the user routines", len - off);
 }
 
 /* ---- Raw trace files ----------------------------------------------- */
@@ -503,12 +665,59 @@ int ktau_trace_file_append_thread(struct ktau_trace_file *tf, const struct ktau_
 	return ktau_trace_file_append(tf, th->recs + from, (to - from) * sizeof(*th->recs));
 }
 
+/* The user part: names, then a chunk per thread of its user records. */
+static int write_user(struct ktau_trace_file *tf, const struct ktau_trace *t, uint64_t *len)
+{
+	static const char zeros[8];
+	uint32_t n = (uint32_t)t->nuser_names, l;
+	struct ktau_trace_thread u;
+	size_t i, j, k, at = 4;
+	int ret;
+
+	ret = ktau__write_all(tf->fd, &n, sizeof(n));
+	for (i = 0; !ret && i < n; i++) {
+		l = (uint32_t)strlen(t->user_names[i]);
+		ret = ktau__write_all(tf->fd, &l, sizeof(l));
+		if (!ret)
+			ret = ktau__write_all(tf->fd, t->user_names[i], l);
+		at += 4 + l;
+	}
+	if (!ret && at % 8)
+		ret = ktau__write_all(tf->fd, zeros, 8 - at % 8);
+	at += at % 8 ? 8 - at % 8 : 0;
+	for (i = 0; !ret && i < t->nthreads; i++) {
+		const struct ktau_trace_thread *th = &t->threads[i];
+
+		u = *th;
+		u.recs = malloc((th->nrecs + 1) * sizeof(*u.recs));
+		if (!u.recs)
+			return -ENOMEM;
+		for (j = 0, k = 0; j < th->nrecs; j++)
+			if (th->recs[j].id & KTAU_LIB_TRACE_USER)
+				u.recs[k++] = th->recs[j];
+		u.nrecs = k;
+		u.lost = th->user_lost;
+		for (j = 0; !ret && (j < k || (!j && u.lost)); j += KTAU_TRACE_MAX_CAPACITY) {
+			size_t to = j + KTAU_TRACE_MAX_CAPACITY < k ? j + KTAU_TRACE_MAX_CAPACITY : k;
+
+			ret = ktau_trace_file_append_thread(tf, &u, j, to, 0);
+			if (!ret)
+				at += sizeof(struct ktau_trace_chunk) +
+				      (to - j) * sizeof(struct ktau_trace_rec);
+		}
+		free(u.recs);
+	}
+	*len = at;
+	return ret;
+}
+
 int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t)
 {
 	struct tracefile_hdr h;
 	char *funcs = NULL;
 	void *prof = NULL;
 	size_t flen = 0, plen = 0;
+	uint64_t ulen = 0, clen;
 	int ret = 0;
 
 	if (t->reg)
@@ -521,12 +730,16 @@ int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *
 		ret = ktau__write_all(tf->fd, funcs, flen);
 	if (!ret)
 		ret = ktau__write_all(tf->fd, prof, plen);
+	clen = tf->chunks_len;
+	if (!ret && t->nuser_names)
+		ret = write_user(tf, t, &ulen);
 	if (!ret) {
 		fill_hdr(&h, t);
 		h.flags = TF_COMPLETE | (t->profile && t->kernel_profile ? TF_KERNEL_PROFILE : 0);
-		h.chunks_len = tf->chunks_len;
+		h.chunks_len = clen;
 		h.funcs_len = (uint32_t)flen;
 		h.prof_len = plen;
+		h.user_len = ulen;
 		if (pwrite(tf->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 			ret = -EIO;
 	}
@@ -565,13 +778,15 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 		size_t left = len - h.hdr_size;
 
 		if (h.chunks_len > left || h.funcs_len > left - h.chunks_len ||
-		    h.prof_len != left - h.chunks_len - h.funcs_len)
+		    h.prof_len > left - h.chunks_len - h.funcs_len ||
+		    h.user_len != left - h.chunks_len - h.funcs_len - h.prof_len)
 			return fail(-EBADMSG, "raw trace file of %zu bytes: its parts (%llu + %u + %llu "
-				    "bytes) do not fill it", len, (unsigned long long)h.chunks_len,
-				    h.funcs_len, (unsigned long long)h.prof_len);
+				    "+ %llu bytes) do not fill it", len,
+				    (unsigned long long)h.chunks_len, h.funcs_len,
+				    (unsigned long long)h.prof_len, (unsigned long long)h.user_len);
 		chunks_len = h.chunks_len;
 	} else {
-		if (h.chunks_len || h.funcs_len || h.prof_len)
+		if (h.chunks_len || h.funcs_len || h.prof_len || h.user_len)
 			return fail(-EBADMSG, "bad raw trace file header");
 		chunks_len = len - h.hdr_size;
 	}
@@ -605,6 +820,23 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 						       h.prof_len, &t->profile) : -ENOMEM;
 			if (ret == -EBADMSG)
 				fail(ret, "bad profile records in the raw trace file");
+		}
+		if (ret >= 0 && h.user_len) {
+			const char *u = p + h.hdr_size + chunks_len + h.funcs_len + h.prof_len;
+			size_t off = 4, base;
+			uint32_t n;
+
+			if (h.user_len < 4) {
+				ret = fail(-EBADMSG, "user part cut short");
+			} else {
+				memcpy(&n, u, 4);
+				ret = add_user_names(t, u, h.user_len, &off, n, &base);
+			}
+			off += off % 8 ? 8 - off % 8 : 0;
+			if (!ret && (base || off > h.user_len))
+				ret = fail(-EBADMSG, "bad user part of the raw trace file");
+			if (!ret)
+				ret = add_chunks(t, u + off, h.user_len - off, 1);
 		}
 	} else {
 		/* An unfinished file: its whole chunks. */
@@ -650,6 +882,9 @@ static int cmp_start(const void *a, const void *b)
 
 	if (x->start_ns != y->start_ns)
 		return x->start_ns < y->start_ns ? -1 : 1;
+	/* A user routine encloses the kernel routines that start with it. */
+	if ((x->id & KTAU_LIB_TRACE_USER) != (y->id & KTAU_LIB_TRACE_USER))
+		return x->id & KTAU_LIB_TRACE_USER ? -1 : 1;
 	if (x->depth != y->depth)
 		return x->depth < y->depth ? -1 : 1;
 	/* The longer one encloses the other. */

@@ -630,7 +630,7 @@ c_trace_synthetic() {
 	done
 	cmp -s "$IN/nest.ktrace" "$W/trace-nest/trace.ktrace" || { echo "# raw copy differs"; return 1; }
 	"$KTAUD" trace --check "$W/trace-nest" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q "3 locations, 6 regions, 32 events, 15 enter/leave pairs; nesting errors 0" "$LOG" &&
+	grep -q "3 locations, 6 regions, 32 events, 15 enter/leave pairs (0 of user routines); nesting errors 0" "$LOG" &&
 	grep -q "3 threads compared (11 routines: 0 count and 0 time mismatches" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	# otf2-print (otf2-tools) reads it too: the nested interrupt and its softirq.
@@ -672,6 +672,43 @@ c_trace_lost() {
 	otf2-marker "$W/trace-lost/traces.otf2" >"$W/lost.marker" 2>&1 &&
 	grep -q "Duration 7000, Scope: LOCATION:102, Text: \"7 records lost from 2000 to 9000 ns\"" \
 		"$W/lost.marker" || { sed 's/^/#   /' "$W/lost.marker"; return 1; }
+}
+
+# The user's own routines: libktau's runtime writes them when
+# KTAU_TRACE_USER names a directory (ktaud trace sets it for the command);
+# they become regions of paradigm user on the threads' locations, nested
+# as main => run_threads => ..., left out of the comparison with the
+# kernel's profile.
+c_trace_user() {
+	rm -rf "$IN/tu" && mkdir -p "$IN/tu"
+	KTAU_TRACE_USER="$IN/tu" "$DEMO" -q -o "$IN/tu-prof" -c 1000 -s 1 -S 1 -n 2 -m 2 -f \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$IN"/tu/user.*.ktuser | wc -l)" = 2 ] || { echo "# $(ls "$IN/tu")"; return 1; }
+	"$TRACE_SYNTH" user "$IN/user.ktrace" "$IN"/tu/user.*.ktuser || return 1
+	"$KTAUD" trace --input "$IN/user.ktrace" -o "$W/trace-user" >"$LOG" 2>&1 &&
+	"$KTAUD" trace --check "$W/trace-user" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "nesting errors 0, time going back 0, left open 0" "$LOG" &&
+	grep -Eq "pairs \([1-9][0-9]* of user routines\)" "$LOG" &&
+	grep -q "3 threads compared (11 routines: 0 count" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$PYTHON" - "$W/trace-user/trace.json" <<'PY' || return 1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+u = [e for e in ev if e.get("cat") == "user"]
+names = {e["name"] for e in u}
+assert {"main", "compute", "write_file"} <= names, names
+# main encloses the others of its thread.
+m = [e for e in u if e["name"] == "main"]
+assert len(m) == 2, m        # the process and its forked child
+for e in u:
+    mm = [x for x in m if x["tid"] == e["tid"]]
+    if mm:
+        assert mm[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= mm[0]["ts"] + mm[0]["dur"] + 0.001, e
+PY
+	command -v otf2-print >/dev/null || return 0
+	otf2-print -G "$W/trace-user/traces.otf2" >"$W/u.print" 2>&1 &&
+	grep -q 'REGION .*Name: "main" .*Paradigm: USER' "$W/u.print" &&
+	grep -q 'GROUP .*Name: "User"' "$W/u.print" ||
+		{ grep -E 'REGION|GROUP' "$W/u.print" | head | sed 's/^/#   /'; return 1; }
 }
 
 # The check must fail when the trace and the profile disagree.
@@ -742,7 +779,7 @@ c_trace_merge() {
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "3 ranks in" "$LOG" || return 1
 	"$KTAUD" trace --check "$IN/trace-merged" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q "9 locations, 6 regions, 96 events, 45 enter/leave pairs" "$LOG" &&
+	grep -q "9 locations, 6 regions, 96 events, 45 enter/leave pairs (0 of user routines)" "$LOG" &&
 	grep -q "9 threads compared" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	command -v otf2-print >/dev/null || return 0
 	otf2-print -G "$IN/trace-merged/traces.otf2" >"$W/m.print" 2>&1 || return 1
@@ -773,7 +810,7 @@ c_taucheck() {
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
-c_trace_merge
+c_trace_merge c_trace_user
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign

@@ -19,6 +19,9 @@
  *                                   (cut at the end of its parent: the
  *                                   times no longer match the profile)
  *   ktau-trace-synth rank FILE R    nest as MPI rank R
+ *   ktau-trace-synth user FILE U... nest and the user routines that
+ *                                   libktau's runtime wrote (KTAU_TRACE_USER)
+ *                                   into the files U
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -197,6 +200,8 @@ int main(int argc, char **argv)
 			return 2;
 		rank = atoi(argv[3]);
 	}
+	if (!strcmp(what, "user") && argc < 4)
+		return 2;
 	nest(th, &nth);
 	if (!strcmp(what, "lost")) {
 		struct thr *d = &th[nth++];
@@ -211,7 +216,7 @@ int main(int argc, char **argv)
 		/* The fault "ends" after the write it is in. */
 		th[0].r[th[0].n - 1].e = 14200;
 	} else if (strcmp(what, "nest") && strcmp(what, "badcount") && strcmp(what, "badtime") &&
-		   strcmp(what, "rank")) {
+		   strcmp(what, "rank") && strcmp(what, "user")) {
 		fprintf(stderr, "%s: unknown case %s\n", argv[0], what);
 		return 2;
 	}
@@ -252,6 +257,18 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nth && !ret; i++)
 		ret = put_chunk(tf, &th[i], th[i].n / 2, th[i].n, th[i].flags);
+	/* The user routines: their own threads (other tids), as read. */
+	for (i = 3; !ret && !strcmp(what, "user") && i < (size_t)argc; i++) {
+		FILE *f = fopen(argv[i], "r");
+		static char ubuf[1 << 20];
+		size_t n = f ? fread(ubuf, 1, sizeof(ubuf), f) : 0;
+
+		if (f)
+			fclose(f);
+		ret = ktau_trace_add_user(t, ubuf, n);
+		if (ret)
+			fprintf(stderr, "%s: %s: %s\n", argv[0], argv[i], ktau_trace_error());
+	}
 	if (!ret)
 		ret = ktau_trace_file_finish(tf, t);
 	if (ret || close(fd)) {
