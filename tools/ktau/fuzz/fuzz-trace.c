@@ -54,12 +54,8 @@ static void exercise(const struct ktau_trace *t)
 	fd = memfd_create("trace", MFD_CLOEXEC);
 	if (fd < 0 || ktau_trace_file_start(fd, t, &tf))
 		goto out;
-	for (i = 0; i < t->nthreads; i++)
-		if (ktau_trace_file_append_thread(tf, &t->threads[i], 0, t->threads[i].nrecs,
-						  t->threads[i].flags)) {
-			ktau_trace_file_finish(tf, t);	/* too big for one chunk */
-			goto out;
-		}
+	if (ktau_trace_file_append_trace(tf, t))
+		abort();
 	if (ktau_trace_file_finish(tf, t))
 		goto out;
 	len = (size_t)lseek(fd, 0, SEEK_END);

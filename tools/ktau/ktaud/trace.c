@@ -1128,14 +1128,11 @@ static int merge(struct topts *o, char **dirs, int ndirs)
 		}
 		{
 			struct ktau_trace_file *tf;
-			size_t t;
 
 			ret = ktau_trace_file_start(fileno(f), all[i], &tf);
 			/* The chunks again, one per thread. */
-			for (t = 0; !ret && t < all[i]->nthreads; t++)
-				ret = ktau_trace_file_append_thread(tf, &all[i]->threads[t], 0,
-								    all[i]->threads[t].nrecs,
-								    all[i]->threads[t].flags);
+			if (!ret)
+				ret = ktau_trace_file_append_trace(tf, all[i]);
 			if (!ret)
 				ret = ktau_trace_file_finish(tf, all[i]);
 		}

@@ -898,6 +898,11 @@ int ktau_trace_add_chunks(struct ktau_trace *t, const void *buf, size_t len);
 struct ktau_trace_file;
 int ktau_trace_file_start(int fd, const struct ktau_trace *t, struct ktau_trace_file **tf);
 int ktau_trace_file_append(struct ktau_trace_file *tf, const void *chunks, size_t len);
+/*
+ * The kernel records of every thread of t, as chunks (its flags on its
+ * last); ktau_trace_file_finish adds the user routines.
+ */
+int ktau_trace_file_append_trace(struct ktau_trace_file *tf, const struct ktau_trace *t);
 /* The records from..to-1 of th as one chunk (its tid, pid, comm, lost; flags). */
 int ktau_trace_file_append_thread(struct ktau_trace_file *tf, const struct ktau_trace_thread *th,
 				  size_t from, size_t to, uint32_t flags);

@@ -665,6 +665,36 @@ int ktau_trace_file_append_thread(struct ktau_trace_file *tf, const struct ktau_
 	return ktau_trace_file_append(tf, th->recs + from, (to - from) * sizeof(*th->recs));
 }
 
+int ktau_trace_file_append_trace(struct ktau_trace_file *tf, const struct ktau_trace *t)
+{
+	struct ktau_trace_thread k;
+	size_t i, j, n, from;
+	int ret = 0;
+
+	for (i = 0; !ret && i < t->nthreads; i++) {
+		const struct ktau_trace_thread *th = &t->threads[i];
+
+		k = *th;
+		k.recs = malloc((th->nrecs + 1) * sizeof(*k.recs));
+		if (!k.recs)
+			return -ENOMEM;
+		for (j = 0, n = 0; j < th->nrecs; j++)
+			if (!(th->recs[j].id & KTAU_LIB_TRACE_USER))
+				k.recs[n++] = th->recs[j];
+		k.nrecs = n;
+		from = 0;
+		do {
+			size_t to = n - from > KTAU_TRACE_MAX_CAPACITY ? from + KTAU_TRACE_MAX_CAPACITY
+								      : n;
+
+			ret = ktau_trace_file_append_thread(tf, &k, from, to, to == n ? th->flags : 0);
+			from = to;
+		} while (!ret && from < n);
+		free(k.recs);
+	}
+	return ret;
+}
+
 /* The user part: names, then a chunk per thread of its user records. */
 static int write_user(struct ktau_trace_file *tf, const struct ktau_trace *t, uint64_t *len)
 {

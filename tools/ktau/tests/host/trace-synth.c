@@ -19,6 +19,8 @@
  *                                   (cut at the end of its parent: the
  *                                   times no longer match the profile)
  *   ktau-trace-synth rank FILE R    nest as MPI rank R
+ *   ktau-trace-synth big FILE N     4 threads of N calls each (a read with
+ *                                   an interrupt in every 4th), for timing
  *   ktau-trace-synth user FILE U... nest and the user routines that
  *                                   libktau's runtime wrote (KTAU_TRACE_USER)
  *                                   into the files U
@@ -177,6 +179,72 @@ static void nest(struct thr *th, size_t *nth)
 	add(c, 4200, 4900, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
 }
 
+/* big: 4 threads, n reads each, an irq in every 4th; profile to match. */
+static int big(const char *path, long n)
+{
+	struct ktau_trace *t = ktau_trace_new();
+	struct ktau_trace_thread th = { 0 };
+	struct ktau_trace_file *tf;
+	struct ktau_func_stat e[2];
+	struct ktau_task task;
+	size_t k, per = (size_t)n + (size_t)n / 4, chunk = 65536;
+	long i;
+	int fd, ret = 0, tn;
+
+	th.recs = calloc(per + 1, sizeof(*th.recs));
+	if (!t || !th.recs || ktau_registry_parse(functions, strlen(functions), &t->reg))
+		return 1;
+	t->profile = ktau_snap_new();
+	t->kernel_profile = 1;
+	strcpy(t->hostname, "synth");
+	strcpy(t->command, "synth big");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ktau_trace_file_start(fd, t, &tf))
+		return 1;
+	for (tn = 0; tn < 4 && !ret; tn++) {
+		uint64_t at = 1000 + (uint64_t)tn * 7, rd = 0, irq = 0, irqns = 0;
+
+		th.tid = 300 + tn;
+		th.pid = 300;
+		snprintf(th.comm, sizeof(th.comm), "big-%d", tn);
+		th.nrecs = 0;
+		for (i = 0; i < n; i++) {
+			if (i % 4 == 3) {
+				th.recs[th.nrecs++] = (struct ktau_trace_record){ at + 100, at + 150,
+										   ID_IRQ, 1,
+										   KTAU_LIB_TRACE_CALL, 0 };
+				irq++;
+				irqns += 50;
+			}
+			th.recs[th.nrecs++] = (struct ktau_trace_record){ at, at + 400, ID_READ, 0,
+									   KTAU_LIB_TRACE_CALL, 0 };
+			rd++;
+			at += 1000;
+		}
+		for (k = 0; k < th.nrecs && !ret; k += chunk)
+			ret = ktau_trace_file_append_thread(tf, &th, k, k + chunk < th.nrecs ?
+							    k + chunk : th.nrecs, 0);
+		memset(&task, 0, sizeof(task));
+		memset(e, 0, sizeof(e));
+		task.tid = th.tid;
+		task.pid = th.pid;
+		task.nthreads = 1;
+		memcpy(task.comm, th.comm, sizeof(task.comm));
+		e[0] = (struct ktau_func_stat){ ID_IRQ, irq, irqns, irqns, 0 };
+		e[1] = (struct ktau_func_stat){ ID_READ, rd, rd * 400, rd * 400 - irqns, 0 };
+		task.entries = e;
+		task.nentries = irq ? 2 : 1;
+		if (!irq)
+			task.entries = &e[1];
+		ret = ret ? ret : ktau_snap_add_task(t->profile, &task);
+	}
+	if (!ret)
+		ret = ktau_trace_file_finish(tf, t);
+	free(th.recs);
+	ktau_trace_free(t);
+	return ret || close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	static struct thr th[8];
@@ -202,6 +270,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(what, "user") && argc < 4)
 		return 2;
+	if (!strcmp(what, "big"))
+		return argc == 4 ? big(path, atol(argv[3])) : 2;
 	nest(th, &nth);
 	if (!strcmp(what, "lost")) {
 		struct thr *d = &th[nth++];
