@@ -199,14 +199,17 @@ static int drain_once(struct ktau_trace_session *s, struct topts *o)
 	return 1;
 }
 
-/* Drain until nothing is buffered (at most a few rounds while it runs). */
+/*
+ * Drain until nothing is buffered: at most 8 reads while it runs, 256 at
+ * the end (tasks the command left running may go on writing).
+ */
 static int drain(struct ktau_trace_session *s, struct topts *o, int all)
 {
 	int ret, rounds = 0;
 
 	do
 		ret = drain_once(s, o);
-	while (ret > 0 && (all || ++rounds < 8));
+	while (ret > 0 && ++rounds < (all ? 256 : 8));
 	if (ret >= 0)
 		ktau_trace_stats(s, &o->t->stats);
 	return ret < 0 ? -ret : 0;
