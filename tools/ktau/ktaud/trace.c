@@ -376,6 +376,11 @@ static void summary(const struct topts *o, const struct ktau_trace *t, const cha
 	if (wr->tau_files)
 		fprintf(stderr, ", %d TAU profile files (paraprof)", wr->tau_files);
 	fputc('\n', stderr);
+	for (i = 0, j = 0; i < t->nthreads; i++)
+		j += t->threads[i].disorder;
+	if (j)
+		fprintf(stderr, "ktaud trace: warning: %zu records ended before the record before "
+			"them (the kernel gives them in end order): the clock went back?\n", j);
 	if (t->stats.lost)
 		fprintf(stderr, "ktaud trace: %llu records were lost (full buffers): a larger -b, "
 			"a shorter -i, or fewer groups (-g) keep them\n",
