@@ -307,18 +307,18 @@ static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank
 		ret = -ENOMEM;
 	if (!ret) {
 		FILE *png = ktau_outdir_create(od, name);
+		char path[4096];
 
 		ret = png ? run_gnuplot(script, slen, png) : -errno;
 		if (png && fclose(png) && !ret)
 			ret = -errno;
-		if (ret == -ENOENT && png) {
-			char path[4096];
-
-			snprintf(path, sizeof(path), "%s/%s", ktau_outdir_path(od), name);
+		/* No empty or broken picture is left behind. */
+		snprintf(path, sizeof(path), "%s/%s", ktau_outdir_path(od), name);
+		if (ret && png)
 			unlink(path);
+		if (ret == -ENOENT && png)
 			err_msg("no %s: gnuplot is needed to draw it (apt-get install gnuplot-nox; "
 				"or 'ktaud trace --input' elsewhere)", name);
-		}
 		else if (ret)
 			err_msg("%s was not drawn: %s", name,
 				png ? strerror(-ret) : ktau_output_error());
@@ -989,11 +989,15 @@ static int check_one(const char *anchor, struct ktau_trace **tv, size_t n)
 	       (unsigned long long)r.lost_in_archive, (unsigned long long)r.lost_in_trace,
 	       (unsigned long long)r.threads_uncompared);
 	if (!ret && !r.threads_compared && !r.threads_lost) {
+		/* Kernel records but no thread to compare: something is wrong. */
 		for (size_t i = 0; i < n; i++)
-			if (tv[i]->kernel_profile && tv[i]->nrecs) {
-				printf("%s: no thread could be compared with the profile\n", anchor);
-				return 1;
-			}
+			for (size_t k = 0; tv[i]->kernel_profile && k < tv[i]->nthreads; k++)
+				for (size_t j = 0; j < tv[i]->threads[k].nrecs; j++)
+					if (!(tv[i]->threads[k].recs[j].id & KTAU_LIB_TRACE_USER)) {
+						printf("%s: no thread could be compared with the "
+						       "profile\n", anchor);
+						return 1;
+					}
 	}
 	printf("%s: %s\n", anchor, ret ? "FAILED" : "ok");
 	return ret ? 1 : 0;

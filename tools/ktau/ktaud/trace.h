@@ -47,6 +47,7 @@ int trace_write_json(FILE *f, const struct ktau_trace *t);
 /*
  * The gnuplot script of a timeline of the busiest threads (at most top),
  * calls at depth 0 as boxes coloured by group, to PNG on gnuplot's stdout.
+ * -ENODATA: no thread has a kernel routine.
  */
 int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top, const char *title);
 

@@ -173,6 +173,10 @@ int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top,
 	n = t->nthreads < top ? t->nthreads : top;
 	while (n && !b[n - 1].ns)
 		n--;	/* threads without a kernel routine */
+	if (!n) {
+		free(b);
+		return -ENODATA;
+	}
 	/* Boxes closer than a 4000th of the run are drawn as one. */
 	gap = (t1 - t0) / 4000;
 	fprintf(f, "set terminal pngcairo size 1200,%zu noenhanced\n", 160 + 40 * (n ? n : 1));

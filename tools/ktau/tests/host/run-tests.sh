@@ -711,6 +711,40 @@ PY
 		{ grep -E 'REGION|GROUP' "$W/u.print" | head | sed 's/^/#   /'; return 1; }
 }
 
+# 'ktaud trace -- COMMAND' end to end on this host, with a stand-in for
+# the kernel's sessions (tests/host/fake-ktau.c, LD_PRELOAD; the guest
+# tests run it on the real kernel): ktaud attaches itself with INHERIT
+# before the fork and detaches itself after it, leaves its own records
+# out, passes the command's exit status through, and the user routines
+# of libktau's runtime in the command (the demo and its forked child)
+# come into the archive.
+c_trace_command_fake() {
+	: "${FAKE_KTAU:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	rm -f "$IN/fake.log"
+	FAKE_KTAU_LOG="$IN/fake.log" LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -b 1024 -g syscall,irq \
+		-o "$W/trace-cmd" -- "$DEMO" -q -o "$IN/cmd-prof" -c 1000 -s 1 -S 1 -n 2 -m 2 -f \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "4 threads in 2 processes" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	me=$(awk '/attach/ { print $1; exit }' "$IN/fake.log")
+	[ "$(sed -n 1p "$IN/fake.log")" = "$me attach 0 1 1024 3" ] &&
+	grep -q "^$me detach 0\$" "$IN/fake.log" &&
+	grep -q "join" "$IN/fake.log" && ! grep -q "^$me join" "$IN/fake.log" ||
+		{ sed 's/^/#   /' "$IN/fake.log"; return 1; }
+	# ktaud's own chunk (its pid) is left out; the demo's threads are in.
+	"$KTAUD" trace --check "$W/trace-cmd" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	otf2-print "$W/trace-cmd/traces.otf2" >"$W/cmd.print" 2>&1 || return 1
+	! grep -q "^ENTER  *$me " "$W/cmd.print" || { echo "# ktaud's own records are in"; return 1; }
+	[ "$(grep -c 'ENTER .*Region: "main"' "$W/cmd.print")" = 2 ] &&
+	grep -q 'ENTER .*Region: "consume_one"' "$W/cmd.print" ||
+		{ head -20 "$W/cmd.print" | sed 's/^/#   /'; return 1; }
+	ls "$W/trace-cmd" | grep -q ktuser && { echo "# the runtime's files were left"; return 1; }
+	# The command's exit status; a command that does not exist.
+	LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-st" -- sh -c 'exit 7' >"$LOG" 2>&1
+	[ $? -eq 7 ] || { echo "# exit status not passed through"; return 1; }
+	expect_rc 127 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-nf" -- /nonexistent/cmd
+}
+
 # The check must fail when the trace and the profile disagree.
 c_trace_check_fails() {
 	for c in badcount badtime overlap; do
@@ -810,7 +844,7 @@ c_taucheck() {
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
-c_trace_merge c_trace_user
+c_trace_merge c_trace_user c_trace_command_fake
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
