@@ -742,7 +742,18 @@ c_trace_command_fake() {
 	# The command's exit status; a command that does not exist.
 	LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-st" -- sh -c 'exit 7' >"$LOG" 2>&1
 	[ $? -eq 7 ] || { echo "# exit status not passed through"; return 1; }
-	expect_rc 127 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-nf" -- /nonexistent/cmd
+	expect_rc 127 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-nf" -- /nonexistent/cmd ||
+		return 1
+	# -p PID -d S: each thread of the process attached (with INHERIT).
+	rm -f "$IN/fake.log"
+	sleep 10 &
+	sl=$!
+	FAKE_KTAU_LOG="$IN/fake.log" LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -p $sl -d 0.3 		-o "$IN/trace-pid" >"$LOG" 2>&1
+	rc=$?
+	kill $sl
+	[ $rc -eq 0 ] && grep -q " attach $sl 1 65536 0\$" "$IN/fake.log" &&
+	grep -q " detach $sl\$" "$IN/fake.log" || { sed 's/^/#   /' "$LOG" "$IN/fake.log"; return 1; }
+	expect_rc 5 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -p 999999 -d 1 -o "$IN/trace-nopid"
 }
 
 # The check must fail when the trace and the profile disagree.
