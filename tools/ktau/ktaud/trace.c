@@ -500,8 +500,8 @@ static void add_user_routines(struct ktau_trace *t, const char *dir)
 	int ret;
 
 	while (d && (de = readdir(d))) {
-		char *buf;
-		size_t len;
+		char *buf = NULL;
+		size_t len = 0;
 
 		if (de->d_name[0] == '.')
 			continue;
