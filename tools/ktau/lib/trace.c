@@ -853,7 +853,7 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 		}
 		if (ret >= 0 && h.user_len) {
 			const char *u = p + h.hdr_size + chunks_len + h.funcs_len + h.prof_len;
-			size_t off = 4, base;
+			size_t off = 4, base = 0;
 			uint32_t n;
 
 			if (h.user_len < 4) {

@@ -192,8 +192,11 @@ static int big(const char *path, long n)
 	int fd, ret = 0, tn;
 
 	th.recs = calloc(per + 1, sizeof(*th.recs));
-	if (!t || !th.recs || ktau_registry_parse(functions, strlen(functions), &t->reg))
+	if (!t || !th.recs || ktau_registry_parse(functions, strlen(functions), &t->reg)) {
+		free(th.recs);
+		ktau_trace_free(t);
 		return 1;
+	}
 	t->profile = ktau_snap_new();
 	t->kernel_profile = 1;
 	strcpy(t->hostname, "synth");
