@@ -83,6 +83,9 @@ char *output_path(const char *tmpl);
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		  const struct out_opts *o);
 
+/* A gnuplot string literal of s (plot.c). */
+void gp_string(FILE *f, const char *s);
+
 int cmd_dump(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
@@ -94,6 +97,7 @@ int cmd_functions(int argc, char **argv);
 int cmd_kvm(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_callgraph(int argc, char **argv);
 int cmd_drill(int argc, char **argv);

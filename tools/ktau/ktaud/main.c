@@ -15,6 +15,7 @@ static const struct {
 } cmds[] = {
 	{ "dump", cmd_dump, "kernel profile of processes, threads, all tasks or the aggregate" },
 	{ "run", cmd_run, "run a command and profile every task it creates (TAU output)" },
+	{ "trace", cmd_trace, "trace a command or process: every kernel routine in order (OTF2, Perfetto)" },
 	{ "sample", cmd_sample, "sample the threads of a command or process (in-kernel buffers)" },
 	{ "watch", cmd_watch, "periodic snapshots (deltas) into a directory; a daemon" },
 	{ "export", cmd_export, "saved snapshots to TAU, folded stacks or JSON" },

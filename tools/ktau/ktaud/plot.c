@@ -37,7 +37,7 @@ static void help(FILE *f)
 "Needs gnuplot (apt-get install gnuplot-nox) unless --script is given.\n");
 }
 
-static void gp_string(FILE *f, const char *s)
+void gp_string(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {

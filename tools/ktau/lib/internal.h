@@ -26,6 +26,8 @@ void ktau__meta_u64(FILE *f, const char *name, unsigned long long v);
  * (the callpath separator); at most size - 1 bytes; "?" when empty.
  */
 void ktau__clean_name(char *dst, size_t size, const char *src);
+/* write() all of buf, again after EINTR; 0 or -errno (-EIO: nothing written). */
+int ktau__write_all(int fd, const void *buf, size_t len);
 /* asprintf()'s string; NULL when out of memory. */
 char *ktau__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

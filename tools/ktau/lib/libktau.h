@@ -285,6 +285,14 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 		     struct ktau_outdir **od);
 /* A new file dir/name for writing; NULL with errno on failure. */
 FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name);
+/*
+ * Move the file src (made by a library that writes its own files, on the
+ * same file system) into the directory as name ("file" or "subdir/file"),
+ * listed like a file of ktau_outdir_create(): -EEXIST when name exists.
+ */
+int ktau_outdir_adopt(struct ktau_outdir *od, const char *name, const char *src);
+/* The directory od writes into. */
+const char *ktau_outdir_path(const struct ktau_outdir *od);
 /* Unlock and free; 0 or -errno. */
 int ktau_outdir_close(struct ktau_outdir *od);
 /* What was wrong with the last output directory of this thread ("": nothing said). */
@@ -418,6 +426,9 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  *   KTAU_CALLPATH_DEPTH   longest callpath kept (1..64, default 32)
  *   KTAU_SHARED=0         do not register pages (no kernel attribution)
  *   KTAU_VERBOSE=1        say on stderr why kernel attribution is off
+ *   KTAU_TRACE_USER=DIR   also keep every completed routine (start, end)
+ *                         and write them at exit to DIR/user.<pid>.ktuser
+ *                         (ktaud trace sets it; ktau_trace_add_user reads it)
  *
  * Thread safe. Timer functions are async-signal-tolerant: an event that
  * interrupts another event of the same thread (a timer in a signal
@@ -731,6 +742,188 @@ struct ktau_tau_row {
  */
 int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *rows,
 			size_t n, const char *const *meta, size_t nmeta);
+
+/* ==== Trace mode (ABI 1.5) ============================================
+ *
+ * One record per completed kernel routine, in order, per thread
+ * (Documentation/trace/ktau.rst, "Trace mode"). A session is an open file
+ * of /proc/ktau/trace: threads are attached to it (with INHERIT, the tasks
+ * they create afterwards too) and their records are drained with read(),
+ * which returns chunks, one per thread with records. These functions open
+ * sessions, walk the chunk stream strictly (a corrupt stream is -EBADMSG
+ * with ktau_trace_error() saying where and what, never a crash), collect
+ * the records per thread, and read and write raw trace files (a versioned
+ * header, the chunks, the registry and the profile of the same run).
+ */
+#define KTAU_LIB_TRACE_CALL	1	/* a completed routine */
+#define KTAU_LIB_TRACE_EVENT	2	/* an event: start_ns == end_ns */
+#define KTAU_LIB_TRACE_LOST	3	/* id records lost between start and end */
+#define KTAU_LIB_TRACE_INHERIT	0x1	/* attach: also the tasks it creates */
+#define KTAU_LIB_TRACE_EXITED	0x1	/* thread: it exited (its last records) */
+#define KTAU_LIB_TRACE_DETACHED	0x2	/* thread: tracing of it ended */
+#define KTAU_LIB_TRACE_MAX_CAPACITY	(1U << 20)	/* records per thread buffer */
+
+/* One record, as the ABI's struct ktau_trace_rec. */
+struct ktau_trace_record {
+	uint64_t start_ns;	/* CLOCK_MONOTONIC */
+	uint64_t end_ns;
+	uint32_t id;		/* function ID; LOST: records lost */
+	uint16_t depth;		/* routines it was nested in */
+	uint8_t kind;		/* KTAU_LIB_TRACE_* */
+	uint8_t reserved;
+};
+
+/* Totals of a session (KTAU_IOC_TRACE_STATS). */
+struct ktau_trace_totals {
+	uint64_t tasks;		/* threads attached since the open */
+	uint64_t records;	/* records written to its buffers */
+	uint64_t lost;		/* records lost: buffer full */
+	uint64_t refused;	/* inherited attaches refused: limit, memory */
+	uint64_t denied;	/* threads whose credentials changed */
+	uint64_t buffered;	/* records waiting to be read */
+};
+
+/* What ktau_trace_* functions last found wrong in this thread ("": nothing said). */
+const char *ktau_trace_error(void);
+
+struct ktau_trace_session;
+/*
+ * Open a session. -ENOENT: no KTAU; -EPROTO: another ABI major; -ENOTTY:
+ * a KTAU without trace mode (ABI < 1.5). Closing it ends the tracing of
+ * its threads.
+ */
+int ktau_trace_open(struct ktau_trace_session **s);
+void ktau_trace_close(struct ktau_trace_session *s);
+/* The session's file descriptor (close-on-exec). */
+int ktau_trace_fd(const struct ktau_trace_session *s);
+/*
+ * Attach thread tid (0: the caller) with a buffer of capacity records (a
+ * power of two, at most KTAU_LIB_TRACE_MAX_CAPACITY), recording the
+ * groups in the mask (1 << group; 0: all). -EPERM/-EACCES: permission;
+ * -ESRCH: no such thread; -EBUSY: already traced; -EINVAL: bad argument.
+ */
+int ktau_trace_attach(struct ktau_trace_session *s, pid_t tid, unsigned int flags,
+		      uint32_t capacity, uint64_t groups);
+int ktau_trace_detach(struct ktau_trace_session *s, pid_t tid);
+int ktau_trace_stats(struct ktau_trace_session *s, struct ktau_trace_totals *st);
+/*
+ * Drain: whole chunks into a buffer of the session (*buf, valid until
+ * the next call); the number of bytes, 0 when nothing was buffered.
+ */
+ssize_t ktau_trace_read(struct ktau_trace_session *s, const void **buf);
+
+/* One chunk of the stream: the records of one thread. */
+struct ktau_trace_chunk_info {
+	int32_t tid, pid;	/* 0: not in the reader's pid namespace */
+	uint32_t flags;		/* KTAU_LIB_TRACE_EXITED, _DETACHED */
+	char comm[16];
+	uint64_t lost;		/* records of the thread lost since the attach */
+	size_t nrecs;
+	const void *recs;	/* nrecs records, maybe unaligned: */
+				/* ktau_trace_chunk_record() */
+};
+/*
+ * The chunk at *off of buf (len bytes), checked whole (sizes, reserved
+ * fields, every record); *off moves past it. 1, 0 at the end, -EBADMSG.
+ */
+int ktau_trace_next_chunk(const void *buf, size_t len, size_t *off,
+			  struct ktau_trace_chunk_info *ci);
+void ktau_trace_chunk_record(const struct ktau_trace_chunk_info *ci, size_t i,
+			     struct ktau_trace_record *r);
+
+/* The records of one thread, in the order the calls ended. */
+struct ktau_trace_thread {
+	int32_t tid, pid;
+	uint32_t flags;		/* KTAU_LIB_TRACE_EXITED, _DETACHED */
+	char comm[16];		/* at its last chunk */
+	uint64_t lost;		/* the kernel's count */
+	uint64_t lost_recs;	/* the sum of its LOST records */
+	uint64_t ncalls, nevents, nchunks;
+	uint64_t disorder;	/* records that ended before the one before */
+	uint64_t user_lost;	/* user routines not recorded (runtime's bound) */
+	size_t nrecs, cap;
+	struct ktau_trace_record *recs;
+};
+
+/* A trace: threads (a tid that exited and came back is a new thread). */
+struct ktau_trace {
+	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC */
+	uint64_t realtime_ns;		/* CLOCK_REALTIME at start_ns */
+	uint64_t groups;		/* recorded: 1 << group; 0: all */
+	int32_t rank;			/* MPI rank; -1: none */
+	int kernel_profile;		/* profile: the kernel's final profiles */
+	int truncated;			/* an unfinished raw file */
+	size_t truncated_bytes;		/* ... and its partial chunk */
+	char hostname[64], release[64], command[56];
+	struct ktau_trace_totals stats;
+	uint64_t nrecs, bytes;		/* records and chunk bytes added */
+	size_t nthreads, cap;
+	struct ktau_trace_thread *threads;
+	struct ktau_registry *reg;	/* may be NULL */
+	struct ktau_snap *profile;	/* the same run's profile; may be NULL */
+	size_t *index, index_cap;	/* (internal) */
+	/* The user's own routines (libktau's runtime, KTAU_TRACE_USER):
+	 * records of kind CALL with id KTAU_LIB_TRACE_USER | name index. */
+	char **user_names;
+	size_t nuser_names;
+	uint64_t user_lost;		/* user records beyond the runtime's bound */
+};
+
+/* Record ids of user routines: this bit and the index of their name. */
+#define KTAU_LIB_TRACE_USER	0x80000000u
+/* ktau_trace_group() of a user routine. */
+#define KTAU_LIB_GROUP_USER	(-2)
+/* The name of a record's routine (a user routine's, or the registry's). */
+const char *ktau_trace_name(const struct ktau_trace *t, uint32_t id);
+/* Its KTAU group, KTAU_LIB_GROUP_USER, or -1 when unknown. */
+int ktau_trace_group(const struct ktau_trace *t, uint32_t id);
+/*
+ * Add a file of the runtime's user routines (user.<pid>.ktuser, written
+ * at exit when KTAU_TRACE_USER names a directory) to t: each thread's
+ * records go to the thread of the same tid and pid (a new one if none).
+ * -EBADMSG (ktau_trace_error() says why).
+ */
+int ktau_trace_add_user(struct ktau_trace *t, const void *buf, size_t len);
+
+struct ktau_trace *ktau_trace_new(void);
+void ktau_trace_free(struct ktau_trace *t);
+/* Walk a chunk stream into t; the number of chunks, or -EBADMSG. */
+int ktau_trace_add_chunks(struct ktau_trace *t, const void *buf, size_t len);
+
+/*
+ * Raw trace files: start writes the header to fd (at offset 0), append
+ * adds chunks as read, finish adds t->reg and t->profile and completes
+ * the header with t's times and totals (and frees tf).
+ */
+struct ktau_trace_file;
+int ktau_trace_file_start(int fd, const struct ktau_trace *t, struct ktau_trace_file **tf);
+int ktau_trace_file_append(struct ktau_trace_file *tf, const void *chunks, size_t len);
+/*
+ * The kernel records of every thread of t, as chunks (its flags on its
+ * last); ktau_trace_file_finish adds the user routines.
+ */
+int ktau_trace_file_append_trace(struct ktau_trace_file *tf, const struct ktau_trace *t);
+/* The records from..to-1 of th as one chunk (its tid, pid, comm, lost; flags). */
+int ktau_trace_file_append_thread(struct ktau_trace_file *tf, const struct ktau_trace_thread *th,
+				  size_t from, size_t to, uint32_t flags);
+int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t);
+/* Read a raw trace file; -EBADMSG (ktau_trace_error() says why). */
+int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out);
+int ktau_trace_load(const char *path, struct ktau_trace **out);
+
+/*
+ * The calls of a thread as enter and leave events in time order: sorted
+ * by (start, depth), a call left at its end, or at the end of the call it
+ * is in when it would end after it (counted in *clamped). fn gets enter 1
+ * (at start), 0 (leave, at the end) or 2 for events and LOST records (at
+ * their start); a non-zero return stops the walk and is returned.
+ */
+int ktau_trace_walk(const struct ktau_trace_thread *th,
+		    int (*fn)(void *arg, int enter, uint64_t ts, const struct ktau_trace_record *r),
+		    void *arg, uint64_t *clamped);
+/* Pointers to the records of th sorted by (start, depth); *out malloc()ed. */
+int ktau_trace_sorted(const struct ktau_trace_thread *th, const struct ktau_trace_record ***out,
+		      size_t *n);
 
 /* ==== Dynamic probes (ABI 1.2) ========================================
  *

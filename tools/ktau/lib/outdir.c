@@ -624,6 +624,58 @@ FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name)
 	return f;
 }
 
+/* The directory of od. */
+const char *ktau_outdir_path(const struct ktau_outdir *od)
+{
+	return od->dir;
+}
+
+int ktau_outdir_adopt(struct ktau_outdir *od, const char *name, const char *src)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int ret = 0;
+
+	/* Listed and made empty (O_EXCL), then replaced by src: ours only. */
+	f = ktau_outdir_create(od, name);
+	if (!f)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", od->dir, name);
+	if (!rename(src, path)) {
+		fclose(f);
+		return 0;
+	}
+	if (errno == EXDEV) {
+		/* Another file system: copied. */
+		char buf[65536];
+		size_t n;
+		FILE *in = fopen(src, "re");
+
+		if (!in)
+			ret = -errno;
+		while (in && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+			if (fwrite(buf, 1, n, f) != n) {
+				ret = -EIO;
+				break;
+			}
+		if (in && ferror(in))
+			ret = -EIO;
+		if (in)
+			fclose(in);
+		if (fclose(f) && !ret)
+			ret = -errno;
+		if (!ret) {
+			unlink(src);
+			return 0;
+		}
+	} else {
+		ret = -errno;
+		fclose(f);
+	}
+	fail(ret, "cannot move %s to %s: %s", src, path, strerror(-ret));
+	return ret;
+}
+
 int ktau_outdir_close(struct ktau_outdir *od)
 {
 	char path[PATH_MAX], line[PATH_MAX + 80];

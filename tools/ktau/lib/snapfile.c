@@ -53,7 +53,7 @@ struct snapfile_hdr {
 
 _Static_assert(sizeof(struct snapfile_hdr) == SNAPFILE_HDR, "snapshot file header");
 
-static int write_all(int fd, const void *buf, size_t len)
+int ktau__write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	ssize_t n;
@@ -62,10 +62,10 @@ static int write_all(int fd, const void *buf, size_t len)
 		n = write(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
 		p += n;
-		len -= n;
+		len -= (size_t)n;
 	}
 	return 0;
 }
@@ -140,11 +140,11 @@ static int snap_save(const char *path, const struct ktau_snap *snap,
 		ret = -errno;
 		goto out;
 	}
-	ret = write_all(fd, &h, sizeof(h));
+	ret = ktau__write_all(fd, &h, sizeof(h));
 	if (!ret)
-		ret = write_all(fd, funcs, flen);
+		ret = ktau__write_all(fd, funcs, flen);
 	if (!ret)
-		ret = write_all(fd, recs, rlen);
+		ret = ktau__write_all(fd, recs, rlen);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)

@@ -106,7 +106,18 @@ struct kt_data {
 	uint64_t kraw_total;		/* kernel time charged, units */
 	uint64_t absorbed;		/* kernel time of ktau_user_write, units */
 	uint64_t unlisted;		/* page: routines without an entry */
+	/* Trace of the user routines (KTAU_TRACE_USER set: ktaud trace). */
+	struct kt_blk *trace;		/* struct kt_trec; NULL: not traced */
+	uint32_t ntrace;
+	uint64_t trace_lost;		/* records beyond KT_TRACE_MAX */
 };
+
+/* One completed user routine, for ktaud trace (written at exit). */
+struct kt_trec {
+	uint64_t t0, t1;		/* CLOCK_MONOTONIC ns */
+	uint32_t timer, depth;
+};
+#define KT_TRACE_MAX	(1u << 20)	/* records per thread */
 
 #define KT_ITEMS(blk, type) ((type *)(void *)(blk)->items)
 

@@ -75,6 +75,7 @@ static struct {
 	uint32_t ntimers, cap_timers;
 	struct ktau_timer *byname[KT_HBUCKETS], *byaddr[KT_HBUCKETS];
 	char *outdir;			/* written at exit; NULL: nothing */
+	char *trace_dir;		/* KTAU_TRACE_USER: user routines traced */
 	int fd;				/* /proc/ktau/profiles */
 	int fd_err;			/* why not (-errno) */
 	int shared_off, verbose, depth_max;
@@ -219,6 +220,7 @@ static void free_retired(struct kt_thread *th)
 
 void ktau__data_free(struct kt_data *d)
 {
+	free(d->trace);
 	free(d->stack);
 	free(d->flat);
 	free(d->nodes);
@@ -413,6 +415,9 @@ static void kt_process_init(void)
 			fprintf(stderr, "libktau: KTAU_CALLPATH_DEPTH=%s is not in 1..%d; using %d\n",
 				v, KT_DEPTH_MAX, g.depth_max);
 	}
+	v = getenv("KTAU_TRACE_USER");
+	if (v && *v)
+		g.trace_dir = strdup(v);
 	v = getenv("KTAU_PROFILE_DIR");
 	if (!g.outdir)
 		g.outdir = expand_dir(v ? v : "ktau-profile");
@@ -587,6 +592,11 @@ static int kt_data_init(struct kt_data *d)
 	d->kents = blk_new(32, sizeof(struct kt_kent));
 	if (!d->stack || !d->flat || !d->nodes || !d->kents)
 		return -ENOMEM;
+	if (g.trace_dir) {
+		d->trace = blk_new(1024, sizeof(struct kt_trec));
+		if (!d->trace)
+			return -ENOMEM;
+	}
 	n0 = KT_ITEMS(d->nodes, struct kt_node);
 	n0->parent = 0;
 	n0->timer = KT_NONE;
@@ -967,6 +977,14 @@ static void kt_pop(struct kt_data *d, uint64_t now)
 		incl = f->child + k;
 	}
 	excl = incl - f->child - k;
+	if (d->trace) {
+		/* Room was made at its push (kt_push). */
+		if (d->ntrace < d->trace->cap && d->ntrace < KT_TRACE_MAX)
+			KT_ITEMS(d->trace, struct kt_trec)[d->ntrace++] =
+				(struct kt_trec){ f->t0, now > f->t0 ? now : f->t0, f->timer, d->depth };
+		else
+			d->trace_lost++;
+	}
 	fl->calls++;
 	fl->excl += excl;
 	if (fl->active && !--fl->active)
@@ -1008,6 +1026,9 @@ static int kt_push(struct kt_thread *th, uint32_t timer, uint64_t now)
 	if (blk_reserve(th, &d->stack, d->depth, sizeof(*f)) ||
 	    blk_reserve(th, &d->flat, timer, sizeof(*flat)))
 		return -ENOMEM;
+	/* A slot for each frame open, for when it pops (no memory: lost). */
+	if (d->trace && d->ntrace + d->depth < KT_TRACE_MAX)
+		(void)blk_reserve(th, &d->trace, d->ntrace + d->depth, sizeof(struct kt_trec));
 	if (d->nflat <= timer)
 		d->nflat = timer + 1;
 	if (d->depth)
@@ -1439,6 +1460,68 @@ int ktau_user_write(const char *dir)
 
 /* ---- Exit, thread exit, fork --------------------------------------- */
 
+/*
+ * The user routines of every thread, for ktaud trace, into
+ * dir/user.<pid>.ktuser (never replacing a file): "KTAUUSER", version 1,
+ * the number of names, of threads, the pid; the timer names (u32 length,
+ * bytes), then per thread its tid, pid, comm[16], records, lost records
+ * and the records (struct kt_trec). lib/trace.c reads it.
+ */
+static void kt_write_trace(const char *dir)
+{
+	uint32_t nnames = 0, nth = 0, hdr[4], i;
+	char **names, path[4096];
+	struct kt_thread *th;
+	FILE *f;
+	int fd;
+
+	for (th = g.threads; th; th = th->next)
+		nth += th->d.trace != NULL;
+	snprintf(path, sizeof(path), "%s/user.%d.ktuser", dir, (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "libktau: cannot write the trace of the user routines to %s: %s\n",
+			path, strerror(errno));
+		return;
+	}
+	names = ktau__timer_names(&nnames);
+	hdr[0] = 1;
+	hdr[1] = names ? nnames : 0;
+	hdr[2] = nth;
+	hdr[3] = (uint32_t)getpid();
+	fwrite("KTAUUSER", 1, 8, f);
+	fwrite(hdr, sizeof(hdr), 1, f);
+	for (i = 0; i < hdr[1]; i++) {
+		uint32_t l = names[i] ? (uint32_t)strlen(names[i]) : 0;
+
+		fwrite(&l, sizeof(l), 1, f);
+		fwrite(names[i] ? names[i] : "", 1, l, f);
+	}
+	for (th = g.threads; th; th = th->next) {
+		struct {
+			int32_t tid, pid;
+			char comm[16];
+			uint32_t nrecs, pad;
+			uint64_t lost;
+		} t = { th->tid, th->pid, { 0 }, 0, 0, 0 };
+
+		if (!th->d.trace)
+			continue;
+		memcpy(t.comm, th->comm, sizeof(t.comm));
+		t.nrecs = th->d.ntrace;
+		t.lost = th->d.trace_lost;
+		fwrite(&t, sizeof(t), 1, f);
+		fwrite(th->d.trace->items, sizeof(struct kt_trec), t.nrecs, f);
+	}
+	if (names)
+		ktau__names_free(names, nnames);
+	if (ferror(f) | fclose(f))
+		fprintf(stderr, "libktau: cannot write %s\n", path);
+}
+
 static void kt_atexit(void)
 {
 	struct kt_thread *th = kt_cur;
@@ -1454,6 +1537,8 @@ static void kt_atexit(void)
 	}
 	/* From here on, events of every thread are dropped. */
 	atomic_store(&g.exiting, 1);
+	if (g.trace_dir && g.threads)
+		kt_write_trace(g.trace_dir);
 	if (!g.outdir || !g.threads)
 		return;
 	ret = kt_write_all(g.outdir, th && th != &kt_dead ? th : NULL);
@@ -1538,6 +1623,8 @@ static void kt_reset_data(struct kt_data *d, uint64_t now)
 	d->events = d->page_reads = d->dropped = d->unmatched = d->sync_fail = 0;
 	d->clock_adjust = d->kraw_total = d->absorbed = d->unlisted = 0;
 	d->had_page = 0;
+	d->ntrace = 0;
+	d->trace_lost = 0;
 }
 
 static void kt_fork_child(void)

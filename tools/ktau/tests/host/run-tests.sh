@@ -19,7 +19,7 @@ LOG=$W/log
 # ---- ktaud's command line ----
 c_help() {
 	"$KTAUD" --help >"$LOG" 2>&1 || return 1
-	for c in dump run watch export merge combine plot functions control sample probe drill callgraph; do
+	for c in dump run trace watch export merge combine plot functions control sample probe drill callgraph; do
 		"$KTAUD" $c --help >>"$LOG" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 	done
 	[ -f "$TOOLS/man/ktaud.1" ] && man -l "$TOOLS/man/ktaud.1" >/dev/null 2>&1 || true
@@ -73,7 +73,15 @@ c_bad_arguments() {
 	expect_rc 2 "$KTAUD" drill -d 3 true || return 1
 	expect_rc 2 "$KTAUD" drill --vmlinux a --callgraph b true || return 1
 	expect_rc 2 "$KTAUD" callgraph || return 1
-	expect_rc 2 "$KTAUD" callgraph -o x -c f "$CG_SAMPLE"
+	expect_rc 2 "$KTAUD" callgraph -o x -c f "$CG_SAMPLE" || return 1
+	expect_rc 2 "$KTAUD" trace || return 1
+	expect_rc 2 "$KTAUD" trace -b 1000 true || return 1
+	expect_rc 2 "$KTAUD" trace -g nogroup true || return 1
+	expect_rc 2 "$KTAUD" trace -p 1 || return 1
+	expect_rc 2 "$KTAUD" trace -d 1 true || return 1
+	expect_rc 2 "$KTAUD" trace --input x true || return 1
+	expect_rc 2 "$KTAUD" trace --merge || return 1
+	expect_rc 2 "$KTAUD" trace --check a b
 }
 
 # On a host without KTAU: exit 3 and a message that says so.
@@ -81,7 +89,7 @@ c_no_ktau() {
 	[ -e /proc/ktau ] && { echo "ok $1 no_ktau_errors # SKIP this host has /proc/ktau"; return 0; }
 	for cmd in "dump 1" "dump --all" "run true" "functions" "control" "watch -c 1 -o $W/w" \
 		"sample true" "sample -p 1" "run --sample cpu-clock true" "probe list" "probe add f" \
-		"probe add f -- true" "probe remove f" "drill true"; do
+		"probe add f -- true" "probe remove f" "drill true" "trace true" "trace -p 1 -d 1"; do
 		expect_rc 3 "$KTAUD" $cmd || return 1
 		grep -q "CONFIG_KTAU" "$LOG" || { echo "# '$cmd': no hint to CONFIG_KTAU"; return 1; }
 	done
@@ -599,11 +607,230 @@ c_analyzer() {
 	$cc -fanalyzer -c -o "$IN/a.o" "$IN/a.c" 2>/dev/null ||
 		{ SKIP="$cc has no -fanalyzer"; return 77; }
 	for f in lib/outdir.c lib/user.c lib/userwrite.c lib/elfsym.c lib/instrument.c ktaud/merge.c ktaud/combine.c ktaud/tauprofile.c \
-		lib/callgraph.c lib/probe.c lib/drill.c ktaud/probe.c ktaud/drill.c ktaud/callgraph.c; do
+		lib/callgraph.c lib/probe.c lib/drill.c ktaud/probe.c ktaud/drill.c ktaud/callgraph.c \
+		ktaud/traceout.c; do
 		$cc -std=gnu11 -O1 -fanalyzer -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES \
 			-I"$TOOLS/lib" -I"$TOOLS/ktaud" -c -o "$IN/an.o" "$TOOLS/$f" >"$LOG" 2>&1 ||
 			{ echo "# $f:"; sed 's/^/#   /' "$LOG" | head -40; return 1; }
 	done
+}
+
+# ---- Trace mode on synthetic raw traces (tests/host/trace-synth.c) ----
+# ktaud trace --input writes every product; --check reads the OTF2 archive
+# back (libotf2) and compares it with the profile the raw file holds.
+c_trace_synthetic() {
+	: "${TRACE_SYNTH:?}"
+	"$TRACE_SYNTH" nest "$IN/nest.ktrace" || return 1
+	"$KTAUD" trace --input "$IN/nest.ktrace" -o "$W/trace-nest" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 threads in 2 processes, 17 records" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	for f in trace.ktrace traces.otf2 traces.def traces/100.evt trace.json profile.0.0.0 \
+		profile.0.0.1 profile.1.0.0; do
+		[ -s "$W/trace-nest/$f" ] || { echo "# no $f: $(ls "$W/trace-nest")"; return 1; }
+	done
+	cmp -s "$IN/nest.ktrace" "$W/trace-nest/trace.ktrace" || { echo "# raw copy differs"; return 1; }
+	"$KTAUD" trace --check "$W/trace-nest" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 locations, 6 regions, 32 events, 15 enter/leave pairs (0 of user routines); nesting errors 0" "$LOG" &&
+	grep -q "3 threads compared (11 routines: 0 count and 0 time mismatches" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# otf2-print (otf2-tools) reads it too: the nested interrupt and its softirq.
+	if command -v otf2-print >/dev/null; then
+		otf2-print "$W/trace-nest/traces.otf2" >"$W/nest.print" 2>&1 ||
+			{ sed 's/^/#   /' "$W/nest.print" | head; return 1; }
+		[ "$(grep -c '^ENTER' "$W/nest.print")" = 15 ] &&
+		[ "$(grep -c '^LEAVE' "$W/nest.print")" = 15 ] &&
+		grep -q 'ENTER  *100  *2100  Region: "softirq_TIMER"' "$W/nest.print" ||
+			{ sed 's/^/#   /' "$W/nest.print"; return 1; }
+	fi
+	# Perfetto JSON: valid, a complete event per call, an instant per event.
+	"$PYTHON" - "$W/trace-nest/trace.json" <<'PY' || return 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+i = [e for e in ev if e["ph"] == "i"]
+assert len(x) == 15 and len(i) == 2, (len(x), len(i))
+r = [e for e in x if e["name"] == "read" and e["tid"] == 100][0]
+assert r["ts"] == 0.5 and r["dur"] == 4.0 and r["cat"] == "syscall", r
+PY
+	if command -v gnuplot >/dev/null; then
+		head -c 8 "$W/trace-nest/timeline.png" | od -An -c | grep -q 'P   N   G' ||
+			{ echo "# timeline.png is not a PNG"; return 1; }
+	fi
+}
+
+# A thread with lost records: counted in the archive (metric and marker),
+# left out of the exact comparison; the others still compared.
+c_trace_lost() {
+	"$TRACE_SYNTH" lost "$IN/lost.ktrace" || return 1
+	"$KTAUD" trace --input "$IN/lost.ktrace" -o "$W/trace-lost" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --check "$W/trace-lost" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 threads compared .*1 with lost records (7 lost, 7 in the raw trace)" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	command -v otf2-print >/dev/null || return 0
+	otf2-marker "$W/trace-lost/traces.otf2" >"$W/lost.marker" 2>&1 &&
+	grep -q "Duration 7000, Scope: LOCATION:102, Text: \"7 records lost from 2000 to 9000 ns\"" \
+		"$W/lost.marker" || { sed 's/^/#   /' "$W/lost.marker"; return 1; }
+}
+
+# The user's own routines: libktau's runtime writes them when
+# KTAU_TRACE_USER names a directory (ktaud trace sets it for the command);
+# they become regions of paradigm user on the threads' locations, nested
+# as main => run_threads => ..., left out of the comparison with the
+# kernel's profile.
+c_trace_user() {
+	rm -rf "$IN/tu" && mkdir -p "$IN/tu"
+	KTAU_TRACE_USER="$IN/tu" "$DEMO" -q -o "$IN/tu-prof" -c 1000 -s 1 -S 1 -n 2 -m 2 -f \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$IN"/tu/user.*.ktuser | wc -l)" = 2 ] || { echo "# $(ls "$IN/tu")"; return 1; }
+	"$TRACE_SYNTH" user "$IN/user.ktrace" "$IN"/tu/user.*.ktuser || return 1
+	"$KTAUD" trace --input "$IN/user.ktrace" -o "$W/trace-user" >"$LOG" 2>&1 &&
+	"$KTAUD" trace --check "$W/trace-user" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "nesting errors 0, time going back 0, left open 0" "$LOG" &&
+	grep -Eq "pairs \([1-9][0-9]* of user routines\)" "$LOG" &&
+	grep -q "3 threads compared (11 routines: 0 count" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$PYTHON" - "$W/trace-user/trace.json" <<'PY' || return 1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+u = [e for e in ev if e.get("cat") == "user"]
+names = {e["name"] for e in u}
+assert {"main", "compute", "write_file"} <= names, names
+# main encloses the others of its thread.
+m = [e for e in u if e["name"] == "main"]
+assert len(m) == 2, m        # the process and its forked child
+for e in u:
+    mm = [x for x in m if x["tid"] == e["tid"]]
+    if mm:
+        assert mm[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= mm[0]["ts"] + mm[0]["dur"] + 0.001, e
+PY
+	command -v otf2-print >/dev/null || return 0
+	otf2-print -G "$W/trace-user/traces.otf2" >"$W/u.print" 2>&1 &&
+	grep -q 'REGION .*Name: "main" .*Paradigm: USER' "$W/u.print" &&
+	grep -q 'GROUP .*Name: "User"' "$W/u.print" ||
+		{ grep -E 'REGION|GROUP' "$W/u.print" | head | sed 's/^/#   /'; return 1; }
+}
+
+# 'ktaud trace -- COMMAND' end to end on this host, with a stand-in for
+# the kernel's sessions (tests/host/fake-ktau.c, LD_PRELOAD; the guest
+# tests run it on the real kernel): ktaud attaches itself with INHERIT
+# before the fork and detaches itself after it, leaves its own records
+# out, passes the command's exit status through, and the user routines
+# of libktau's runtime in the command (the demo and its forked child)
+# come into the archive.
+c_trace_command_fake() {
+	: "${FAKE_KTAU:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	rm -f "$IN/fake.log"
+	FAKE_KTAU_LOG="$IN/fake.log" LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -b 1024 -g syscall,irq \
+		-o "$W/trace-cmd" -- "$DEMO" -q -o "$IN/cmd-prof" -c 1000 -s 1 -S 1 -n 2 -m 2 -f \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "4 threads in 2 processes" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	me=$(awk '/attach/ { print $1; exit }' "$IN/fake.log")
+	[ "$(sed -n 1p "$IN/fake.log")" = "$me attach 0 1 1024 3" ] &&
+	grep -q "^$me detach 0\$" "$IN/fake.log" &&
+	grep -q "join" "$IN/fake.log" && ! grep -q "^$me join" "$IN/fake.log" ||
+		{ sed 's/^/#   /' "$IN/fake.log"; return 1; }
+	# ktaud's own chunk (its pid) is left out; the demo's threads are in.
+	"$KTAUD" trace --check "$W/trace-cmd" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	otf2-print "$W/trace-cmd/traces.otf2" >"$W/cmd.print" 2>&1 || return 1
+	! grep -q "^ENTER  *$me " "$W/cmd.print" || { echo "# ktaud's own records are in"; return 1; }
+	[ "$(grep -c 'ENTER .*Region: "main"' "$W/cmd.print")" = 2 ] &&
+	grep -q 'ENTER .*Region: "consume_one"' "$W/cmd.print" ||
+		{ head -20 "$W/cmd.print" | sed 's/^/#   /'; return 1; }
+	ls "$W/trace-cmd" | grep -q ktuser && { echo "# the runtime's files were left"; return 1; }
+	# The command's exit status; a command that does not exist.
+	LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-st" -- sh -c 'exit 7' >"$LOG" 2>&1
+	[ $? -eq 7 ] || { echo "# exit status not passed through"; return 1; }
+	expect_rc 127 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/trace-nf" -- /nonexistent/cmd ||
+		return 1
+	# -p PID -d S: each thread of the process attached (with INHERIT).
+	rm -f "$IN/fake.log"
+	sleep 10 &
+	sl=$!
+	FAKE_KTAU_LOG="$IN/fake.log" LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -p $sl -d 0.3 		-o "$IN/trace-pid" >"$LOG" 2>&1
+	rc=$?
+	kill $sl
+	[ $rc -eq 0 ] && grep -q " attach $sl 1 65536 0\$" "$IN/fake.log" &&
+	grep -q " detach $sl\$" "$IN/fake.log" || { sed 's/^/#   /' "$LOG" "$IN/fake.log"; return 1; }
+	expect_rc 5 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -p 999999 -d 1 -o "$IN/trace-nopid"
+}
+
+# The check must fail when the trace and the profile disagree.
+c_trace_check_fails() {
+	for c in badcount badtime overlap; do
+		"$TRACE_SYNTH" $c "$IN/$c.ktrace" || return 1
+		"$KTAUD" trace -q --input "$IN/$c.ktrace" -o "$IN/trace-$c" >"$LOG" 2>&1 ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+		expect_rc 1 "$KTAUD" trace --check "$IN/trace-$c" || return 1
+		grep -q "FAILED" "$LOG" || return 1
+	done
+	grep -q "page_fault_user: inclusive 1500 ns in the trace, 1700 ns in the profile (2 calls)" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# Corrupt raw traces: an error that says what is wrong; nothing written.
+c_trace_corrupt() {
+	"$TRACE_SYNTH" nest "$IN/c.ktrace" || return 1
+	head -c 400 "$IN/c.ktrace" >"$IN/c-trunc.ktrace"
+	# chunk size, record kind, header version
+	cp "$IN/c.ktrace" "$IN/c-size.ktrace"
+	printf '\231' | dd of="$IN/c-size.ktrace" bs=1 seek=320 conv=notrunc 2>/dev/null
+	cp "$IN/c.ktrace" "$IN/c-kind.ktrace"
+	printf '\011' | dd of="$IN/c-kind.ktrace" bs=1 seek=390 conv=notrunc 2>/dev/null
+	cp "$IN/c.ktrace" "$IN/c-vers.ktrace"
+	printf '\002' | dd of="$IN/c-vers.ktrace" bs=1 seek=8 conv=notrunc 2>/dev/null
+	printf 'not a trace' >"$IN/c-text.ktrace"
+	for c in trunc size kind vers text; do
+		expect_rc 1 "$KTAUD" trace --input "$IN/c-$c.ktrace" -o "$IN/c-out-$c" || return 1
+		[ ! -e "$IN/c-out-$c" ] || { echo "# $c: output written"; return 1; }
+	done
+	grep -q "not a KTAU raw trace file" "$LOG" || return 1
+	expect_rc 1 "$KTAUD" trace --input "$IN/c-kind.ktrace" -o "$IN/c-out" || return 1
+	grep -q "kind 9, id 17, start 2100, end 2400" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# An archive that is not one: an error, not a crash.
+	mkdir -p "$IN/c-arch" && cp "$IN/c.ktrace" "$IN/c-arch/trace.ktrace" &&
+		printf 'junk' >"$IN/c-arch/traces.otf2"
+	expect_rc 1 "$KTAUD" trace --check "$IN/c-arch"
+}
+
+# The output directory: others' files refused (nothing touched), our own
+# earlier output replaced.
+c_trace_outdir() {
+	"$TRACE_SYNTH" nest "$IN/o.ktrace" || return 1
+	mkdir -p "$IN/trace-theirs" && echo mine >"$IN/trace-theirs/notes.txt"
+	expect_rc 1 "$KTAUD" trace --input "$IN/o.ktrace" -o "$IN/trace-theirs" || return 1
+	[ "$(ls -A "$IN/trace-theirs")" = notes.txt ] || return 1
+	"$KTAUD" trace -q --input "$IN/o.ktrace" -o "$IN/trace-ours" >"$LOG" 2>&1 &&
+	"$KTAUD" trace -q --input "$IN/o.ktrace" -o "$IN/trace-ours" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --check "$IN/trace-ours" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# MPI: ranks' traces (each named by its rank, in one shared directory or
+# apart) merge into one archive with a system tree node per rank.
+c_trace_merge() {
+	for r in 0 1 2; do
+		"$TRACE_SYNTH" rank "$IN/r$r.ktrace" $r || return 1
+		"$KTAUD" trace -q --input "$IN/r$r.ktrace" -o "$W/trace-ranks" >"$LOG" 2>&1 ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	for f in trace.1.ktrace traces.1.otf2 trace.1.json profile.1.0.0 profile.2.1.0; do
+		[ -e "$W/trace-ranks/$f" ] || { echo "# no $f: $(ls "$W/trace-ranks")"; return 1; }
+	done
+	"$KTAUD" trace --check "$W/trace-ranks" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(grep -c ': ok$' "$LOG")" = 3 ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --merge -o "$IN/trace-merged" "$W/trace-ranks" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 ranks in" "$LOG" || return 1
+	"$KTAUD" trace --check "$IN/trace-merged" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "9 locations, 6 regions, 96 events, 45 enter/leave pairs (0 of user routines)" "$LOG" &&
+	grep -q "9 threads compared" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	command -v otf2-print >/dev/null || return 0
+	otf2-print -G "$IN/trace-merged/traces.otf2" >"$W/m.print" 2>&1 || return 1
+	grep -q 'SYSTEM_TREE_NODE .*Name: "rank 2"' "$W/m.print" &&
+	grep -q 'LOCATION_GROUP .*Name: "rank 1: child (pid 200)"' "$W/m.print" ||
+		{ grep -E 'SYSTEM_TREE|LOCATION_GROUP' "$W/m.print" | sed 's/^/#   /'; return 1; }
 }
 
 echo "TAP version 13"
@@ -627,7 +854,8 @@ c_taucheck() {
 
 cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
-c_combine_ranks
+c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
+c_trace_merge c_trace_user c_trace_command_fake
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign

@@ -1033,6 +1033,84 @@ static int t_ranks_shared_dir(void)
 	return 0;
 }
 
+/*
+ * KTAU_TRACE_USER (ktaud trace): every completed routine with its start
+ * and end, written at exit (a routine still open then ends at the exit)
+ * and read back by libktau's trace reader, nested in time order.
+ */
+struct ev {
+	int enter;
+	uint64_t ts;
+	char name[32];
+};
+
+static int collect(void *arg, int enter, uint64_t ts, const struct ktau_trace_record *r)
+{
+	struct { struct ev v[16]; int n; const struct ktau_trace *t; } *c = arg;
+
+	if (c->n < 16) {
+		c->v[c->n].enter = enter;
+		c->v[c->n].ts = ts;
+		snprintf(c->v[c->n].name, sizeof(c->v[c->n].name), "%s",
+			 ktau_trace_name(c->t, r->id));
+		c->n++;
+	}
+	return 0;
+}
+
+static int t_trace_user(void)
+{
+	static const struct { int enter; uint64_t ts; const char *name; } want[] = {
+		{ 1, 1000, "main" }, { 1, 1100, "compute" }, { 0, 1600, "compute" },
+		{ 1, 1700, "io" }, { 0, 1800, "io" }, { 0, 2500, "main" },
+	};
+	struct { struct ev v[16]; int n; const struct ktau_trace *t; } c = { .n = 0 };
+	char dir[600], path[800], buf[4096];
+	struct ktau_trace *t;
+	int status, i;
+	size_t len;
+	pid_t pid;
+	FILE *f;
+
+	subdir(dir, sizeof(dir), "trace-user");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		setenv("KTAU_TRACE_USER", dir, 1);
+		simulate(1000, 0);
+		if (at_start(1000, "main") || at_start(1100, "compute") || at_stop(1600, "compute") ||
+		    at_start(1700, "io") || at_stop(1800, "io"))
+			_exit(1);
+		now_ns = 2500;		/* main is still open at the exit */
+		exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "child");
+	snprintf(path, sizeof(path), "%s/user.%d.ktuser", dir, (int)pid);
+	f = fopen(path, "r");
+	CHECK(f, "no %s", path);
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	t = ktau_trace_new();
+	CHECK(t && ktau_trace_add_user(t, buf, len) == 0, "read back: %s", ktau_trace_error());
+	CHECK(t->nthreads == 1 && t->threads[0].nrecs == 3 && t->threads[0].tid == pid,
+	      "%zu threads, %zu records", t->nthreads, t->nthreads ? t->threads[0].nrecs : 0);
+	c.t = t;
+	CHECK(ktau_trace_walk(&t->threads[0], collect, &c, NULL) == 0 && c.n == 6, "%d events", c.n);
+	for (i = 0; i < 6; i++)
+		CHECK(c.v[i].enter == want[i].enter && c.v[i].ts == want[i].ts &&
+		      !strcmp(c.v[i].name, want[i].name), "event %d: %d %llu %s", i, c.v[i].enter,
+		      (unsigned long long)c.v[i].ts, c.v[i].name);
+	/* A corrupt file is an error, not a crash. */
+	buf[8] = 9;
+	CHECK(ktau_trace_add_user(t, buf, len) == -EBADMSG, "bad version accepted");
+	CHECK(ktau_trace_add_user(t, buf, 20) == -EBADMSG, "cut file accepted");
+	ktau_trace_free(t);
+	return 0;
+}
+
 static const struct host_test tests[] = {
 	{ "user_timers_basic", t_timers_basic },
 	{ "user_exclusive_recursion", t_exclusive_recursion },
@@ -1054,6 +1132,7 @@ static const struct host_test tests[] = {
 	{ "user_outdir_foreign", t_outdir_foreign },
 	{ "user_outdir_force", t_outdir_force },
 	{ "user_ranks_shared_dir", t_ranks_shared_dir },
+	{ "user_trace", t_trace_user },
 };
 
 int main(int argc, char **argv)

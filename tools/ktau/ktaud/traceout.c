@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktaud trace: the Chrome/Perfetto trace-event JSON (json-c, as the rest
+ * of libktau's JSON: one object per event, streamed into the array, so a
+ * long trace is never one tree in memory) and the gnuplot timeline.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "ktaud.h"
+#include "trace.h"
+
+static uint64_t trace_t0(const struct ktau_trace *t)
+{
+	uint64_t t0 = t->start_ns ? t->start_ns : UINT64_MAX;
+	size_t i, j;
+
+	for (i = 0; i < t->nthreads; i++)
+		for (j = 0; j < t->threads[i].nrecs; j++)
+			if (t->threads[i].recs[j].start_ns < t0)
+				t0 = t->threads[i].recs[j].start_ns;
+	return t0 == UINT64_MAX ? 0 : t0;
+}
+
+/* Microseconds with nanosecond digits, as text (no binary rounding). */
+static struct json_object *us(uint64_t ns)
+{
+	char b[32];
+
+	snprintf(b, sizeof(b), "%llu.%03llu", (unsigned long long)(ns / 1000),
+		 (unsigned long long)(ns % 1000));
+	return json_object_new_double_s((double)ns / 1000.0, b);
+}
+
+static int emit(FILE *f, struct json_object *o, int *first)
+{
+	const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
+	int ret = s && fprintf(f, "%s\n%s", *first ? "" : ",", s) >= 0 ? 0 : -ENOMEM;
+
+	*first = 0;
+	json_object_put(o);
+	return ret;
+}
+
+static struct json_object *base(const char *ph, const char *name, int pid, int tid)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "ph", json_object_new_string(ph));
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "pid", json_object_new_int(pid));
+	json_object_object_add(o, "tid", json_object_new_int(tid));
+	return o;
+}
+
+int trace_write_json(FILE *f, const struct ktau_trace *t)
+{
+	uint64_t t0 = trace_t0(t);
+	struct json_object *o, *a;
+	int first = 1, ret = 0;
+	size_t i, j, k;
+	char comm[17], buf[64];
+
+	o = json_object_new_object();
+	json_object_object_add(o, "host", json_object_new_string(t->hostname));
+	json_object_object_add(o, "kernel", json_object_new_string(t->release));
+	json_object_object_add(o, "command", json_object_new_string(t->command));
+	json_object_object_add(o, "clock", json_object_new_string("CLOCK_MONOTONIC"));
+	json_object_object_add(o, "t0_ns", json_object_new_uint64(t0));
+	json_object_object_add(o, "lost", json_object_new_uint64(t->stats.lost));
+	if (t->rank >= 0)
+		json_object_object_add(o, "rank", json_object_new_int(t->rank));
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,\"traceEvents\":[",
+		json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	for (i = 0; i < t->nthreads && !ret; i++) {
+		const struct ktau_trace_thread *th = &t->threads[i];
+
+		memcpy(comm, th->comm, 16);
+		comm[16] = '\0';
+		for (k = 0; k < i; k++)
+			if (t->threads[k].pid == th->pid)
+				break;
+		if (k == i) {
+			o = base("M", "process_name", th->pid, th->tid);
+			a = json_object_new_object();
+			snprintf(buf, sizeof(buf), "%s (pid %d)", comm, th->pid);
+			json_object_object_add(a, "name", json_object_new_string(buf));
+			json_object_object_add(o, "args", a);
+			ret = emit(f, o, &first);
+		}
+		o = base("M", "thread_name", th->pid, th->tid);
+		a = json_object_new_object();
+		json_object_object_add(a, "name", json_object_new_string(comm));
+		json_object_object_add(o, "args", a);
+		if (!ret)
+			ret = emit(f, o, &first);
+		for (j = 0; j < th->nrecs && !ret; j++) {
+			const struct ktau_trace_record *r = &th->recs[j];
+			int g = ktau_trace_group(t, r->id);
+
+			if (r->kind == KTAU_LIB_TRACE_LOST) {
+				o = base("i", "lost records", th->pid, th->tid);
+				json_object_object_add(o, "cat", json_object_new_string("ktau_lost"));
+				json_object_object_add(o, "s", json_object_new_string("t"));
+				json_object_object_add(o, "ts", us(r->start_ns - t0));
+				a = json_object_new_object();
+				json_object_object_add(a, "count", json_object_new_uint64(r->id));
+				json_object_object_add(a, "span_ns",
+						       json_object_new_uint64(r->end_ns - r->start_ns));
+				json_object_object_add(o, "args", a);
+			} else {
+				o = base(r->kind == KTAU_LIB_TRACE_EVENT ? "i" : "X",
+					 ktau_trace_name(t, r->id), th->pid, th->tid);
+				json_object_object_add(o, "cat", json_object_new_string(
+					g == KTAU_LIB_GROUP_USER ? "user" :
+					g >= 0 && ktau_group_name(g) ? ktau_group_name(g) : "other"));
+				json_object_object_add(o, "ts", us(r->start_ns - t0));
+				if (r->kind == KTAU_LIB_TRACE_EVENT)
+					json_object_object_add(o, "s", json_object_new_string("t"));
+				else
+					json_object_object_add(o, "dur", us(r->end_ns - r->start_ns));
+			}
+			ret = emit(f, o, &first);
+		}
+	}
+	if (!ret && fprintf(f, "\n]}\n") < 0)
+		ret = -EIO;
+	return ret;
+}
+
+/* ---- Timeline -------------------------------------------------------- */
+
+struct busy {
+	size_t i;
+	uint64_t ns;
+};
+
+static int cmp_busy(const void *a, const void *b)
+{
+	const struct busy *x = a, *y = b;
+
+	return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top, const char *title)
+{
+	uint64_t t0 = trace_t0(t), t1 = t0, gap;
+	struct busy *b = calloc(t->nthreads + 1, sizeof(*b));
+	int used[KTAU_LIB_NR_GROUPS + 1] = { 0 };
+	size_t i, j, n;
+	char comm[17];
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < t->nthreads; i++) {
+		b[i].i = i;
+		for (j = 0; j < t->threads[i].nrecs; j++) {
+			const struct ktau_trace_record *r = &t->threads[i].recs[j];
+
+			if (r->end_ns > t1)
+				t1 = r->end_ns;
+			if (r->kind == KTAU_LIB_TRACE_CALL && !r->depth &&
+			    !(r->id & KTAU_LIB_TRACE_USER))
+				b[i].ns += r->end_ns - r->start_ns;
+		}
+	}
+	qsort(b, t->nthreads, sizeof(*b), cmp_busy);
+	n = t->nthreads < top ? t->nthreads : top;
+	while (n && !b[n - 1].ns)
+		n--;	/* threads without a kernel routine */
+	if (!n) {
+		free(b);
+		return -ENODATA;
+	}
+	/* Boxes closer than a 4000th of the run are drawn as one. */
+	gap = (t1 - t0) / 4000;
+	fprintf(f, "set terminal pngcairo size 1200,%zu noenhanced\n", 160 + 40 * (n ? n : 1));
+	fprintf(f, "set title ");
+	gp_string(f, title);
+	fprintf(f, "\nset xlabel \"time since the start (ms)\"\n"
+		   "set style fill solid 1.0 noborder\nset key outside right top\n"
+		   "set yrange [-0.6:%zu.6]\nset ytics (", n ? n - 1 : 0);
+	for (i = 0; i < n; i++) {
+		const struct ktau_trace_thread *th = &t->threads[b[i].i];
+
+		memcpy(comm, th->comm, 16);
+		comm[16] = '\0';
+		fprintf(f, "%s", i ? ", " : "");
+		{
+			char lab[64];
+
+			snprintf(lab, sizeof(lab), "%s %d", comm, th->tid);
+			gp_string(f, lab);
+		}
+		fprintf(f, " %zu", i);
+	}
+	fprintf(f, ")\n$boxes << EOD\n");
+	for (i = 0; i < n; i++) {
+		const struct ktau_trace_thread *th = &t->threads[b[i].i];
+		const struct ktau_trace_record **v;
+		size_t nv, k;
+		uint64_t s = 0, e = 0;
+		int g = -1, cg;
+
+		if (ktau_trace_sorted(th, &v, &nv)) {
+			free(b);
+			return -ENOMEM;
+		}
+		for (k = 0; k <= nv; k++) {
+			const struct ktau_trace_record *r = k < nv ? v[k] : NULL;
+
+			if (r && (r->kind != KTAU_LIB_TRACE_CALL || r->depth || r->start_ns < e ||
+				  r->id & KTAU_LIB_TRACE_USER))
+				continue;
+			cg = r ? ktau_func_group(t->reg, r->id) : -1;
+			if (cg < 0 || cg >= KTAU_LIB_NR_GROUPS)
+				cg = KTAU_LIB_NR_GROUPS;
+			if (r && g == cg && r->start_ns - e <= gap) {
+				e = r->end_ns;
+				continue;
+			}
+			if (g >= 0)
+				fprintf(f, "%.6f %zu %.6f 0.35 %d\n", ((s + e) / 2.0 - t0) / 1e6, i,
+					(e - s) / 2e6, g + 1);
+			if (r) {
+				g = cg;
+				s = r->start_ns;
+				e = r->end_ns;
+				used[g] = 1;
+			}
+		}
+		free(v);
+	}
+	fprintf(f, "EOD\nplot $boxes using 1:2:3:4:5 with boxxyerror lc variable notitle");
+	for (i = 0; i <= KTAU_LIB_NR_GROUPS; i++)
+		if (used[i])
+			fprintf(f, ", keyentry with boxes lc %zu title \"%s\"", i + 1,
+				i < KTAU_LIB_NR_GROUPS ? ktau_group_name((int)i) : "other");
+	fprintf(f, "\n");
+	free(b);
+	return 0;
+}

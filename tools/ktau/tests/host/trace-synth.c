@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktau-trace-synth: raw trace files with known content, for the host
+ * tests of trace mode (no kernel needed). Each is written through
+ * libktau's raw file writer, as ktaud trace writes them, with a profile
+ * that matches the trace exactly (as the kernel's would):
+ *
+ *   ktau-trace-synth nest FILE      two processes, three threads: nesting
+ *                                   (a syscall with an interrupt, a softirq
+ *                                   in it, a blocked stay), a recursive
+ *                                   interrupt, an event, calls split over
+ *                                   chunks, a thread that exited
+ *   ktau-trace-synth lost FILE      the same, and a thread that lost records
+ *   ktau-trace-synth badcount FILE  nest with one call count of the profile
+ *                                   wrong (the check must fail)
+ *   ktau-trace-synth badtime FILE   nest with one inclusive time of the
+ *                                   profile 100 ns off (the check must fail)
+ *   ktau-trace-synth overlap FILE   a call that ends after the call it is in
+ *                                   (cut at the end of its parent: the
+ *                                   times no longer match the profile)
+ *   ktau-trace-synth rank FILE R    nest as MPI rank R
+ *   ktau-trace-synth big FILE N     4 threads of N calls each (a read with
+ *                                   an interrupt in every 4th), for timing
+ *   ktau-trace-synth user FILE U... nest and the user routines that
+ *                                   libktau's runtime wrote (KTAU_TRACE_USER)
+ *                                   into the files U
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libktau.h"
+
+#define ID_IRQ		2
+#define ID_BLOCKED	3
+#define ID_FAULT	5
+#define ID_SOFTIRQ	17	/* softirq_TIMER */
+#define ID_EVENT	40	/* a dynamic point */
+#define ID_READ		32
+#define ID_WRITE	33
+
+static const char functions[] =
+	"# id group name\n"
+	"2 irq irq\n"
+	"3 sched sched_blocked\n"
+	"5 fault page_fault_user\n"
+	"17 softirq softirq_TIMER\n"
+	"32 syscall read\n"
+	"33 syscall write\n"
+	"40 dynamic my_event\n";
+
+struct rec {
+	uint64_t s, e;
+	uint32_t id;
+	uint16_t depth;
+	uint8_t kind;
+};
+
+struct thr {
+	int tid, pid;
+	const char *comm;
+	uint32_t flags;
+	uint64_t lost;
+	size_t n;
+	struct rec r[64];
+};
+
+static void add(struct thr *t, uint64_t s, uint64_t e, uint32_t id, int depth, int kind)
+{
+	t->r[t->n++] = (struct rec){ s, e, id, (uint16_t)depth, (uint8_t)kind };
+}
+
+/* Records in the order the calls end (a parent after its children). */
+static int cmp_end(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+
+	if (x->e != y->e)
+		return x->e < y->e ? -1 : 1;
+	return x->depth > y->depth ? -1 : x->depth < y->depth;
+}
+
+static int put_chunk(struct ktau_trace_file *tf, const struct thr *t, size_t from, size_t to,
+		     uint32_t flags)
+{
+	struct ktau_trace_record r[64];
+	struct ktau_trace_thread th = { .tid = t->tid, .pid = t->pid, .lost = t->lost,
+					.nrecs = t->n, .recs = r };
+	size_t i;
+
+	strncpy(th.comm, t->comm, 15);
+	memset(r, 0, sizeof(r));
+	for (i = 0; i < t->n; i++) {
+		r[i].start_ns = t->r[i].s;
+		r[i].end_ns = t->r[i].e;
+		r[i].id = t->r[i].id;
+		r[i].depth = t->r[i].depth;
+		r[i].kind = t->r[i].kind;
+	}
+	return ktau_trace_file_append_thread(tf, &th, from, to, flags);
+}
+
+/* The profile of a thread: counts and outermost inclusive times. */
+static void profile_of(const struct thr *t, struct ktau_task *task, struct ktau_func_stat *e)
+{
+	size_t i, j, n = 0;
+
+	memset(task, 0, sizeof(*task));
+	task->tid = t->tid;
+	task->pid = t->pid;
+	task->nthreads = 1;
+	task->flags = t->flags & KTAU_LIB_TRACE_EXITED ? KTAU_TASK_EXITED : 0;
+	strncpy(task->comm, t->comm, 15);
+	task->start_ns = 1;
+	for (i = 0; i < t->n; i++) {
+		const struct rec *r = &t->r[i];
+		int outer = 1;
+
+		if (r->kind != KTAU_LIB_TRACE_CALL)
+			continue;
+		for (j = 0; j < t->n; j++)
+			if (j != i && t->r[j].id == r->id && t->r[j].kind == KTAU_LIB_TRACE_CALL &&
+			    t->r[j].s <= r->s && t->r[j].e >= r->e && t->r[j].depth < r->depth)
+				outer = 0;
+		for (j = 0; j < n; j++)
+			if (e[j].id == r->id)
+				break;
+		if (j == n) {
+			memset(&e[n], 0, sizeof(e[n]));
+			e[n++].id = r->id;
+		}
+		e[j].count++;
+		if (outer)
+			e[j].incl_ns += r->e - r->s;
+	}
+	for (j = 0; j < n; j++)
+		e[j].excl_ns = e[j].incl_ns;	/* not checked */
+	/* Sorted by id, as the library keeps entries. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && e[j - 1].id > e[j].id; j--) {
+			struct ktau_func_stat x = e[j];
+
+			e[j] = e[j - 1];
+			e[j - 1] = x;
+		}
+	task->nentries = n;
+	task->entries = e;
+}
+
+static void nest(struct thr *th, size_t *nth)
+{
+	struct thr *a = &th[0], *b = &th[1], *c = &th[2];
+
+	*nth = 3;
+	memset(th, 0, 3 * sizeof(*th));
+	*a = (struct thr){ .tid = 100, .pid = 100, .comm = "main" };
+	add(a, 1000, 5000, ID_READ, 0, KTAU_LIB_TRACE_CALL);
+	add(a, 2000, 2500, ID_IRQ, 1, KTAU_LIB_TRACE_CALL);
+	add(a, 2100, 2400, ID_SOFTIRQ, 2, KTAU_LIB_TRACE_CALL);
+	add(a, 3000, 4500, ID_BLOCKED, 1, KTAU_LIB_TRACE_CALL);
+	add(a, 6000, 6500, ID_FAULT, 0, KTAU_LIB_TRACE_CALL);
+	add(a, 7000, 7000, ID_EVENT, 0, KTAU_LIB_TRACE_EVENT);
+	add(a, 8000, 9000, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+	/* An interrupt in an interrupt; and two calls that start together. */
+	add(a, 10000, 12000, ID_IRQ, 0, KTAU_LIB_TRACE_CALL);
+	add(a, 10500, 11000, ID_IRQ, 1, KTAU_LIB_TRACE_CALL);
+	add(a, 13000, 14000, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+	add(a, 13000, 13500, ID_FAULT, 1, KTAU_LIB_TRACE_CALL);
+	*b = (struct thr){ .tid = 101, .pid = 100, .comm = "worker" };
+	add(b, 1500, 2500, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+	add(b, 2600, 2600, ID_EVENT, 0, KTAU_LIB_TRACE_EVENT);
+	add(b, 3000, 8000, ID_READ, 0, KTAU_LIB_TRACE_CALL);
+	add(b, 3100, 7900, ID_BLOCKED, 1, KTAU_LIB_TRACE_CALL);
+	*c = (struct thr){ .tid = 200, .pid = 200, .comm = "child", .flags = KTAU_LIB_TRACE_EXITED };
+	add(c, 4000, 4100, ID_FAULT, 0, KTAU_LIB_TRACE_CALL);
+	add(c, 4200, 4900, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+}
+
+/* big: 4 threads, n reads each, an irq in every 4th; profile to match. */
+static int big(const char *path, long n)
+{
+	struct ktau_trace *t = ktau_trace_new();
+	struct ktau_trace_thread th = { 0 };
+	struct ktau_trace_file *tf;
+	struct ktau_func_stat e[2];
+	struct ktau_task task;
+	size_t k, per = (size_t)n + (size_t)n / 4, chunk = 65536;
+	long i;
+	int fd, ret = 0, tn;
+
+	th.recs = calloc(per + 1, sizeof(*th.recs));
+	if (!t || !th.recs || ktau_registry_parse(functions, strlen(functions), &t->reg)) {
+		free(th.recs);
+		ktau_trace_free(t);
+		return 1;
+	}
+	t->profile = ktau_snap_new();
+	t->kernel_profile = 1;
+	strcpy(t->hostname, "synth");
+	strcpy(t->command, "synth big");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ktau_trace_file_start(fd, t, &tf))
+		return 1;
+	for (tn = 0; tn < 4 && !ret; tn++) {
+		uint64_t at = 1000 + (uint64_t)tn * 7, rd = 0, irq = 0, irqns = 0;
+
+		th.tid = 300 + tn;
+		th.pid = 300;
+		snprintf(th.comm, sizeof(th.comm), "big-%d", tn);
+		th.nrecs = 0;
+		for (i = 0; i < n; i++) {
+			if (i % 4 == 3) {
+				th.recs[th.nrecs++] = (struct ktau_trace_record){ at + 100, at + 150,
+										   ID_IRQ, 1,
+										   KTAU_LIB_TRACE_CALL, 0 };
+				irq++;
+				irqns += 50;
+			}
+			th.recs[th.nrecs++] = (struct ktau_trace_record){ at, at + 400, ID_READ, 0,
+									   KTAU_LIB_TRACE_CALL, 0 };
+			rd++;
+			at += 1000;
+		}
+		for (k = 0; k < th.nrecs && !ret; k += chunk)
+			ret = ktau_trace_file_append_thread(tf, &th, k, k + chunk < th.nrecs ?
+							    k + chunk : th.nrecs, 0);
+		memset(&task, 0, sizeof(task));
+		memset(e, 0, sizeof(e));
+		task.tid = th.tid;
+		task.pid = th.pid;
+		task.nthreads = 1;
+		memcpy(task.comm, th.comm, sizeof(task.comm));
+		e[0] = (struct ktau_func_stat){ ID_IRQ, irq, irqns, irqns, 0 };
+		e[1] = (struct ktau_func_stat){ ID_READ, rd, rd * 400, rd * 400 - irqns, 0 };
+		task.entries = e;
+		task.nentries = irq ? 2 : 1;
+		if (!irq)
+			task.entries = &e[1];
+		ret = ret ? ret : ktau_snap_add_task(t->profile, &task);
+	}
+	if (!ret)
+		ret = ktau_trace_file_finish(tf, t);
+	free(th.recs);
+	ktau_trace_free(t);
+	return ret || close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	static struct thr th[8];
+	static struct ktau_func_stat ents[8][64];
+	struct ktau_trace *t = ktau_trace_new();
+	struct ktau_trace_file *tf;
+	struct ktau_task task;
+	size_t nth = 0, i;
+	const char *what, *path;
+	int fd, ret, rank = -1;
+
+	if (argc < 3 || !t) {
+		fprintf(stderr, "usage: %s nest|lost|badcount|badtime|overlap|rank FILE [RANK]\n",
+			argv[0]);
+		return 2;
+	}
+	what = argv[1];
+	path = argv[2];
+	if (!strcmp(what, "rank")) {
+		if (argc != 4)
+			return 2;
+		rank = atoi(argv[3]);
+	}
+	if (!strcmp(what, "user") && argc < 4)
+		return 2;
+	if (!strcmp(what, "big"))
+		return argc == 4 ? big(path, atol(argv[3])) : 2;
+	nest(th, &nth);
+	if (!strcmp(what, "lost")) {
+		struct thr *d = &th[nth++];
+
+		*d = (struct thr){ .tid = 102, .pid = 100, .comm = "lossy", .lost = 7 };
+		add(d, 1000, 1500, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+		add(d, 1600, 1700, ID_READ, 0, KTAU_LIB_TRACE_CALL);
+		/* 7 calls lost: the first ended at 2000, the last at 9000. */
+		add(d, 2000, 9000, 7, 0, KTAU_LIB_TRACE_LOST);
+		add(d, 9500, 9900, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+	} else if (!strcmp(what, "overlap")) {
+		/* The fault "ends" after the write it is in. */
+		th[0].r[th[0].n - 1].e = 14200;
+	} else if (strcmp(what, "nest") && strcmp(what, "badcount") && strcmp(what, "badtime") &&
+		   strcmp(what, "rank") && strcmp(what, "user")) {
+		fprintf(stderr, "%s: unknown case %s\n", argv[0], what);
+		return 2;
+	}
+	t->start_ns = 500;
+	t->end_ns = 20000;
+	t->realtime_ns = 1700000000000000000ULL;
+	t->rank = rank;
+	strcpy(t->hostname, "synth");
+	strcpy(t->release, "6.12.0-ktau");
+	snprintf(t->command, sizeof(t->command), "synth %s", what);
+	if (ktau_registry_parse(functions, strlen(functions), &t->reg))
+		return 1;
+	t->profile = ktau_snap_new();
+	t->kernel_profile = 1;
+	for (i = 0; i < nth; i++) {
+		profile_of(&th[i], &task, ents[i]);
+		if (!strcmp(what, "badcount") && i == 0)
+			ents[i][0].count++;
+		if (!strcmp(what, "badtime") && i == 1)
+			ents[i][0].incl_ns += 100;
+		if (ktau_snap_add_task(t->profile, &task))
+			return 1;
+		t->stats.records += th[i].n;
+		t->stats.lost += th[i].lost;
+	}
+	t->stats.tasks = nth;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ktau_trace_file_start(fd, t, &tf)) {
+		perror(path);
+		return 1;
+	}
+	ret = 0;
+	/* Two chunks per thread, in two reads: a drain does not wait for
+	 * whole calls. */
+	for (i = 0; i < nth && !ret; i++) {
+		qsort(th[i].r, th[i].n, sizeof(th[i].r[0]), cmp_end);
+		ret = put_chunk(tf, &th[i], 0, th[i].n / 2, 0);
+	}
+	for (i = 0; i < nth && !ret; i++)
+		ret = put_chunk(tf, &th[i], th[i].n / 2, th[i].n, th[i].flags);
+	/* The user routines: their own threads (other tids), as read. */
+	for (i = 3; !ret && !strcmp(what, "user") && i < (size_t)argc; i++) {
+		FILE *f = fopen(argv[i], "r");
+		static char ubuf[1 << 20];
+		size_t n = f ? fread(ubuf, 1, sizeof(ubuf), f) : 0;
+
+		if (f)
+			fclose(f);
+		ret = ktau_trace_add_user(t, ubuf, n);
+		if (ret)
+			fprintf(stderr, "%s: %s: %s\n", argv[0], argv[i], ktau_trace_error());
+	}
+	if (!ret)
+		ret = ktau_trace_file_finish(tf, t);
+	if (ret || close(fd)) {
+		fprintf(stderr, "%s: cannot write %s\n", argv[0], path);
+		return 1;
+	}
+	ktau_trace_free(t);
+	return 0;
+}
