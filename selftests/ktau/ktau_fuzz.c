@@ -86,6 +86,7 @@
 /* What a descriptor refers to. */
 enum fz_kind {
 	K_VERSION, K_FUNCTIONS, K_CONTROL, K_AGGREGATE, K_PROFILES, K_COLLECT,
+	K_TRACE,	/* /proc/ktau/trace (ABI 1.5) */
 	K_UNKNOWN,	/* another /proc/ktau entry, added after this test */
 	K_OWN,		/* a view of the fuzzing process itself */
 	K_GONE,		/* a thread of ours that has exited */
@@ -97,7 +98,7 @@ enum fz_kind {
 
 static const char * const kind_names[K_NR] = {
 	"version", "functions", "control", "aggregate", "profiles", "collect",
-	"unknown", "own", "gone", "victim", "foreign", "badfd",
+	"trace", "unknown", "own", "gone", "victim", "foreign", "badfd",
 };
 
 struct fz_entry {
@@ -410,7 +411,7 @@ static bool fz_errno_in(int err, const int *set, size_t n)
 /* A seq_file: no pwrite() (ESPIPE). */
 static bool kind_is_seq(enum fz_kind k)
 {
-	return k != K_PROFILES && k != K_COLLECT && k != K_BAD;
+	return k != K_PROFILES && k != K_COLLECT && k != K_TRACE && k != K_BAD;
 }
 
 /* A view of a task: a text profile, shown only after the ptrace check. */
@@ -566,6 +567,23 @@ static void fz_check_view(struct fz_thread *t, const char *buf, size_t n)
 	free(s);
 }
 
+/* Trace chunks read: whole, each its header and nrecs records. */
+static void fz_check_trace(struct fz_thread *t, const char *buf, size_t n)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		const struct ktau_trace_chunk *ch = (const void *)(buf + off);
+
+		if (n - off < sizeof(*ch) || ch->size > n - off || ch->reserved ||
+		    ch->size != sizeof(*ch) + (size_t)ch->nrecs * sizeof(struct ktau_trace_rec)) {
+			fz_fail(t, "malformed trace chunk at %zu of %zu", off, n);
+			return;
+		}
+		off += ch->size;
+	}
+}
+
 /* Errors a read may give, whatever the buffer; false: not this one. */
 static bool fz_read_errno_ok(const struct fz_fd *f, int err)
 {
@@ -578,6 +596,8 @@ static bool fz_read_errno_ok(const struct fz_fd *f, int err)
 	switch (f->kind) {
 	case K_PROFILES:
 		return err == EIO;
+	case K_TRACE:
+		return err == ENOSPC;	/* no room for one chunk */
 	case K_OWN:
 	case K_VICTIM:
 	case K_GONE:
@@ -604,6 +624,10 @@ static void fz_after_read(struct fz_thread *t, const struct fz_fd *f, ssize_t n,
 		fz_fail(t, "read another user's profile");
 	if (!n || room < (size_t)n)
 		return;
+	if (f->kind == K_TRACE) {
+		fz_check_trace(t, buf, n);
+		return;
+	}
 	if (f->kind == K_COLLECT) {
 		if (ktau_recs_check(buf, n, &nrec))
 			fz_fail(t, "collector read malformed records");
@@ -1270,7 +1294,16 @@ static void fz_ioctl(struct fz_thread *t)
 			fz_fail(t, "unexpected %s", fz_errname(err));
 		return;
 	}
-	if (f->kind == K_COLLECT) {
+	if (f->kind == K_TRACE) {
+		if (cmd == KTAU_IOC_TRACE_ATTACH)
+			ok = ret == 0 || ERRNO_IN(err, EINVAL, EFAULT, EBUSY, ESRCH, EACCES);
+		else if (cmd == KTAU_IOC_TRACE_DETACH)
+			ok = ret == 0 || ERRNO_IN(err, ESRCH, EFAULT);
+		else if (cmd == KTAU_IOC_TRACE_STATS)
+			ok = ret == 0 || err == EFAULT;
+		else
+			ok = ret < 0 && err == ENOTTY;
+	} else if (f->kind == K_COLLECT) {
 		if (cmd == KTAU_IOC_COLLECT_JOIN)
 			ok = ret == 0 || err == EBUSY;
 		else if (cmd == KTAU_IOC_COLLECT_STATS)
@@ -1746,6 +1779,7 @@ static int fz_entries(void)
 		{ KTAU_VERSION_PATH, K_VERSION }, { KTAU_FUNCTIONS_PATH, K_FUNCTIONS },
 		{ KTAU_CONTROL_PATH, K_CONTROL }, { KTAU_AGGREGATE_PATH, K_AGGREGATE },
 		{ KTAU_PROFILES_PATH, K_PROFILES }, { KTAU_COLLECT_PATH, K_COLLECT },
+		{ "/proc/ktau/trace", K_TRACE },
 		{ "/proc/self/ktau", K_OWN }, { "/proc/thread-self/ktau", K_OWN },
 		{ "/proc/self/task/%d/ktau", K_OWN }, { "/proc/self/task/%d/ktau", K_GONE },
 		{ "/proc/%d/ktau", K_VICTIM }, { "/proc/%d/task/%d/ktau", K_VICTIM },
