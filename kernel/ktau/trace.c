@@ -628,19 +628,24 @@ static ssize_t ktau_trace_chunk(struct ktau_tsession *s, struct ktau_tbuf *b,
 	unsigned long head, tail;
 	size_t n, done = 0, k, i;
 	struct ktau_trec *ring = b->ring;
-	bool last;
+	bool exited, last, pend;
 
 	if (!ring)
 		return 0;
 	/* Pairs with the release in ktau_trace_exit(): no record after. */
-	last = (smp_load_acquire(&b->exited) || b->detached) &&
-	       READ_ONCE(b->stopped);
+	exited = smp_load_acquire(&b->exited);
+	last = (exited || b->detached) && READ_ONCE(b->stopped);
+	/*
+	 * Records lost after the thread's last one: no record that found
+	 * room again reports them, so its trace ends with their LOST record.
+	 */
+	pend = exited && b->lost_pending;
 	/* Pairs with the writer's release: the records before head. */
 	head = smp_load_acquire(&b->head);
 	tail = b->tail;
-	if (head == tail && (!last || b->reported))
+	if (head == tail && !pend && (!last || b->reported))
 		return 0;
-	if (room < sizeof(ch) + (head != tail ? sizeof(out[0]) : 0))
+	if (room < sizeof(ch) + (head != tail || pend ? sizeof(out[0]) : 0))
 		return -ENOSPC;
 	n = min_t(size_t, head - tail, (room - sizeof(ch)) / sizeof(out[0]));
 	while (done < n) {
@@ -660,17 +665,32 @@ static ssize_t ktau_trace_chunk(struct ktau_tsession *s, struct ktau_tbuf *b,
 			return -EFAULT;
 		done += k;
 	}
-	ch.size = sizeof(ch) + n * sizeof(out[0]);
-	ch.nrecs = n;
+	/* The LOST record after the thread's last: when it fits as well. */
+	pend = pend && tail + n == head &&
+	       room >= sizeof(ch) + (n + 1) * sizeof(out[0]);
+	if (pend) {
+		memset(&out[0], 0, sizeof(out[0]));
+		out[0].start_ns = ktau_tclock_ns(c, b->lost_first);
+		out[0].end_ns = ktau_tclock_ns(c, b->lost_last);
+		out[0].id = min_t(u64, b->lost_pending, U32_MAX);
+		out[0].kind = KTAU_TRACE_LOST;
+		if (copy_to_user(ubuf + sizeof(ch) + n * sizeof(out[0]), out,
+				 sizeof(out[0])))
+			return -EFAULT;
+	}
+	ch.size = sizeof(ch) + (n + pend) * sizeof(out[0]);
+	ch.nrecs = n + pend;
 	ch.tid = ktau_tbuf_tid(s, b, &ch.pid, ch.comm);
 	ch.lost = READ_ONCE(b->lost);
-	if (last && tail + n == head) {
-		ch.flags = (READ_ONCE(b->exited) ? KTAU_TRACE_EXITED : 0) |
+	if (last && tail + n == head && (pend || !(exited && b->lost_pending))) {
+		ch.flags = (exited ? KTAU_TRACE_EXITED : 0) |
 			   (b->detached ? KTAU_TRACE_DETACHED : 0);
 		b->reported = true;
 	}
 	if (copy_to_user(ubuf, &ch, sizeof(ch)))
 		return -EFAULT;
+	if (pend)
+		b->lost_pending = 0;
 	/* The slots go back to the writer after they were copied. */
 	smp_store_release(&b->tail, tail + n);
 	return ch.size;

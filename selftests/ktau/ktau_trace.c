@@ -114,8 +114,10 @@ static int trace_gather(const char *buf, size_t len, pid_t tid, struct tthread *
 /*
  * Records nest: sorted by start (and depth for equal starts), each one
  * lies inside the last open record of depth one less, or is at depth 0
- * with none open. Returns the index of the first record that does not,
- * or -1.
+ * with none open. A thread exits inside a system call that never ends
+ * (exit, exit_group) and has no record: what interrupts it is at depth 1
+ * after the last record of depth 0, with none open. Returns the index of
+ * the first record that does not, or -1.
  */
 static int cmp_rec(const void *a, const void *b)
 {
@@ -128,11 +130,15 @@ static int cmp_rec(const void *a, const void *b)
 
 static long nest_check(struct ktau_trace_rec *r, size_t n, unsigned int base)
 {
-	const struct ktau_trace_rec *open[64];
+	const struct ktau_trace_rec *open[64] = {};
+	size_t i, last0 = 0;
 	unsigned int d;
-	size_t i;
+	bool exiting;
 
 	qsort(r, n, sizeof(*r), cmp_rec);
+	for (i = 0; i < n; i++)
+		if (r[i].kind == KTAU_TRACE_CALL && r[i].depth == base)
+			last0 = i;
 	for (i = 0; i < n; i++) {
 		if (r[i].kind != KTAU_TRACE_CALL)
 			continue;
@@ -140,7 +146,10 @@ static long nest_check(struct ktau_trace_rec *r, size_t n, unsigned int base)
 		    r[i].depth - base >= 64)
 			return i;
 		d = r[i].depth - base;
-		if (d) {
+		/* In the call it exits in? */
+		exiting = d == 1 && i > last0 &&
+			  (!open[0] || r[i].start_ns >= open[0]->end_ns);
+		if (d && !exiting) {
 			const struct ktau_trace_rec *p = open[d - 1];
 
 			if (!p || r[i].start_ns < p->start_ns || r[i].end_ns > p->end_ns)
@@ -280,8 +289,10 @@ TEST_F_TIMEOUT(trace, child_from_birth_equals_its_profile, 60)
 	}
 	EXPECT_EQ(CHILD_CALLS + EXEC_CALLS, ktau_rec_val(rec, KTAU_ID_GETPPID).count);
 	at = nest_check(t.r, t.n, 0);
-	EXPECT_EQ(-1, at) TH_LOG("record %ld (id %u, depth %u) does not nest", at,
-				 at >= 0 ? t.r[at].id : 0, at >= 0 ? t.r[at].depth : 0);
+	EXPECT_EQ(-1, at) TH_LOG("record %ld of %zu (id %u, depth %u, %llu..%llu ns) does not nest",
+				 at, t.n, at >= 0 ? t.r[at].id : 0, at >= 0 ? t.r[at].depth : 0,
+				 at >= 0 ? (unsigned long long)t.r[at].start_ns : 0,
+				 at >= 0 ? (unsigned long long)t.r[at].end_ns : 0);
 	/* Read to its end: the exited thread's buffer is gone. */
 	EXPECT_EQ(0, read(fd, self->buf, TRACE_BUF));
 	free(t.r);
@@ -329,6 +340,53 @@ TEST_F(trace, small_buffer_loses_and_reports)
 	EXPECT_EQ(t.lost, st.lost);
 	free(t.r);
 	free(t2.r);
+	close(fd);
+}
+
+/*
+ * A thread that exits with a full buffer, not read since: no record found
+ * room again to report its losses, so its last chunk ends with the LOST
+ * record, whose id is the number the chunk says were lost.
+ */
+TEST_F(trace, exit_reports_its_last_losses)
+{
+	struct tthread t = { 0 };
+	int fd, go[2], status;
+	char c = 0;
+	ssize_t len;
+	pid_t pid;
+
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		ktau_getppid_loop(200);
+		_exit(0);
+	}
+	close(go[0]);
+	EXPECT_EQ(0, trace_attach(fd, pid, 0, 16, 1ULL << KTAU_GROUP_SYSCALL));
+	ASSERT_EQ(1, write(go[1], &c, 1));
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	len = trace_read_all(fd, self->buf, TRACE_BUF);
+	ASSERT_LT(0, len);
+	ASSERT_EQ(0, trace_gather(self->buf, len, pid, &t));
+	ASSERT_EQ(17, t.n) TH_LOG("%zu records, lost %llu", t.n, (unsigned long long)t.lost);
+	EXPECT_LE(184, t.lost);
+	EXPECT_TRUE(t.flags & KTAU_TRACE_EXITED);
+	EXPECT_EQ(KTAU_TRACE_CALL, t.r[15].kind);
+	EXPECT_EQ(KTAU_TRACE_LOST, t.r[16].kind);
+	EXPECT_EQ(t.lost, t.r[16].id);
+	EXPECT_LE(t.r[16].start_ns, t.r[16].end_ns);
+	EXPECT_LE(t.r[15].end_ns, t.r[16].start_ns);
+	EXPECT_EQ(0, read(fd, self->buf, TRACE_BUF));
+	free(t.r);
 	close(fd);
 }
 
