@@ -114,4 +114,20 @@ int probe_report(int err, int add, const char *func);
 /* Open /proc/ktau/probes: the fd, or after a message minus the exit code. */
 int probes_open_report(void);
 
+/*
+ * The profile of a command run by ktaud without what ktaud's child did
+ * before the exec (execbase.c): init before the fork, take in the child
+ * right before execv() of the path resolve_command() found, apply to the
+ * collected records after the run.
+ */
+struct exec_base {
+	int fd;
+	void *mem;
+};
+int exec_base_init(struct exec_base *b);
+void exec_base_take(struct exec_base *b);
+int exec_base_apply(struct exec_base *b, struct ktau_snap *snap, pid_t pid);
+void exec_base_free(struct exec_base *b);
+int resolve_command(const char *name, char *path, size_t size);
+
 #endif

@@ -29,9 +29,10 @@ static void help(FILE *f)
 "0, 1, ... of their node, the real pid and tid in the metadata. Prints a\n"
 "summary on stderr and exits with the command's exit status (128 + signal\n"
 "when a signal killed it, 127 when it cannot be found, 126 when it cannot\n"
-"be executed). Under an MPI launcher (OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
-"PMI_RANK or SLURM_PROCID set) every file is on node RANK and processes\n"
-"are its contexts 0, 1, ...: ranks can share one directory.\n\n"
+"be executed). The profile holds what the command did, not what ktaud's\n"
+"child did before its exec. Under an MPI launcher (OMPI_COMM_WORLD_RANK,\n"
+"PMIX_RANK, PMI_RANK or SLURM_PROCID set) every file is on node RANK and\n"
+"processes are its contexts 0, 1, ...: ranks can share one directory.\n\n"
 "  -o, --output DIR     the TAU profile directory (default: ktau-profile); %%r\n"
 "                       the MPI rank, %%p ktaud's pid, %%h the host name\n"
 "  -f, --force          write DIR even when it holds files ktaud did not write\n"
@@ -228,18 +229,33 @@ int run_command(struct run_args *ra)
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
 	uint64_t dropped = 0, denied = 0;
 	int fd, pfd[2], ret, status = 0, rc, child_err = 0, nfiles = 0;
+	struct exec_base base;
+	char path[4096];
 	long delay = 5;
 	double t0, wall;
 	char **cmd = ra->cmd;
 	pid_t pid, w;
 	ssize_t n;
 
+	/* One execve in the child, the command's: found here, as execvp would. */
+	ret = resolve_command(cmd[0], path, sizeof(path));
+	if (ret) {
+		err_msg("cannot run '%s': %s", cmd[0], strerror(-ret));
+		return ret == -ENOENT ? 127 : 126;
+	}
 	fd = ktau_collect_open();
 	if (fd < 0)
 		return report(fd, "open /proc/ktau/collect");
-	if (pipe2(pfd, O_CLOEXEC)) {
+	ret = exec_base_init(&base);
+	if (ret) {
 		close(fd);
-		return report(-errno, "pipe");
+		return report(ret, "prepare the command's baseline");
+	}
+	if (pipe2(pfd, O_CLOEXEC)) {
+		ret = -errno;
+		exec_base_free(&base);
+		close(fd);
+		return report(ret, "pipe");
 	}
 	/* Like time(1): the terminal's ^C goes to the command, not to us. */
 	sigaction(SIGINT, &ign, &old_int);
@@ -248,6 +264,7 @@ int run_command(struct run_args *ra)
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
+		exec_base_free(&base);
 		close(fd);
 		return report(ret, "fork");
 	}
@@ -268,7 +285,8 @@ int run_command(struct run_args *ra)
 			_exit(126);
 		}
 		close(fd);
-		execvp(cmd[0], cmd);
+		exec_base_take(&base);
+		execv(path, cmd);
 		child_err = errno;
 		if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
 			_exit(127);
@@ -323,6 +341,15 @@ int run_command(struct run_args *ra)
 	ret = ktau_collect_read(fd, &snap);
 	ktau_collect_stats(fd, NULL, &dropped, &denied);
 	close(fd);
+	/* What the child did before its exec is not the command's. */
+	if (!child_err) {
+		ret = exec_base_apply(&base, snap, pid);
+		if (ret)
+			err_msg("warning: the profile of process %d still holds what ktaud's "
+				"child did before its exec (its baseline: %s)", (int)pid,
+				strerror(-ret));
+	}
+	exec_base_free(&base);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
 	rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
