@@ -286,7 +286,7 @@ char *ktau__sym_name(struct kt_symbolizer *s, uintptr_t addr)
 			while (y > o->syms && y[-1].addr == y->addr)
 				y--;
 			if (addr < y->addr + (y->size ? y->size : 1))
-				return strndup(y->name, KT_NAME_MAX);
+				return ktau__demangle(y->name);
 		}
 		if (asprintf(&out, "%s+0x%lx", base_name(strcmp(o->path, "/proc/self/exe") ?
 							    o->path : "exe"),

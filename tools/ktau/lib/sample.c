@@ -444,7 +444,7 @@ int ktau_sample_profile_add_samples(struct ktau_sample_profile *p,
 				    struct ktau_usyms *u, const struct ktau_ksyms *ks)
 {
 	struct ktau_sample_place pl;
-	char name[512];
+	char name[1024];
 	size_t i;
 	int ret;
 

@@ -24,7 +24,7 @@
 #define KT_DEPTH_DEFAULT 32
 #define KT_DEPTH_MAX	64
 #define KT_ICACHE	256	/* per-thread cache of function address -> timer */
-#define KT_NAME_MAX	256	/* bytes of a written name (one element) */
+#define KT_NAME_MAX	1024	/* bytes of a written name (one element) */
 #define KT_OUTSIDE_NAME	"[outside timers]"
 
 /* A timer: global, never freed; id indexes the per-thread flat table. */
@@ -248,6 +248,8 @@ struct kt_symbolizer;
 struct kt_symbolizer *ktau__sym_open(void);
 /* malloc()ed: the symbol, "<object>+0x<offset>" or "0x<address>"; NULL: no memory. */
 char *ktau__sym_name(struct kt_symbolizer *s, uintptr_t addr);
+/* A symbol's name as people read it (demangle.c); malloc()ed, or NULL. */
+char *ktau__demangle(const char *name);
 void ktau__sym_close(struct kt_symbolizer *s);
 
 /*

@@ -39,7 +39,7 @@ ext = Extension(
     extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Werror",
                         "-Wno-missing-field-initializers", "-Wno-cast-function-type",
                         "-fvisibility=hidden"],
-    libraries=["m"],
+    libraries=["m", "iberty"],
 )
 
 setup(

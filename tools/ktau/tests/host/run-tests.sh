@@ -548,6 +548,20 @@ c_demo_static() {
 	demo_check "$1"
 }
 
+# A C++ program: its routines as c++filt writes them (libiberty), in
+# flat rows and callpaths, and no mangled name left.
+c_demo_cxx() {
+	f="$W/cxx/profile.0.0.0"
+	"$CXX_DEMO" -o "$W/cxx" -n 7 >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	for r in "demo::Grid::step(int)" "main => demo::Grid::step(int)"; do
+		[ "$(fline "$f" "$r" | cut -d' ' -f1)" = 7 ] ||
+			{ echo "# $f: no '$r' with 7 calls"; return 1; }
+	done
+	r="double demo::sum<double>(std::vector<double, std::allocator<double> > const&)"
+	[ "$(fline "$f" "$r" | cut -d' ' -f1)" = 1 ] || { echo "# $f: no '$r'"; return 1; }
+	! grep -q '"_Z' "$f" || { echo "# mangled: $(grep -o '"_Z[^"]*' "$f" | head -3)"; return 1; }
+}
+
 # libktau's own profile without kernel data (KTAU_SHARED=0) merges too.
 c_merge_user_only() {
 	KTAU_SHARED=0 "$DEMO" -q -o "$IN/demo-user" -c 1000 -s 10 -S 1 -n 4 -m 4 >"$LOG" 2>&1 ||
@@ -856,7 +870,7 @@ cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install c_taucheck"

@@ -554,6 +554,38 @@ static int t_names(void)
 	return 0;
 }
 
+/* Symbol names as c++filt writes them; others, and junk, as they are. */
+static int t_demangle(void)
+{
+	static const char *const v[][2] = {
+		{ "_ZNKSt6vectorIdSaIdEE4sizeEv",
+		  "std::vector<double, std::allocator<double> >::size() const" },
+		{ "_Z3fooi.isra.0", "foo(int) [clone .isra.0]" },
+		{ "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" },
+		{ "_RNvCskwGfYPst2Cb_3foo16example_function", "foo::example_function" },
+		{ "main", "main" },
+		{ "_Zjunk", "_Zjunk" },
+		{ "_R", "_R" },
+		{ "_", "_" },
+	};
+	char big[2 * KT_NAME_MAX], *d;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		d = ktau__demangle(v[i][0]);
+		CHECK(d && !strcmp(d, v[i][1]), "%s: \"%s\", not \"%s\"", v[i][0],
+		      d ? d : "(null)", v[i][1]);
+		free(d);
+	}
+	/* At most KT_NAME_MAX bytes, mangled or not. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	d = ktau__demangle(big);
+	CHECK(d && strlen(d) == KT_NAME_MAX, "a long name: %zu bytes", d ? strlen(d) : 0);
+	free(d);
+	return 0;
+}
+
 /* An event in a signal handler during another event is dropped. */
 static int in_handler_ret;
 
@@ -1122,6 +1154,7 @@ static const struct host_test tests[] = {
 	{ "user_unmatched_stop", t_unmatched_stop },
 	{ "user_depth_limit", t_depth_limit },
 	{ "user_names", t_names },
+	{ "user_demangle", t_demangle },
 	{ "user_signal_nested", t_signal_nested },
 	{ "user_threads", t_threads },
 	{ "user_live_thread", t_live_thread },
