@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/ktau.h>
 
 #include "ktaud.h"
 #include "trace.h"
@@ -87,6 +89,18 @@ struct topts {
 	int bad_stream;
 	double t0, last_progress;
 	int progress_shown;
+	/*
+	 * -- CMD: the child's own records before its exec are not the
+	 * command's. Its first thread's chunks are held until its execve
+	 * ends; then records that ended before the execve began are left
+	 * out (kept in cut[] to take them out of its profile too).
+	 */
+	pid_t cut_pid;		/* 0: nothing to cut */
+	int cut_done;
+	char *held;
+	size_t held_len, held_cap;
+	struct ktau_trace_rec *cut;
+	size_t ncut;
 };
 
 static double now_s(void)
@@ -164,6 +178,144 @@ static void progress(struct topts *o, int final)
 
 /* Read what the session has: into the raw file and the model. 1 when a
  * read returned data, 0 when nothing was buffered, or an exit code < 0. */
+/* A chunk into the raw file and the model. */
+static int keep_chunk(struct topts *o, const void *chunk, size_t len)
+{
+	int ret = ktau_trace_file_append(o->tf, chunk, len);
+
+	if (ret)
+		return -report(ret, "write the raw trace");
+	ret = ktau_trace_add_chunks(o->t, chunk, len);
+	if (ret < 0)
+		return -report(ret, "keep the trace");
+	return 0;
+}
+
+/*
+ * The held chunks of the child's first thread, without the records that
+ * ended before @cut (the start of its execve; every one when @cut is
+ * UINT64_MAX and nothing is kept: its exec failed).
+ */
+static int flush_held(struct topts *o, uint64_t cut, int keep)
+{
+	const size_t hs = sizeof(struct ktau_trace_chunk), rs = sizeof(struct ktau_trace_rec);
+	size_t off = 0, i, n;
+	int ret = 0;
+
+	o->cut_done = 1;
+	while (!ret && off + hs <= o->held_len) {
+		struct ktau_trace_chunk h;
+		struct ktau_trace_rec r, *v;
+		char *c = o->held + off;
+
+		memcpy(&h, c, hs);
+		off += h.size;
+		for (i = 0, n = 0; i < h.nrecs; i++) {
+			memcpy(&r, c + hs + i * rs, rs);
+			if (r.end_ns >= cut) {
+				memcpy(c + hs + n++ * rs, &r, rs);
+				continue;
+			}
+			v = realloc(o->cut, (o->ncut + 1) * sizeof(*v));
+			if (!v)
+				return -report(-ENOMEM, "trace");
+			o->cut = v;
+			o->cut[o->ncut++] = r;
+		}
+		/* An empty chunk still carries the thread's flags and lost count. */
+		h.nrecs = n;
+		h.size = hs + n * rs;
+		memcpy(c, &h, hs);
+		if (keep)
+			ret = keep_chunk(o, c, h.size);
+	}
+	free(o->held);
+	o->held = NULL;
+	o->held_len = o->held_cap = 0;
+	return ret;
+}
+
+/*
+ * The records left out of the child's trace, out of its final profile
+ * too: per call its count, inclusive time and exclusive time (less the
+ * calls nested in it, which were left out as well). A routine left with
+ * no call is left out.
+ */
+static void cut_profile(struct topts *o, pid_t pid)
+{
+	struct ktau_snap *p = o->t->profile;
+	struct ktau_task *t = NULL;
+	size_t i, j, k;
+
+	for (i = 0; p && i < p->ntasks; i++)
+		if (p->tasks[i].tid == pid && p->tasks[i].pid == pid)
+			t = &p->tasks[i];
+	if (!t)
+		return;
+	for (i = 0; i < o->ncut; i++) {
+		const struct ktau_trace_rec *r = &o->cut[i];
+		uint64_t incl = r->end_ns - r->start_ns, inner = 0;
+		struct ktau_func_stat *e = NULL;
+
+		if (r->kind != KTAU_TRACE_CALL)
+			continue;
+		for (j = 0; j < o->ncut; j++) {
+			const struct ktau_trace_rec *c = &o->cut[j];
+
+			if (c->kind == KTAU_TRACE_CALL && c->depth == r->depth + 1 &&
+			    c->start_ns >= r->start_ns && c->end_ns <= r->end_ns)
+				inner += c->end_ns - c->start_ns;
+		}
+		for (k = 0; k < t->nentries; k++)
+			if (t->entries[k].id == r->id)
+				e = &t->entries[k];
+		if (!e)
+			continue;
+		e->count -= e->count ? 1 : 0;
+		e->incl_ns -= e->incl_ns > incl ? incl : e->incl_ns;
+		incl = incl > inner ? incl - inner : 0;
+		e->excl_ns -= e->excl_ns > incl ? incl : e->excl_ns;
+	}
+	for (i = 0, k = 0; i < t->nentries; i++) {
+		if (!t->entries[i].count && !t->entries[i].samples)
+			continue;
+		if (t->entries[i].excl_ns > t->entries[i].incl_ns)
+			t->entries[i].excl_ns = t->entries[i].incl_ns;
+		t->entries[k++] = t->entries[i];
+	}
+	t->nentries = k;
+}
+
+/* A chunk of the child's first thread before its execve ended: held. */
+static int hold_chunk(struct topts *o, const void *chunk, size_t len,
+		      const struct ktau_trace_chunk_info *ci)
+{
+	struct ktau_trace_record r;
+	size_t i;
+
+	if (o->held_len + len > o->held_cap) {
+		size_t cap = (o->held_len + len) * 2;
+		char *p = realloc(o->held, cap);
+
+		if (!p)
+			return -report(-ENOMEM, "trace");
+		o->held = p;
+		o->held_cap = cap;
+	}
+	memcpy(o->held + o->held_len, chunk, len);
+	o->held_len += len;
+	for (i = 0; i < ci->nrecs; i++) {
+		ktau_trace_chunk_record(ci, i, &r);
+		if (r.kind == KTAU_LIB_TRACE_CALL && !r.depth &&
+		    r.id == KTAU_ID_SYSCALL_BASE + SYS_execve)
+			return flush_held(o, r.start_ns, 1);
+	}
+	/* Its last chunk without an execve: the exec failed, nothing ran. */
+	if (ci->flags & (KTAU_LIB_TRACE_EXITED | KTAU_LIB_TRACE_DETACHED))
+		return flush_held(o, UINT64_MAX, 1);
+	return 0;
+}
+
 static int drain_once(struct ktau_trace_session *s, struct topts *o)
 {
 	struct ktau_trace_chunk_info ci;
@@ -184,12 +336,12 @@ static int drain_once(struct ktau_trace_session *s, struct topts *o)
 			break;
 		if (ci.tid == o->self && ci.pid == o->self)
 			continue;	/* ktaud's own, before its detach */
-		ret = ktau_trace_file_append(o->tf, (const char *)buf + before, off - before);
-		if (ret)
-			return -report(ret, "write the raw trace");
-		ret = ktau_trace_add_chunks(o->t, (const char *)buf + before, off - before);
+		if (o->cut_pid && !o->cut_done && ci.tid == o->cut_pid && ci.pid == o->cut_pid)
+			ret = hold_chunk(o, (const char *)buf + before, off - before, &ci);
+		else
+			ret = keep_chunk(o, (const char *)buf + before, off - before);
 		if (ret < 0)
-			return -report(ret, "keep the trace");
+			return ret;
 	}
 	if (ret < 0) {
 		err_msg("the kernel returned a malformed trace stream: %s (the rest of this read "
@@ -558,11 +710,17 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	struct ktau_trace_session *s = NULL;
 	struct ktau_outdir *od = NULL;
 	FILE *rawf = NULL;
-	char raw[64], udir[4096];
+	char raw[64], udir[4096], path[4096];
 	int cfd, pfd[2], ret, status = 0, rc, child_err = 0;
 	pid_t pid, w;
 	ssize_t n;
 
+	/* One execve in the child, the command's: found here, as execvp would. */
+	ret = resolve_command(cmd[0], path, sizeof(path));
+	if (ret) {
+		err_msg("cannot run '%s': %s", cmd[0], strerror(-ret));
+		return ret == -ENOENT ? 127 : 126;
+	}
 	ret = ktau_trace_open(&s);
 	if (ret)
 		return attach_error(ret, cmd[0]);
@@ -604,6 +762,7 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGQUIT, &ign, &old_quit);
 	o->t0 = now_s();
+	o->cut_done = 0;
 	pid = fork();
 	if (pid < 0) {
 		ret = report(-errno, "fork");
@@ -623,12 +782,13 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 		}
 		if (udir[0])
 			setenv("KTAU_TRACE_USER", udir, 1);
-		execvp(cmd[0], cmd);
+		execv(path, cmd);
 		child_err = errno;
 		if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
 			_exit(127);
 		_exit(child_err == ENOENT ? 127 : 126);
 	}
+	o->cut_pid = pid;
 	ret = ktau_trace_detach(s, 0);
 	if (ret)
 		err_msg("warning: cannot detach ktaud itself: %s (its records are left out)",
@@ -665,7 +825,14 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	/* The last exits are queued before the parent is woken. */
 	if (!rc)
 		rc = drain(s, o, 1);
+	/* No execve seen: it failed (nothing ran), or its record was lost. */
+	if (!o->cut_done) {
+		ret = flush_held(o, child_err ? UINT64_MAX : 0, 1);
+		if (ret && !rc)
+			rc = -ret;
+	}
 	ktau_collect_read(cfd, &o->t->profile);
+	cut_profile(o, pid);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
 	if (child_err & 0x10000) {
@@ -703,6 +870,8 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	if (!ret)
 		ret = rc;
 	ktau_trace_free(o->t);
+	free(o->held);
+	free(o->cut);
 	close(cfd);
 	ktau_trace_close(s);
 	return ret;
@@ -714,6 +883,8 @@ out_run:
 	ktau_outdir_close(od);
 out:
 	ktau_trace_free(o->t);
+	free(o->held);
+	free(o->cut);
 	close(cfd);
 	ktau_trace_close(s);
 	return ret;
