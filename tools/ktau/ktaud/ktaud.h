@@ -92,6 +92,7 @@ int cmd_watch(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_combine(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
 int cmd_kvm(int argc, char **argv);

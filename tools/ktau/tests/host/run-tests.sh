@@ -562,6 +562,54 @@ c_demo_cxx() {
 	! grep -q '"_Z' "$f" || { echo "# mangled: $(grep -o '"_Z[^"]*' "$f" | head -3)"; return 1; }
 }
 
+# ktaud diff: a run against itself changes nothing; a snapshot against
+# its own TAU export agrees (calls exactly, times to the files' rounding);
+# two runs give the change that their JSON exports say; bad input fails.
+c_diff() {
+	"$KTAUD" diff "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	grep -q "^[1-9][0-9]* routines, 0 changed$" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" export --tau "$W/diff-tau" "$FIXTURES/run.ktau" >/dev/null 2>&1 || return 1
+	"$KTAUD" diff -j "$W/diff1.json" "$W/diff-tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" diff -j - "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >"$W/diff2.json" 2>"$LOG" ||
+		return 1
+	"$KTAUD" export --json "$FIXTURES/run.ktau" >"$W/diff-a.json" 2>/dev/null || return 1
+	"$KTAUD" export --json "$FIXTURES/process.ktau" >"$W/diff-b.json" 2>/dev/null || return 1
+	"$PYTHON" - "$W" <<'PY' || return 1
+import json, sys
+w = sys.argv[1]
+d1 = json.load(open(w + "/diff1.json"))["routines"]
+assert d1, "no routines"
+for r in d1:
+    assert r["calls_a"] == r["calls_b"], r
+    assert abs(r["excl_us_a"] - r["excl_us_b"]) < 0.01, r
+    assert abs(r["incl_us_a"] - r["incl_us_b"]) < 0.01, r
+def sums(path):
+    s = {}
+    snap = json.load(open(path))
+    tasks = [t for t in snap["tasks"] if not t["aggregate"] and not t["process"]] or \
+            [t for t in snap["tasks"] if t["process"]]
+    for t in tasks:
+        for e in t["entries"]:
+            c = s.setdefault(e["name"], [0, 0])
+            c[0] += e["count"]
+            c[1] += e["excl_ns"]
+    return s
+a, b = sums(w + "/diff-a.json"), sums(w + "/diff-b.json")
+d2 = {r["name"]: r for r in json.load(open(w + "/diff2.json"))["routines"]}
+assert set(d2) == set(a) | set(b), (sorted(d2), sorted(set(a) | set(b)))
+for n, r in d2.items():
+    assert r["calls_a"] == a.get(n, [0, 0])[0] and r["calls_b"] == b.get(n, [0, 0])[0], r
+    assert abs(r["excl_us_a"] * 1e3 - a.get(n, [0, 0])[1]) < 1, r
+    assert abs(r["excl_us_b"] * 1e3 - b.get(n, [0, 0])[1]) < 1, r
+    assert ("in_a" in r) == (n not in a) and ("in_b" in r) == (n not in b), r
+PY
+	expect_rc 2 "$KTAUD" diff "$FIXTURES/run.ktau" || return 1
+	expect_rc 1 "$KTAUD" diff "$FIXTURES/run.ktau" "$W/no-such-run" || return 1
+	expect_rc 1 "$KTAUD" diff "$FIXTURES/run.ktau" "$FIXTURES/functions.txt" || return 1
+	expect_rc 1 "$KTAUD" diff -j "$W/diff1.json" "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" || return 1
+	expect_rc 2 "$KTAUD" diff -s bogus "$FIXTURES/run.ktau" "$FIXTURES/run.ktau"
+}
+
 # libktau's own profile without kernel data (KTAU_SHARED=0) merges too.
 c_merge_user_only() {
 	KTAU_SHARED=0 "$DEMO" -q -o "$IN/demo-user" -c 1000 -s 10 -S 1 -n 4 -m 4 >"$LOG" 2>&1 ||
@@ -870,7 +918,7 @@ cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_diff c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install c_taucheck"
