@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/ktau.h>
 
@@ -91,12 +91,16 @@ struct topts {
 	int progress_shown;
 	/*
 	 * -- CMD: the child's own records before its exec are not the
-	 * command's. Its first thread's chunks are held until its execve
-	 * ends; then records that ended before the execve began are left
-	 * out (kept in cut[] to take them out of its profile too).
+	 * command's. The child writes the time right before its execv() into
+	 * *exec_ns (CLOCK_MONOTONIC, like the records; a shared page, no
+	 * system call). Its first thread's chunks are held until that time
+	 * is there; then records that ended before it are left out (kept in
+	 * cut[] to take them out of its profile too), until one ends after.
 	 */
 	pid_t cut_pid;		/* 0: nothing to cut */
 	int cut_done;
+	uint64_t *exec_ns;	/* shared with the child; 0: not yet */
+	uint64_t cut_at;
 	char *held;
 	size_t held_len, held_cap;
 	struct ktau_trace_rec *cut;
@@ -192,46 +196,85 @@ static int keep_chunk(struct topts *o, const void *chunk, size_t len)
 }
 
 /*
- * The held chunks of the child's first thread, without the records that
- * ended before @cut (the start of its execve; every one when @cut is
- * UINT64_MAX and nothing is kept: its exec failed).
+ * A chunk of the child's first thread without its records that ended
+ * before @cut (in place); those go to o->cut. Once a record ends after
+ * @cut, so do all later ones: nothing more to cut.
  */
-static int flush_held(struct topts *o, uint64_t cut, int keep)
+static int cut_chunk(struct topts *o, char *c, uint64_t cut)
 {
 	const size_t hs = sizeof(struct ktau_trace_chunk), rs = sizeof(struct ktau_trace_rec);
-	size_t off = 0, i, n;
+	struct ktau_trace_chunk h;
+	struct ktau_trace_rec r, *v;
+	size_t i, n = 0;
+
+	memcpy(&h, c, hs);
+	for (i = 0; i < h.nrecs; i++) {
+		memcpy(&r, c + hs + i * rs, rs);
+		if (r.end_ns >= cut) {
+			memcpy(c + hs + n++ * rs, &r, rs);
+			o->cut_done = 1;
+			continue;
+		}
+		v = realloc(o->cut, (o->ncut + 1) * sizeof(*v));
+		if (!v)
+			return -report(-ENOMEM, "trace");
+		o->cut = v;
+		o->cut[o->ncut++] = r;
+	}
+	/* An empty chunk still carries the thread's flags and lost count. */
+	h.nrecs = n;
+	h.size = hs + n * rs;
+	memcpy(c, &h, hs);
+	return keep_chunk(o, c, h.size);
+}
+
+/* The held chunks, cut at @cut (UINT64_MAX: nothing of them is kept). */
+static int flush_held(struct topts *o, uint64_t cut)
+{
+	size_t off = 0;
 	int ret = 0;
 
-	o->cut_done = 1;
-	while (!ret && off + hs <= o->held_len) {
+	while (!ret && off + sizeof(struct ktau_trace_chunk) <= o->held_len) {
 		struct ktau_trace_chunk h;
-		struct ktau_trace_rec r, *v;
-		char *c = o->held + off;
 
-		memcpy(&h, c, hs);
+		memcpy(&h, o->held + off, sizeof(h));
+		ret = cut_chunk(o, o->held + off, cut);
 		off += h.size;
-		for (i = 0, n = 0; i < h.nrecs; i++) {
-			memcpy(&r, c + hs + i * rs, rs);
-			if (r.end_ns >= cut) {
-				memcpy(c + hs + n++ * rs, &r, rs);
-				continue;
-			}
-			v = realloc(o->cut, (o->ncut + 1) * sizeof(*v));
-			if (!v)
-				return -report(-ENOMEM, "trace");
-			o->cut = v;
-			o->cut[o->ncut++] = r;
-		}
-		/* An empty chunk still carries the thread's flags and lost count. */
-		h.nrecs = n;
-		h.size = hs + n * rs;
-		memcpy(c, &h, hs);
-		if (keep)
-			ret = keep_chunk(o, c, h.size);
 	}
 	free(o->held);
 	o->held = NULL;
 	o->held_len = o->held_cap = 0;
+	return ret;
+}
+
+/* The time of the child's exec, once it wrote it. */
+static uint64_t exec_time(struct topts *o)
+{
+	if (!o->cut_at && o->exec_ns)
+		o->cut_at = __atomic_load_n(o->exec_ns, __ATOMIC_ACQUIRE);
+	return o->cut_at;
+}
+
+/* A chunk of the child's first thread while records may be cut. */
+static int first_thread_chunk(struct topts *o, const void *chunk, size_t len)
+{
+	char *c;
+	int ret;
+
+	if (o->held_len + len > o->held_cap) {
+		size_t cap = (o->held_len + len) * 2;
+
+		c = realloc(o->held, cap);
+		if (!c)
+			return -report(-ENOMEM, "trace");
+		o->held = c;
+		o->held_cap = cap;
+	}
+	memcpy(o->held + o->held_len, chunk, len);
+	o->held_len += len;
+	if (!exec_time(o))
+		return 0;	/* held */
+	ret = flush_held(o, o->cut_at);
 	return ret;
 }
 
@@ -286,36 +329,6 @@ static void cut_profile(struct topts *o, pid_t pid)
 	t->nentries = k;
 }
 
-/* A chunk of the child's first thread before its execve ended: held. */
-static int hold_chunk(struct topts *o, const void *chunk, size_t len,
-		      const struct ktau_trace_chunk_info *ci)
-{
-	struct ktau_trace_record r;
-	size_t i;
-
-	if (o->held_len + len > o->held_cap) {
-		size_t cap = (o->held_len + len) * 2;
-		char *p = realloc(o->held, cap);
-
-		if (!p)
-			return -report(-ENOMEM, "trace");
-		o->held = p;
-		o->held_cap = cap;
-	}
-	memcpy(o->held + o->held_len, chunk, len);
-	o->held_len += len;
-	for (i = 0; i < ci->nrecs; i++) {
-		ktau_trace_chunk_record(ci, i, &r);
-		if (r.kind == KTAU_LIB_TRACE_CALL && !r.depth &&
-		    r.id == KTAU_ID_SYSCALL_BASE + SYS_execve)
-			return flush_held(o, r.start_ns, 1);
-	}
-	/* Its last chunk without an execve: the exec failed, nothing ran. */
-	if (ci->flags & (KTAU_LIB_TRACE_EXITED | KTAU_LIB_TRACE_DETACHED))
-		return flush_held(o, UINT64_MAX, 1);
-	return 0;
-}
-
 static int drain_once(struct ktau_trace_session *s, struct topts *o)
 {
 	struct ktau_trace_chunk_info ci;
@@ -337,7 +350,7 @@ static int drain_once(struct ktau_trace_session *s, struct topts *o)
 		if (ci.tid == o->self && ci.pid == o->self)
 			continue;	/* ktaud's own, before its detach */
 		if (o->cut_pid && !o->cut_done && ci.tid == o->cut_pid && ci.pid == o->cut_pid)
-			ret = hold_chunk(o, (const char *)buf + before, off - before, &ci);
+			ret = first_thread_chunk(o, (const char *)buf + before, off - before);
 		else
 			ret = keep_chunk(o, (const char *)buf + before, off - before);
 		if (ret < 0)
@@ -746,6 +759,13 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 		if (!mkdtemp(udir))
 			udir[0] = '\0';
 	}
+	o->exec_ns = mmap(NULL, sizeof(*o->exec_ns), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (o->exec_ns == MAP_FAILED) {
+		o->exec_ns = NULL;
+		ret = report(-errno, "mmap");
+		goto out_run;
+	}
 	if (pipe2(pfd, O_CLOEXEC)) {
 		ret = report(-errno, "pipe");
 		goto out_run;
@@ -782,6 +802,8 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 		}
 		if (udir[0])
 			setenv("KTAU_TRACE_USER", udir, 1);
+		/* The cut: the vDSO's clock, no system call. */
+		__atomic_store_n(o->exec_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
 		execv(path, cmd);
 		child_err = errno;
 		if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
@@ -825,9 +847,9 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	/* The last exits are queued before the parent is woken. */
 	if (!rc)
 		rc = drain(s, o, 1);
-	/* No execve seen: it failed (nothing ran), or its record was lost. */
-	if (!o->cut_done) {
-		ret = flush_held(o, child_err ? UINT64_MAX : 0, 1);
+	/* Still held: the child never came to its exec (nothing ran). */
+	if (o->held) {
+		ret = flush_held(o, exec_time(o) ? o->cut_at : UINT64_MAX);
 		if (ret && !rc)
 			rc = -ret;
 	}
@@ -872,6 +894,8 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	ktau_trace_free(o->t);
 	free(o->held);
 	free(o->cut);
+	if (o->exec_ns)
+		munmap(o->exec_ns, sizeof(*o->exec_ns));
 	close(cfd);
 	ktau_trace_close(s);
 	return ret;
@@ -885,6 +909,8 @@ out:
 	ktau_trace_free(o->t);
 	free(o->held);
 	free(o->cut);
+	if (o->exec_ns)
+		munmap(o->exec_ns, sizeof(*o->exec_ns));
 	close(cfd);
 	ktau_trace_close(s);
 	return ret;
