@@ -93,6 +93,7 @@ int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_combine(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_flame(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
 int cmd_kvm(int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct {
 	{ "watch", cmd_watch, "periodic snapshots (deltas) into a directory; a daemon" },
 	{ "export", cmd_export, "saved snapshots to TAU, folded stacks or JSON" },
 	{ "merge", cmd_merge, "a TAU profile and the kernel profile of the same run, per thread" },
+	{ "flame", cmd_flame, "a flame graph (SVG) of folded stacks, a snapshot or TAU callpaths" },
 	{ "diff", cmd_diff, "two runs side by side per routine, with the change" },
 	{ "combine", cmd_combine, "the TAU profiles of the ranks of an MPI job into one, ranks as nodes" },
 	{ "plot", cmd_plot, "PNG/SVG charts with gnuplot: top routines, groups over time" },

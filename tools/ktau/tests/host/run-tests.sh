@@ -610,6 +610,61 @@ PY
 	expect_rc 2 "$KTAUD" diff -s bogus "$FIXTURES/run.ktau" "$FIXTURES/run.ktau"
 }
 
+# ktaud flame: folded stacks laid out to their values (widths, nesting,
+# tooltips, kernel frames apart); a snapshot spans its kernel profile's
+# exclusive time; the demo's callpaths make 'main' as wide as its
+# inclusive time; an existing file is kept; bad input writes nothing.
+c_flame() {
+	printf 'main;compute 30\nmain;io;write_[k] 10\n# a comment\nmain 10\n' >"$W/f.folded"
+	"$KTAUD" flame -o "$W/f.svg" -t 'a <test> & "more"' "$W/f.folded" >"$LOG" 2>&1 || return 1
+	"$KTAUD" flame -o "$W/s.svg" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" export --json "$FIXTURES/run.ktau" >"$W/s.json" 2>/dev/null || return 1
+	"$DEMO" -q -o "$W/flame-demo" -c 1000 -s 1 -S 1 -n 4 -m 4 >"$LOG" 2>&1 || return 1
+	"$KTAUD" flame -o "$W/d.svg" "$W/flame-demo" >"$LOG" 2>&1 || return 1
+	"$PYTHON" - "$W" <<'PY' || return 1
+import json, re, sys
+import xml.etree.ElementTree as ET
+w = sys.argv[1]
+NS = "{http://www.w3.org/2000/svg}"
+def frames(path):
+    root = ET.parse(path).getroot()
+    out = []
+    for g in root.iter(NS + "g"):
+        t = g.find(NS + "title").text
+        r = g.find(NS + "rect").attrib
+        m = re.match(r"(.*) \(([0-9.e+]+) (\S+), ([0-9.]+)%\)$", t)
+        out.append((m.group(1), float(m.group(2)), float(r["x"]), float(r["y"]),
+                    float(r["width"]), r["fill"]))
+    return root, out
+root, f = frames(w + "/f.svg")
+assert root.find(NS + "text").text == 'a <test> & "more"', root.find(NS + "text").text
+by = {n: (v, x, y, wd, fill) for n, v, x, y, wd, fill in f}
+assert sorted(by) == ["all", "compute", "io", "main", "write_[k]"], sorted(by)
+assert by["all"][0] == 50 and by["main"][0] == 50 and by["compute"][0] == 30, by
+assert abs(by["compute"][3] - 0.6 * by["all"][3]) < 0.05, by
+assert abs(by["io"][1] - (by["compute"][1] + by["compute"][3])) < 0.05, by
+assert by["write_[k]"][2] == by["io"][2] - 16 and by["io"][2] == by["main"][2] - 16, by
+b = re.match(r"rgb\((\d+),(\d+),(\d+)\)", by["write_[k]"][4]).groups()
+assert int(b[2]) > int(b[0]), ("kernel frames are blue", by)
+_, s = frames(w + "/s.svg")
+snap = json.load(open(w + "/s.json"))
+tot = sum(e["excl_ns"] for t in snap["tasks"] if not t["aggregate"] for e in t["entries"])
+assert s[0][0] == "all" and abs(s[0][1] - tot) <= 1e-6 * tot, (s[0], tot)
+_, d = frames(w + "/d.svg")
+incl = None
+for line in open(w + "/flame-demo/profile.0.0.0"):
+    if line.startswith('"main" '):
+        incl = float(line.split()[4])
+mains = [v for n, v, *_ in d if n == "main"]
+assert incl and len(mains) == 1 and abs(mains[0] - incl) <= 0.001 * incl, (mains, incl)
+PY
+	expect_rc 1 "$KTAUD" flame -o "$W/f.svg" "$W/f.folded" || return 1
+	printf 'main;compute\n' >"$W/bad.folded"
+	expect_rc 1 "$KTAUD" flame -o "$W/bad.svg" "$W/bad.folded" || return 1
+	[ ! -e "$W/bad.svg" ] || { echo "# bad.svg written"; return 1; }
+	expect_rc 2 "$KTAUD" flame
+}
+
 # libktau's own profile without kernel data (KTAU_SHARED=0) merges too.
 c_merge_user_only() {
 	KTAU_SHARED=0 "$DEMO" -q -o "$IN/demo-user" -c 1000 -s 10 -S 1 -n 4 -m 4 >"$LOG" 2>&1 ||
@@ -918,7 +973,7 @@ cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_diff c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install c_taucheck"
