@@ -41,7 +41,8 @@ static void usage(FILE *f)
 		   "Commands:\n");
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(f, "\n'ktaud <command> --help' describes a command; man ktaud(1) all of them.\n"
+	fprintf(f, "\n'ktaud help <command>' or 'ktaud <command> --help' describes a command;\n"
+		   "man ktaud(1) all of them; 'ktaud --version' (-V) the version.\n"
 		   "Exit codes: 0 ok, 1 failure, 2 bad argument, 3 no KTAU in this kernel,\n"
 		   "4 missing permission or capability, 5 a pid that does not exist;\n"
 		   "'ktaud run' exits with the status of the command.\n");
@@ -55,11 +56,30 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EX_KT_USAGE;
 	}
+	/* "ktaud help CMD" is "ktaud CMD --help". */
+	if (!strcmp(argv[1], "help") && argc == 3) {
+		static char *hargv[4];
+
+		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[2], cmds[i].name))
+				break;
+		if (i == sizeof(cmds) / sizeof(cmds[0])) {
+			fprintf(stderr, "ktaud: unknown command '%s'\n", argv[2]);
+			usage(stderr);
+			return EX_KT_USAGE;
+		}
+		hargv[0] = argv[0];
+		hargv[1] = argv[2];
+		hargv[2] = "--help";
+		argv = hargv;
+		argc = 3;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return EX_KT_OK;
 	}
-	if (!strcmp(argv[1], "--version")) {
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
 		printf("ktaud (libktau %s)\n", LIBKTAU_VERSION);
 		return EX_KT_OK;
 	}

@@ -32,6 +32,25 @@ expect_rc() {
 	[ $rc -eq "$want" ] || { echo "# '$*' exited $rc, not $want"; sed 's/^/#   /' "$LOG"; return 1; }
 }
 
+# 'ktaud help CMD' is 'ktaud CMD --help' for every command the usage
+# lists; -V, --version and version print the version.
+c_help_and_version() {
+	local c
+	"$KTAUD" --help >"$W/usage.txt" 2>&1 || return 1
+	for c in $(awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' \
+		"$W/usage.txt"); do
+		"$KTAUD" help "$c" >"$W/h1.txt" 2>&1 || { echo "# ktaud help $c failed"; return 1; }
+		"$KTAUD" "$c" --help >"$W/h2.txt" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
+		cmp -s "$W/h1.txt" "$W/h2.txt" || { echo "# ktaud help $c differs"; return 1; }
+		grep -q "^Usage: ktaud $c" "$W/h1.txt" || { echo "# ktaud help $c: $(head -n 1 "$W/h1.txt")"; return 1; }
+	done
+	[ "$(grep -c '^  [a-z]' "$W/usage.txt")" -ge 17 ] || { echo "# commands: $(cat "$W/usage.txt")"; return 1; }
+	expect_rc 2 "$KTAUD" help nonsense || return 1
+	for c in -V --version version; do
+		"$KTAUD" $c | grep -q "^ktaud (libktau [0-9]" || { echo "# ktaud $c"; return 1; }
+	done
+}
+
 c_bad_arguments() {
 	expect_rc 2 "$KTAUD" || return 1
 	expect_rc 2 "$KTAUD" nonsense || return 1
@@ -969,7 +988,7 @@ c_taucheck() {
 	done
 }
 
-cli="c_help c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
+cli="c_help c_help_and_version c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
