@@ -664,11 +664,20 @@ int ktau_usyms_parse_maps(const char *maps, size_t len, struct ktau_usyms **out)
 /* Read the maps again (after an exec, a dlopen()); -ESRCH when gone. */
 int ktau_usyms_refresh(struct ktau_usyms *u);
 /*
+ * Names of JIT code: "START SIZE name" lines (hex) of a perf map, as JITs
+ * and CPython's -X perf write /tmp/perf-PID.map. ktau_usyms_open() and
+ * ktau_usyms_refresh() read the process's own when it is a regular file
+ * of the process's owner or root (as perf does); this adds more (tests,
+ * saved maps). Later lines win for the same start. 0 or -ENOMEM.
+ */
+int ktau_usyms_add_perf_map(struct ktau_usyms *u, const char *text, size_t len);
+/*
  * The name of user address addr into buf: the function's symbol,
- * "<file>+0x<offset>" in a mapped file without a symbol for it, or
- * "[unknown] 0x<address>" outside any file. Returns 1 inside a mapped
- * file, 0 outside. An address outside every known mapping makes it read
- * the maps again (at most every 50 ms) when the process is given by pid.
+ * "<file>+0x<offset>" in a mapped file without a symbol for it, the perf
+ * map's name of JIT code outside the files, or "[unknown] 0x<address>".
+ * Returns 1 when named (a mapped file or the perf map), 0 otherwise. An
+ * address outside every known mapping makes it read the maps (and the
+ * perf map) again, at most every 50 ms, when the process is given by pid.
  */
 int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size);
 void ktau_usyms_free(struct ktau_usyms *u);

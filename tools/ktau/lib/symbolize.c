@@ -5,13 +5,17 @@
  * that kptr_restrict lets see them, as it does for the ip of a kernel
  * sample). User code from the ELF files a process has mapped, as its
  * /proc/PID/maps lists them, through the symbol tables of elfsym.c with
- * the load bias of each mapping; names are cached per address.
+ * the load bias of each mapping; code outside them (a JIT's) from the
+ * process's perf map, /tmp/perf-PID.map; names are cached per address.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "libktau.h"
 #include "internal.h"
@@ -186,13 +190,165 @@ struct ucache {
 	int in_file;
 };
 
+/* A perf map's entry: JIT code [lo, hi) and its name. */
+struct pmap_ent {
+	uint64_t lo, hi;
+	size_t order;		/* its line among those read */
+	char *name;
+};
+
 struct ktau_usyms {
 	pid_t pid;		/* -1: from text, never refreshed */
 	struct kt_symbolizer *sym;
 	uint64_t refreshed_ns;
 	struct ucache *cache;
 	size_t ccap, cn;
+	struct pmap_ent *pm;	/* sorted by lo */
+	size_t npm;
 };
+
+/* ---- Perf maps ------------------------------------------------------------ */
+
+static void cache_clear(struct ktau_usyms *u);
+
+static void pmap_clear(struct ktau_usyms *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->npm; i++)
+		free(u->pm[i].name);
+	free(u->pm);
+	u->pm = NULL;
+	u->npm = 0;
+}
+
+static int cmp_pmap(const void *a, const void *b)
+{
+	const struct pmap_ent *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * "START SIZE name" lines (hex, with or without 0x), as JITs and CPython's
+ * -X perf write /tmp/perf-PID.map; later lines for the same start win (a
+ * JIT that reuses code memory appends). Lines that are not so are skipped.
+ */
+int ktau_usyms_add_perf_map(struct ktau_usyms *u, const char *text, size_t len)
+{
+	const char *line = text, *end = text + len, *eol;
+	struct pmap_ent *v;
+	size_t cap = u->npm, i, k;
+	char buf[4096], *p, *q;
+
+	for (; line < end; line = eol + 1) {
+		unsigned long long lo, size;
+		size_t nl;
+
+		eol = memchr(line, '\n', end - line);
+		if (!eol)
+			eol = end;
+		if ((size_t)(eol - line) >= sizeof(buf))
+			continue;
+		memcpy(buf, line, eol - line);
+		buf[eol - line] = '\0';
+		errno = 0;
+		lo = strtoull(buf, &p, 16);
+		if (p == buf || *p != ' ')
+			continue;
+		size = strtoull(p + 1, &q, 16);
+		if (q == p + 1 || *q != ' ' || errno || !size || lo + size < lo)
+			continue;
+		q++;
+		nl = strcspn(q, "\r");
+		if (!nl)
+			continue;
+		if (u->npm == cap) {
+			cap = cap ? 2 * cap : 64;
+			v = realloc(u->pm, cap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			u->pm = v;
+		}
+		u->pm[u->npm].name = strndup(q, nl < KT_NAME_MAX ? nl : KT_NAME_MAX);
+		if (!u->pm[u->npm].name)
+			return -ENOMEM;
+		u->pm[u->npm].lo = lo;
+		u->pm[u->npm].hi = lo + size;
+		u->pm[u->npm].order = u->npm;
+		u->npm++;
+	}
+	/* Sorted by start, then line; of equal starts the last line stays. */
+	if (u->npm > 1) {
+		qsort(u->pm, u->npm, sizeof(*u->pm), cmp_pmap);
+		for (i = 1, k = 0; i < u->npm; i++) {
+			if (u->pm[i].lo == u->pm[k].lo) {
+				free(u->pm[k].name);
+				u->pm[k] = u->pm[i];
+			} else {
+				u->pm[++k] = u->pm[i];
+			}
+		}
+		u->npm = k + 1;
+	}
+	cache_clear(u);
+	return 0;
+}
+
+static const char *pmap_find(const struct ktau_usyms *u, uint64_t addr)
+{
+	size_t lo = 0, hi = u->npm;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->pm[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && addr < u->pm[lo - 1].hi ? u->pm[lo - 1].name : NULL;
+}
+
+/*
+ * /tmp/perf-PID.map of a process, when it is a regular file of the
+ * process's owner (or root), as perf reads it; none is not an error.
+ */
+static int pmap_load(struct ktau_usyms *u)
+{
+	char path[64], proc[32];
+	struct stat st, pst;
+	char *text = NULL;
+	size_t len;
+	ssize_t r;
+	int fd, ret;
+	pid_t pid = u->pid ? u->pid : getpid();
+
+	pmap_clear(u);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || stat(proc, &pst) ||
+	    (st.st_uid != pst.st_uid && st.st_uid != 0) || st.st_size > (64 << 20)) {
+		close(fd);
+		return 0;
+	}
+	len = (size_t)st.st_size;
+	text = malloc(len + 1);
+	if (!text) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r = read(fd, text, len);
+	close(fd);
+	ret = r < 0 ? 0 : ktau_usyms_add_perf_map(u, text, (size_t)r);
+	free(text);
+	return ret;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -220,6 +376,7 @@ void ktau_usyms_free(struct ktau_usyms *u)
 	cache_clear(u);
 	free(u->cache);
 	ktau__sym_close(u->sym);
+	pmap_clear(u);
 	free(u);
 }
 
@@ -271,7 +428,7 @@ int ktau_usyms_refresh(struct ktau_usyms *u)
 		return ret == -ENOENT ? -ESRCH : ret;
 	ret = usyms_load(u, text, len);
 	free(text);
-	return ret;
+	return ret ? ret : pmap_load(u);
 }
 
 int ktau_usyms_open(pid_t pid, struct ktau_usyms **out)
@@ -357,10 +514,15 @@ int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size)
 	    mono_ns() - u->refreshed_ns >= REFRESH_NS)
 		ktau_usyms_refresh(u);
 	in_file = ktau__sym_covers(u->sym, addr);
-	if (in_file)
+	if (in_file) {
 		name = ktau__sym_name(u->sym, addr);
-	else if (asprintf(&name, "[unknown] 0x%llx", (unsigned long long)addr) < 0)
+	} else if (pmap_find(u, addr)) {
+		/* JIT code its perf map names. */
+		name = strdup(pmap_find(u, addr));
+		in_file = 1;
+	} else if (asprintf(&name, "[unknown] 0x%llx", (unsigned long long)addr) < 0) {
 		name = NULL;
+	}
 	if (!name) {
 		snprintf(buf, size, "[unknown] 0x%llx", (unsigned long long)addr);
 		return 0;

@@ -876,6 +876,74 @@ static int t_usyms_self(void)
 	return 0;
 }
 
+/*
+ * JIT code named by a perf map: from text (later lines win, sizes bound
+ * each entry, bad lines skipped), and a process's own /tmp/perf-PID.map,
+ * which is not read when another user owns it.
+ */
+static int t_usyms_perf_map(void)
+{
+	static const char text[] = "7f0000001000 100 py::work:/x.py\n"
+				   "0x7f0000002000 0x20 jit b\n"
+				   "not a line\n7f0000003000 0 empty\n"
+				   "7f0000001000 80 py::later:/x.py\n";
+	struct ktau_usyms *u = NULL;
+	char name[512], path[64];
+	int fd, st, ret = 0;
+	pid_t pid;
+
+	CHECK(ktau_usyms_parse_maps("", 0, &u) == 0, "empty maps");
+	CHECK(ktau_usyms_add_perf_map(u, text, strlen(text)) == 0, "add");
+	CHECK(ktau_usyms_name(u, 0x7f0000001010ull, name, sizeof(name)) == 1 &&
+	      !strcmp(name, "py::later:/x.py"), "later line: '%s'", name);
+	CHECK(ktau_usyms_name(u, 0x7f0000001090ull, name, sizeof(name)) == 0 &&
+	      !strncmp(name, "[unknown] ", 10), "beyond its size: '%s'", name);
+	CHECK(ktau_usyms_name(u, 0x7f000000201full, name, sizeof(name)) == 1 &&
+	      !strcmp(name, "jit b"), "0x form: '%s'", name);
+	CHECK(ktau_usyms_name(u, 0x7f0000003000ull, name, sizeof(name)) == 0,
+	      "size 0: '%s'", name);
+	ktau_usyms_free(u);
+
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		pause();
+		_exit(0);
+	}
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0 || write(fd, "dead0000 100 jit_child\n", 23) != 23) {
+		printf("# %s: %s\n", path, strerror(errno));
+		ret = 1;
+	}
+	if (!ret && ktau_usyms_open(pid, &u)) {
+		printf("# open %d\n", (int)pid);
+		ret = 1;
+	}
+	if (!ret && (ktau_usyms_name(u, 0xdead0010ull, name, sizeof(name)) != 1 ||
+		     strcmp(name, "jit_child"))) {
+		printf("# the process's perf map: '%s'\n", name);
+		ret = 1;
+	}
+	/* Another user's file at that path is not the process's map. */
+	if (!ret && geteuid() == 0) {
+		if (fchown(fd, 4242, 4242) || ktau_usyms_refresh(u) ||
+		    ktau_usyms_name(u, 0xdead0010ull, name, sizeof(name)) != 0) {
+			printf("# another owner's map was read: '%s'\n", name);
+			ret = 1;
+		}
+	} else if (!ret) {
+		printf("# not root: the owner check was not tried\n");
+	}
+	ktau_usyms_free(u);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return ret;
+}
+
 /* Three threads' samples: user code, kernel with kallsyms, kernel hidden. */
 static struct ktau_sample_profile *synthetic_profile(struct ktau_ksyms **ksp)
 {
@@ -1312,6 +1380,7 @@ static const struct host_test tests[] = {
 	{ "sample_decode", t_sample_decode },
 	{ "ksyms", t_ksyms },
 	{ "usyms_self", t_usyms_self },
+	{ "usyms_perf_map", t_usyms_perf_map },
 	{ "sample_profile_folded", t_sample_profile_folded },
 	{ "tau_samples", t_tau_samples },
 	{ "snap_samples", t_snap_samples },
