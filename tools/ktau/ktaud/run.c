@@ -221,6 +221,46 @@ int cmd_run(int argc, char **argv)
 	return ret;
 }
 
+/* TAU's metadata of a run: start (us since the epoch), program, command line, cwd, status. */
+struct run_meta {
+	const char *kv[12];
+	char start[24], status[24], cwd[4096];
+	char *cmdline;
+	struct ktau_tau_opts topts;
+};
+
+static void run_meta(struct run_meta *m, const char *exe, char **cmd, uint64_t start_us,
+		     int status)
+{
+	size_t n = 0, len = 0, i;
+	FILE *f = open_memstream(&m->cmdline, &len);
+
+	for (i = 0; f && cmd[i]; i++)
+		fprintf(f, "%s%s", i ? " " : "", cmd[i]);
+	if (f)
+		fclose(f);
+	snprintf(m->start, sizeof(m->start), "%llu", (unsigned long long)start_us);
+	if (WIFSIGNALED(status))
+		snprintf(m->status, sizeof(m->status), "signal %d", WTERMSIG(status));
+	else
+		snprintf(m->status, sizeof(m->status), "%d", WEXITSTATUS(status));
+	if (!getcwd(m->cwd, sizeof(m->cwd)))
+		snprintf(m->cwd, sizeof(m->cwd), "unknown");
+	m->kv[n++] = "Starting Timestamp";
+	m->kv[n++] = m->start;
+	m->kv[n++] = "Executable";
+	m->kv[n++] = exe;
+	m->kv[n++] = "Command Line";
+	m->kv[n++] = m->cmdline ? m->cmdline : cmd[0];
+	m->kv[n++] = "CWD";
+	m->kv[n++] = m->cwd;
+	m->kv[n++] = "KTAU Exit Status";
+	m->kv[n++] = m->status;
+	memset(&m->topts, 0, sizeof(m->topts));
+	m->topts.extra_meta = m->kv;
+	m->topts.nextra = n / 2;
+}
+
 int run_command(struct run_args *ra)
 {
 	struct out_opts oo = ra->oo;
@@ -230,6 +270,8 @@ int run_command(struct run_args *ra)
 	uint64_t dropped = 0, denied = 0;
 	int fd, pfd[2], ret, status = 0, rc, child_err = 0, nfiles = 0;
 	struct exec_base base;
+	struct run_meta meta;
+	uint64_t start_us;
 	char path[4096];
 	long delay = 5;
 	double t0, wall;
@@ -261,6 +303,12 @@ int run_command(struct run_args *ra)
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGQUIT, &ign, &old_quit);
 	t0 = now_s();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		start_us = (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	}
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -384,10 +432,15 @@ int run_command(struct run_args *ra)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		snap->time_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	}
+	/* TAU's own metadata of a run, as TAU writes it. */
+	run_meta(&meta, path, cmd, start_us, status);
+	oo.tau_opts = &meta.topts;
 	/* Under an MPI launcher, the rank's node (its processes contexts):
 	 * prepare_outputs() has set it. */
 	ret = ra->ss ? ssess_write_outputs(ra->ss, ra, snap, reg, &oo)
 		     : write_outputs(snap, reg, &oo);
+	oo.tau_opts = NULL;
+	free(meta.cmdline);
 	if (ret) {
 		/* Checked before the run: the command wrote there meanwhile? */
 		err_msg("the profile could not be written completely%s",

@@ -547,6 +547,9 @@ int ssess_write_outputs(const struct ssess *s, const struct run_args *ra,
 	char name[48];
 	int rc;
 
+	/* The run's metadata (run_command()). */
+	if (oo->tau_opts)
+		topts = *oo->tau_opts;
 	ssess_tau_opts(s, &topts);
 	if (!ra->sample_folded) {
 		if (oo->has_rank)

@@ -248,6 +248,8 @@ struct kt_symbolizer;
 struct kt_symbolizer *ktau__sym_open(void);
 /* malloc()ed: the symbol, "<object>+0x<offset>" or "0x<address>"; NULL: no memory. */
 char *ktau__sym_name(struct kt_symbolizer *s, uintptr_t addr);
+/* CLOCK_REALTIME (us since the epoch) when the runtime was first used. */
+uint64_t ktau__start_us(void);
 /* A symbol's name as people read it (demangle.c); malloc()ed, or NULL. */
 char *ktau__demangle(const char *name);
 void ktau__sym_close(struct kt_symbolizer *s);

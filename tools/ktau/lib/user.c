@@ -85,6 +85,7 @@ static struct {
 	atomic_int exiting;
 	uint64_t (*clock)(void);
 	const struct ktau_registry *test_reg;
+	uint64_t start_us;	/* CLOCK_REALTIME at the first use */
 } g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.once = PTHREAD_ONCE_INIT,
@@ -401,6 +402,12 @@ static void kt_process_init(void)
 	unsigned int major, minor;
 	int ret;
 
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		g.start_us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	}
 	g.verbose = env_flag("KTAU_VERBOSE", 0);
 	g.shared_off = !env_flag("KTAU_SHARED", 1);
 	g.force = env_flag("KTAU_PROFILE_FORCE", 0);
@@ -683,6 +690,11 @@ static struct kt_thread *kt_thread_init(void)
 	th->d.idle_open = 1;
 	th->d.idle_t0 = page ? t_reg : kt_clock();
 	return th;
+}
+
+uint64_t ktau__start_us(void)
+{
+	return g.start_us;
 }
 
 struct kt_thread *ktau__self(void)

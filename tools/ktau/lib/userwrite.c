@@ -20,9 +20,11 @@
  * so that every callpath is a part of its flat entry.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 
 #include "internal.h"
@@ -474,6 +476,43 @@ static const char *reg_reason(int err)
 	}
 }
 
+/*
+ * TAU's own metadata of a run, as TAU writes it: Starting Timestamp (us
+ * since the epoch, when the runtime was first used), Executable, Command
+ * Line (arguments joined by spaces), CWD.
+ */
+static void run_meta(FILE *f)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (ktau__start_us())
+		ktau__meta_u64(f, "Starting Timestamp", (unsigned long long)ktau__start_us());
+	n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		ktau__meta(f, "Executable", buf);
+	}
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		ssize_t i;
+
+		while (n > 0 && !buf[n - 1])
+			n--;
+		for (i = 0; i < n; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[n] = '\0';
+		ktau__meta(f, "Command Line", buf);
+	}
+	if (getcwd(buf, sizeof(buf)))
+		ktau__meta(f, "CWD", buf);
+}
+
 int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row *rows,
 		     size_t n, int node, int thread)
 {
@@ -495,6 +534,7 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 	ktau__meta(f, "OS Release", u.release[0] ? u.release : "unknown");
 	ktau__meta_u64(f, "Node", (unsigned long long)node);
 	ktau__meta_u64(f, "Thread", (unsigned long long)thread);
+	run_meta(f);
 	ktau__meta(f, "KTAU Merge",
 		   "libktau user runtime: the thread's kernel routines, read from the KTAU shared "
 		   "page at every timer start and stop, are charged to the user routine on top "

@@ -571,7 +571,17 @@ c_demo_static() {
 # flat rows and callpaths, and no mangled name left.
 c_demo_cxx() {
 	f="$W/cxx/profile.0.0.0"
+	t0=$(date +%s%6N)
 	"$CXX_DEMO" -o "$W/cxx" -n 7 >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	t1=$(date +%s%6N)
+	# TAU's own metadata of the run.
+	st=$(sed -n 's,.*<name>Starting Timestamp</name><value>\([0-9]*\)</value>.*,\1,p' "$f")
+	[ -n "$st" ] && [ "$st" -ge "$t0" ] && [ "$st" -le "$t1" ] ||
+		{ echo "# Starting Timestamp '$st' not within $t0..$t1"; return 1; }
+	for m in "Executable</name><value>$(readlink -f "$CXX_DEMO")<" \
+		"Command Line</name><value>$CXX_DEMO -o $W/cxx -n 7<" "CWD</name><value>$(pwd -P)<"; do
+		grep -qF "<name>$m" "$f" || { echo "# no <name>$m in $f"; return 1; }
+	done
 	for r in "demo::Grid::step(int)" "main => demo::Grid::step(int)"; do
 		[ "$(fline "$f" "$r" | cut -d' ' -f1)" = 7 ] ||
 			{ echo "# $f: no '$r' with 7 calls"; return 1; }
