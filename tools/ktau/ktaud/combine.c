@@ -205,7 +205,7 @@ int cmd_combine(int argc, char **argv)
 	size_t nin, nunits = 0, i, j, k, u;
 	int c, force = 0, quiet = 0, rc = EX_KT_OK, ret, disjoint = 1;
 
-	while ((c = getopt_long(argc, argv, "+o:fqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:fqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outarg = optarg; break;
 		case 'f': force = 1; break;

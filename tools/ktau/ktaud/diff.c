@@ -331,7 +331,7 @@ int cmd_diff(int argc, char **argv)
 	size_t i, w = 7, shown, changed = 0;
 
 	sort_key = 0;
-	while ((c = getopt_long(argc, argv, "+n:s:cj:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:cj:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_uint(optarg, &top))

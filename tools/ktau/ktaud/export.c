@@ -210,7 +210,7 @@ int cmd_export(int argc, char **argv)
 	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret;
 	size_t i;
 
-	while ((c = getopt_long(argc, argv, "+T:jtPh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "T:jtPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'T': oo.tau_dir = optarg; break;
 		case 'j': json = 1; break;

@@ -392,7 +392,7 @@ int cmd_flame(int argc, char **argv)
 	size_t len = 0;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "+o:t:w:u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:t:w:u:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 't': title = optarg; break;

@@ -33,7 +33,7 @@ int cmd_functions(int argc, char **argv)
 	int c, ret, group = -2, json = 0;
 	json_object *arr = NULL;
 
-	while ((c = getopt_long(argc, argv, "+g:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'g':
 			group = ktau_group_parse(optarg);

@@ -194,7 +194,7 @@ int cmd_kvm(int argc, char **argv)
 	uint32_t ioctl_id;
 	int c, ret, json = 0, rc = EX_KT_OK;
 
-	while ((c = getopt_long(argc, argv, "+i:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': input = optarg; break;
 		case 'j': json = 1; break;

@@ -769,7 +769,7 @@ int cmd_merge(int argc, char **argv)
 		rc = report(-ENOMEM, "merge");
 		goto out;
 	}
-	while ((c = getopt_long(argc, argv, "+o:m:p:a:t:qfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:m:p:a:t:qfh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			outdir = optarg;

@@ -44,7 +44,9 @@ static void help(FILE *f)
 "  -c, --count N        stop after N snapshots (default: run until stopped)\n"
 "  -t, --threads        keep threads apart (default: sum into processes)\n"
 "  -D, --daemon         detach into the background\n"
-"  -p, --pid-file FILE  write the daemon's pid there (default with -D:\n"
+"  -p, --pid PID        watch this process (repeatable; as the pids after\n"
+"                       the options)\n"
+"      --pid-file FILE  write the daemon's pid there (default with -D:\n"
 "                       DIR/ktaud-watch.pid); removed at exit\n"
 "  -h, --help           this help\n");
 }
@@ -128,7 +130,8 @@ int cmd_watch(int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "threads", no_argument, NULL, 't' },
 		{ "daemon", no_argument, NULL, 'D' },
-		{ "pid-file", required_argument, NULL, 'p' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "pid-file", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -143,11 +146,11 @@ int cmd_watch(int argc, char **argv)
 	double interval = 1;
 	int c, threads = 0, daemonize = 0, rc = EX_KT_OK, ret, wrote_pidfile = 0;
 	unsigned int flags = KTAU_LIB_ALL;
-	pid_t *pids = NULL;
-	size_t npids, i, j;
+	pid_t *pids = NULL, *pid_opts = NULL;
+	size_t npids, npid_opts = 0, i, j;
 	FILE *pf;
 
-	while ((c = getopt_long(argc, argv, "+i:o:k:c:tDp:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:k:c:tDp:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			if (parse_seconds(optarg, &interval) || interval < 0.01)
@@ -165,28 +168,51 @@ int cmd_watch(int argc, char **argv)
 			break;
 		case 't': threads = 1; break;
 		case 'D': daemonize = 1; break;
-		case 'p': pidfile_arg = optarg; break;
+		case 'p': {
+			pid_t *v = realloc(pid_opts, (npid_opts + 1) * sizeof(*v));
+
+			if (!v || parse_pid(optarg, &v[npid_opts])) {
+				free(v ? v : pid_opts);
+				return v ? usage_err("watch", "'%s' is not a pid", optarg)
+					 : report(-ENOMEM, "watch");
+			}
+			pid_opts = v;
+			npid_opts++;
+			break;
+		}
+		case 'F': pidfile_arg = optarg; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("watch", "bad option");
 		}
 	}
 	dir_own = output_path(dir_arg);
-	if (!dir_own)
+	if (!dir_own) {
+		free(pid_opts);
 		return EX_KT_FAIL;
+	}
 	dir_arg = dir_own;
-	npids = argc - optind;
+	/* -p PID and the pids after the options: one list. */
+	npids = argc - optind + npid_opts;
 	if (npids) {
 		pids = calloc(npids, sizeof(*pids));
-		if (!pids)
+		if (!pids) {
+			free(pid_opts);
+			free(dir_own);
 			return report(-ENOMEM, "watch");
-		for (i = 0; i < npids; i++)
-			if (parse_pid(argv[optind + i], &pids[i])) {
+		}
+		for (i = 0; i < npid_opts; i++)
+			pids[i] = pid_opts[i];
+		for (; i < npids; i++)
+			if (parse_pid(argv[optind + i - npid_opts], &pids[i])) {
 				free(pids);
+				free(pid_opts);
 				free(dir_own);
-				return usage_err("watch", "'%s' is not a pid", argv[optind + i]);
+				return usage_err("watch", "'%s' is not a pid",
+						 argv[optind + i - npid_opts]);
 			}
 		flags = KTAU_LIB_PIDS | KTAU_LIB_PROCESS;
 	}
+	free(pid_opts);
 	if (mkdir(dir_arg, 0755) && errno != EEXIST) {
 		err_msg("cannot create %s: %s", dir_arg, strerror(errno));
 		free(pids);

@@ -51,6 +51,22 @@ c_help_and_version() {
 	done
 }
 
+# Options after the file names (export, diff, dump, ...), as perf and git
+# take them; 'watch -p' is a pid, as in sample, drill and plot (it was the
+# pid file: 'watch -p 1234' wrote a file named 1234).
+c_options_anywhere() {
+	"$KTAUD" export "$FIXTURES/run.ktau" -T "$W/anywhere" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ -f "$W/anywhere/profile.0.0.0" ] || { echo "# export FILE -T DIR wrote nothing"; return 1; }
+	"$KTAUD" diff "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" -n 3 >"$LOG" 2>&1 || return 1
+	grep -q "more: -n 0 shows all" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 "$KTAUD" watch -p not-a-pid -c 1 -o "$W/wp" || return 1
+	grep -q "'not-a-pid' is not a pid" "$LOG" || return 1
+	[ ! -e not-a-pid ] && [ ! -e "$W/wp" ] || { echo "# watch -p wrote something"; return 1; }
+	"$KTAUD" watch --help | grep -q -- "-p, --pid PID" || return 1
+	"$KTAUD" watch --help | grep -q -- "--pid-file FILE"
+}
+
 c_bad_arguments() {
 	expect_rc 2 "$KTAUD" || return 1
 	expect_rc 2 "$KTAUD" nonsense || return 1
@@ -998,7 +1014,7 @@ c_taucheck() {
 	done
 }
 
-cli="c_help c_help_and_version c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
+cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
