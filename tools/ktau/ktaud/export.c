@@ -207,7 +207,7 @@ int cmd_export(int argc, char **argv)
 	struct table_opts to = { .sort = "excl" };
 	struct ktau_snap *sum = NULL, *shown = NULL;
 	struct series s;
-	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret;
+	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret, tset = 0;
 	size_t i;
 
 	while ((c = getopt_long(argc, argv, "T:jtPh", opts, NULL)) != -1) {
@@ -216,8 +216,8 @@ int cmd_export(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'F': folded = 1; break;
 		case 'S': oo.save_path = optarg; break;
-		case 't': procs = 0; break;
-		case 'P': procs = 1; break;
+		case 't': procs = 0; tset |= 1; break;
+		case 'P': procs = 1; tset |= 2; break;
 		case 'd': deltas = 1; break;
 		case 'f': oo.force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
@@ -228,6 +228,9 @@ int cmd_export(int argc, char **argv)
 		return usage_err("export", "give snapshot files or directories");
 	if (json && folded)
 		return usage_err("export", "--json and --folded both write to stdout: choose one");
+	if (tset == 3)
+		return usage_err("export", "--threads and --processes contradict each other: "
+				 "choose one");
 	if (series_load(&s, argc - optind, argv + optind))
 		return EX_KT_FAIL;
 	sum = ktau_snap_new();

@@ -64,7 +64,9 @@ c_options_anywhere() {
 	grep -q "'not-a-pid' is not a pid" "$LOG" || return 1
 	[ ! -e not-a-pid ] && [ ! -e "$W/wp" ] || { echo "# watch -p wrote something"; return 1; }
 	"$KTAUD" watch --help | grep -q -- "-p, --pid PID" || return 1
-	"$KTAUD" watch --help | grep -q -- "--pid-file FILE"
+	"$KTAUD" watch --help | grep -q -- "--pid-file FILE" || return 1
+	expect_rc 2 "$KTAUD" export -t -P "$FIXTURES/run.ktau" || return 1
+	grep -q "contradict" "$LOG"
 }
 
 c_bad_arguments() {
