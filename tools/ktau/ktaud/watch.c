@@ -213,36 +213,20 @@ int cmd_watch(int argc, char **argv)
 		flags = KTAU_LIB_PIDS | KTAU_LIB_PROCESS;
 	}
 	free(pid_opts);
-	if (mkdir(dir_arg, 0755) && errno != EEXIST) {
-		err_msg("cannot create %s: %s", dir_arg, strerror(errno));
-		free(pids);
-		free(dir_own);
-		return EX_KT_FAIL;
-	}
-	if (!realpath(dir_arg, dir)) {
-		err_msg("%s: %s", dir_arg, strerror(errno));
-		free(pids);
-		free(dir_own);
-		return EX_KT_FAIL;
-	}
 	/* A second session in one directory: export would add both up. */
-	if (next_seq(dir))
+	if (realpath(dir_arg, dir) && next_seq(dir))
 		err_msg("warning: %s already holds the snapshots of an earlier watch: this one "
 			"starts a new session (a new baseline) there, which 'ktaud export %s' "
 			"will refuse to add to the other; export each session's files, or watch "
 			"into a new directory", dir_arg, dir_arg);
-	if (pidfile_arg) {
-		if (pidfile_arg[0] == '/')
-			snprintf(pidfile, sizeof(pidfile), "%s", pidfile_arg);
-		else if (getcwd(path, sizeof(path)))
-			snprintf(pidfile, sizeof(pidfile), "%.2048s/%.1024s", path, pidfile_arg);
-	} else if (daemonize) {
-		snprintf(pidfile, sizeof(pidfile), "%.4000s/ktaud-watch.pid", dir);
-	}
+	/*
+	 * KTAU and the pids checked before anything is made (no empty
+	 * directory on a kernel without KTAU) and before detaching, so that
+	 * errors reach the user.
+	 */
 	rc = open_ktau(&k);
 	if (rc)
 		goto out;
-	/* Check the pids before detaching, so that errors reach the user. */
 	ret = ktau_snapshot(k, flags, pids, npids, &prev);
 	if (ret) {
 		rc = report(ret, "snapshot");
@@ -259,6 +243,24 @@ int cmd_watch(int argc, char **argv)
 	}
 	ktau_snap_free(prev);
 	prev = NULL;
+	if (mkdir(dir_arg, 0755) && errno != EEXIST) {
+		err_msg("cannot create %s: %s", dir_arg, strerror(errno));
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+	if (!realpath(dir_arg, dir)) {
+		err_msg("%s: %s", dir_arg, strerror(errno));
+		rc = EX_KT_FAIL;
+		goto out;
+	}
+	if (pidfile_arg) {
+		if (pidfile_arg[0] == '/')
+			snprintf(pidfile, sizeof(pidfile), "%s", pidfile_arg);
+		else if (getcwd(path, sizeof(path)))
+			snprintf(pidfile, sizeof(pidfile), "%.2048s/%.1024s", path, pidfile_arg);
+	} else if (daemonize) {
+		snprintf(pidfile, sizeof(pidfile), "%.4000s/ktaud-watch.pid", dir);
+	}
 	if (daemonize && daemon(0, 0)) {
 		rc = report(-errno, "daemon");
 		goto out;

@@ -125,11 +125,14 @@ c_bad_arguments() {
 c_no_ktau() {
 	[ -e /proc/ktau ] && { echo "ok $1 no_ktau_errors # SKIP this host has /proc/ktau"; return 0; }
 	for cmd in "dump 1" "dump --all" "run true" "functions" "control" "watch -c 1 -o $W/w" \
+		"watch -D -o $W/wd" \
 		"sample true" "sample -p 1" "run --sample cpu-clock true" "probe list" "probe add f" \
 		"probe add f -- true" "probe remove f" "drill true" "trace true" "trace -p 1 -d 1"; do
 		expect_rc 3 "$KTAUD" $cmd || return 1
 		grep -q "CONFIG_KTAU" "$LOG" || { echo "# '$cmd': no hint to CONFIG_KTAU"; return 1; }
 	done
+	# watch makes its directory only once KTAU is there.
+	[ ! -e "$W/w" ] && [ ! -e "$W/wd" ] || { echo "# watch left its directory"; return 1; }
 	echo "ok $1 no_ktau_errors"
 }
 
