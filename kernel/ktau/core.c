@@ -1347,11 +1347,12 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 {
 	/* A routine that recursed charged f->dup: __ktau_pop_recursive(). */
 	u64 incl_add = f->tag & KTAU_TAG_FLAGS ? f->dup : incl;
+	struct ktau_tbuf *b = READ_ONCE(kt->trace);
 
 	if (kt->shared)
 		ktau_shared_update(kt, s, group, incl_add, excl);
-	if (kt->trace)
-		ktau_trace_call(kt, group, s->id, f->start, f->start + incl,
+	if (b)
+		ktau_trace_call(b, group, s->id, f->start, f->start + incl,
 				kt->depth);
 	if (!ktau_handlers_want(group))
 		return;

@@ -6,6 +6,9 @@
 #define _KERNEL_KTAU_INTERNAL_H
 
 #include <linux/ktau.h>
+#include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 
 /* Function IDs: the registry. */
@@ -119,8 +122,92 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_collect_exec(struct ktau_task *kt);
 
 /* Trace mode (trace.c). */
-void ktau_trace_call(struct ktau_task *kt, unsigned int group, u32 id,
-		     u64 start, u64 end, unsigned int depth);
+/* A record in the ring: the clock, as the frames hold it. */
+struct ktau_trec {
+	u64 start;
+	u64 end;
+	union {
+		struct {
+			u32 id;
+			u16 depth;
+			u8 kind;
+			u8 reserved;
+		};
+		u64 meta;	/* the four, stored at once */
+	};
+};
+
+static __always_inline u64 ktau_trec_meta(u32 id, u16 depth, u8 kind)
+{
+#ifdef __LITTLE_ENDIAN
+	return id | (u64)depth << 32 | (u64)kind << 48;
+#else
+	return (u64)id << 32 | (u64)depth << 16 | (u64)kind << 8;
+#endif
+}
+
+struct ktau_tsession;
+
+struct ktau_tbuf {
+	refcount_t ref;			/* the session's and the thread's */
+	struct ktau_tsession *s;	/* valid while the session's ref is */
+	struct list_head node;		/* in s->bufs, under s->lock */
+	struct task_struct *task;	/* until exited: see ktau_tbuf_task() */
+	struct ktau_trec *ring;		/* NULL: the session closed */
+	struct ktau_trec *old_ring;	/* freed by the close */
+	unsigned long head;		/* written by the thread */
+	unsigned long tail;		/* written by the reader */
+	unsigned int mask;
+	u32 flags;			/* KTAU_TRACE_INHERIT */
+	u64 groups;
+	bool stopped;			/* no more records: exit, detach */
+	bool exited;			/* tid, pid, comm are set */
+	bool detached;
+	bool reported;			/* the last chunk was read */
+	/* Records lost since the last LOST record, their first and last end. */
+	u64 lost_pending, lost_first, lost_last;
+	u64 lost;			/* since the attach */
+	pid_t tid, pid;			/* in the session's namespace, at exit */
+	char comm[TASK_COMM_LEN];
+};
+
+void ktau_trace_put_slow(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
+			 unsigned int depth, u8 kind);
+
+/*
+ * A call of @id of @group ended: it ran from @start to @end (clock), at
+ * @depth. Inline in the pop's extra work, the common case: a record that
+ * fits, none lost before it; anything else takes the slow path. The only
+ * writer is the thread, interrupts off: plain stores, and the release of
+ * head publishes the record to the reader.
+ */
+static __always_inline void ktau_trace_call(struct ktau_tbuf *b, unsigned int group,
+					    u32 id, u64 start, u64 end,
+					    unsigned int depth)
+{
+	struct ktau_trec *ring = READ_ONCE(b->ring), *r;
+	unsigned long head = b->head;
+
+	if (!(b->groups & BIT_ULL(group)))
+		return;
+	if (unlikely(!ring || READ_ONCE(b->stopped) || b->lost_pending ||
+		     /* Pairs with the reader's release: done with the slots. */
+		     head - smp_load_acquire(&b->tail) > b->mask)) {
+		ktau_trace_put_slow(b, start, end, id, depth, KTAU_TRACE_CALL);
+		return;
+	}
+	/*
+	 * depth < KTAU_STACK_DEPTH here: no clamp to u16 (KTAU_DEPTH_DEAD
+	 * comes with stopped, above).
+	 */
+	r = &ring[head & b->mask];
+	r->start = start;
+	r->end = end;
+	r->meta = ktau_trec_meta(id, depth, KTAU_TRACE_CALL);
+	/* The record before head: pairs with the reader's acquire. */
+	smp_store_release(&b->head, head + 1);
+}
+
 void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id);
 void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		     struct ktau_task *kt);

@@ -52,41 +52,6 @@
 #include <linux/timekeeping.h>
 #include "internal.h"
 
-/* A record in the ring: the clock, as the frames hold it. */
-struct ktau_trec {
-	u64 start;
-	u64 end;
-	u32 id;
-	u16 depth;
-	u8 kind;
-	u8 reserved;
-};
-
-struct ktau_tsession;
-
-struct ktau_tbuf {
-	refcount_t ref;			/* the session's and the thread's */
-	struct ktau_tsession *s;	/* valid while the session's ref is */
-	struct list_head node;		/* in s->bufs, under s->lock */
-	struct task_struct *task;	/* until exited: see ktau_tbuf_task() */
-	struct ktau_trec *ring;		/* NULL: the session closed */
-	struct ktau_trec *old_ring;	/* freed by the close */
-	unsigned long head;		/* written by the thread */
-	unsigned long tail;		/* written by the reader */
-	unsigned int mask;
-	u32 flags;			/* KTAU_TRACE_INHERIT */
-	u64 groups;
-	bool stopped;			/* no more records: exit, detach */
-	bool exited;			/* tid, pid, comm are set */
-	bool detached;
-	bool reported;			/* the last chunk was read */
-	/* Records lost since the last LOST record, their first and last end. */
-	u64 lost_pending, lost_first, lost_last;
-	u64 lost;			/* since the attach */
-	pid_t tid, pid;			/* in the session's namespace, at exit */
-	char comm[TASK_COMM_LEN];
-};
-
 struct ktau_tsession {
 	refcount_t ref;			/* the file's and each buffer's */
 	struct mutex lock;		/* the buffer list, attach, read */
@@ -203,9 +168,13 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
 	ktau_tbuf_put(b);
 }
 
-/* The writer: one record. Interrupts off, the thread's own context. */
-static void ktau_trace_put(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
-			   unsigned int depth, u8 kind)
+/*
+ * The writer's slow path (ktau_trace_call() has the fast one): a record
+ * that may not fit, or that follows lost ones, and events. Interrupts
+ * off, the thread's own context.
+ */
+void ktau_trace_put_slow(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
+			 unsigned int depth, u8 kind)
 {
 	struct ktau_trec *ring = READ_ONCE(b->ring), *r;
 	unsigned long head = b->head, tail;
@@ -223,30 +192,23 @@ static void ktau_trace_put(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
 	}
 	if (b->lost_pending) {
 		r = &ring[head++ & b->mask];
-		r->start = b->lost_first;
-		r->end = b->lost_last;
-		r->id = min_t(u64, b->lost_pending, U32_MAX);
-		r->depth = 0;
-		r->kind = KTAU_TRACE_LOST;
+		*r = (struct ktau_trec){
+			.start = b->lost_first,
+			.end = b->lost_last,
+			.id = min_t(u64, b->lost_pending, U32_MAX),
+			.kind = KTAU_TRACE_LOST,
+		};
 		b->lost_pending = 0;
 	}
 	r = &ring[head++ & b->mask];
-	r->start = start;
-	r->end = end;
-	r->id = id;
-	r->depth = min_t(unsigned int, depth, U16_MAX);
-	r->kind = kind;
+	*r = (struct ktau_trec){
+		.start = start,
+		.end = end,
+		.id = id,
+		.depth = min_t(unsigned int, depth, U16_MAX),
+		.kind = kind,
+	};
 	smp_store_release(&b->head, head);	/* the record before head */
-}
-
-/* A call of @id of @group ended: it ran from @start to @end (clock). */
-void ktau_trace_call(struct ktau_task *kt, unsigned int group, u32 id,
-		     u64 start, u64 end, unsigned int depth)
-{
-	struct ktau_tbuf *b = READ_ONCE(kt->trace);
-
-	if (b && (b->groups & BIT_ULL(group)))
-		ktau_trace_put(b, start, end, id, depth, KTAU_TRACE_CALL);
 }
 
 /* An event of @id of @group. */
@@ -257,7 +219,7 @@ void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id)
 
 	if (b && (b->groups & BIT_ULL(group))) {
 		now = ktau_clock();
-		ktau_trace_put(b, now, now, id, kt->depth, KTAU_TRACE_EVENT);
+		ktau_trace_put_slow(b, now, now, id, kt->depth, KTAU_TRACE_EVENT);
 	}
 }
 
