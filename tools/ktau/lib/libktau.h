@@ -430,11 +430,26 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  *                         and write them at exit to DIR/user.<pid>.ktuser
  *                         (ktaud trace sets it; ktau_trace_add_user reads it)
  *
- * Thread safe. Timer functions are async-signal-tolerant: an event that
- * interrupts another event of the same thread (a timer in a signal
- * handler) is dropped and counted. The state is per thread; a handle is
- * valid in every thread. Not for a library loaded with dlopen() after
- * threads started (its TLS is initial-exec).
+ * Thread safe. The state is per thread; a handle is valid in every
+ * thread. Not for a library loaded with dlopen() after threads started
+ * (its TLS is initial-exec).
+ *
+ * Signal handlers: ktau_timer_get(), ktau_timer_start(), ktau_timer_stop(),
+ * their _name forms and the -finstrument-functions hooks may be called
+ * from a signal handler, once ktau_user_init() or a first event ran
+ * outside one. What they allocate (a thread's state at its first event,
+ * its growing tables, a new timer and its name) comes from mmap(), never
+ * from malloc(), and they take the runtime's lock only to add a thread or
+ * a timer, never while the interrupted code of the same thread holds it.
+ * An event that interrupts another event of its thread, or the runtime
+ * while it holds its lock, is dropped and counted (ktau_user_stats()
+ * dropped); a new timer asked for then is refused (NULL), and so is a
+ * thread's first event (the thread starts at its next event). Not for
+ * signal handlers: the process's first use (it reads the environment and
+ * registers atexit() and pthread_atfork() handlers: call ktau_user_init()
+ * first in main()), a thread's first event when the program created 32
+ * or more pthread keys before the runtime's (glibc then allocates in
+ * pthread_setspecific()), and every other function of this section.
  */
 struct ktau_timer;
 

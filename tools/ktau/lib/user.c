@@ -97,16 +97,20 @@ static struct {
 static struct kt_thread kt_dead = { .gen = 1, .state = KT_DEAD };
 
 static __thread struct kt_thread *kt_cur __attribute__((tls_model("initial-exec")));
+/* The calling thread holds or waits for the lock (with or without state). */
+static __thread int kt_locking __attribute__((tls_model("initial-exec")));
 
 /*
  * The lock of the timer registry and the thread list. The calling thread
  * is marked while it holds or waits for it: its signal handlers' events
- * are then dropped rather than deadlocked (ktau__gen_busy).
+ * are then dropped (ktau__gen_busy), and their first event and new
+ * timers refused (kt_lock_busy), rather than deadlocked.
  */
 static void kt_lock(void)
 {
 	struct kt_thread *th = kt_cur;
 
+	kt_locking++;
 	if (th && th->state == KT_LIVE)
 		th->locking++;
 	pthread_mutex_lock(&g.lock);
@@ -119,6 +123,13 @@ static void kt_unlock(void)
 	pthread_mutex_unlock(&g.lock);
 	if (th && th->state == KT_LIVE && th->locking)
 		th->locking--;
+	kt_locking--;
+}
+
+/* A signal handler interrupted this thread in or before kt_lock(). */
+static inline int kt_lock_busy(void)
+{
+	return kt_locking != 0;
 }
 
 void ktau__lock(void)
@@ -162,11 +173,78 @@ static inline uint64_t kt_conv_ceil(uint64_t units, uint32_t mult, uint32_t shif
 	return (uint64_t)((p + (((unsigned __int128)1 << shift) - 1)) >> shift);
 }
 
+/* ---- Memory a signal handler may take ------------------------------ */
+
+/*
+ * What an event can allocate (a thread's state at its first event, its
+ * growing tables, a new timer and its name) comes from mmap(), which a
+ * signal handler may call, never from malloc(), which it may not: a
+ * handler that interrupted malloc() in the same thread would wait for
+ * the lock its own thread holds, or corrupt the heap. Whole pages: these
+ * are few and long-lived (tables double; timers share chunks, below).
+ */
+struct kt_mhdr {
+	size_t bytes;			/* of the mapping */
+	size_t pad;			/* keeps what follows 16-byte aligned */
+};
+
+static void *kt_zalloc(size_t size)
+{
+	struct kt_mhdr *h;
+	size_t bytes;
+
+	if (size > SIZE_MAX / 2)
+		return NULL;
+	bytes = (size + sizeof(*h) + KT_PAGE - 1) & ~(size_t)(KT_PAGE - 1);
+	h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		return NULL;
+	h->bytes = bytes;
+	return h + 1;
+}
+
+static void kt_mfree(void *p)
+{
+	struct kt_mhdr *h = p;
+
+	if (p)
+		munmap(h - 1, h[-1].bytes);
+}
+
+/*
+ * Timers and their names are never freed: they are carved, under the
+ * lock, from chunks that stay mapped.
+ */
+#define KT_CHUNK	(64 << 10)
+
+static void *kt_carve(size_t size)
+{
+	static char *next;
+	static size_t left;
+	void *p;
+
+	size = (size + 15) & ~(size_t)15;
+	if (size > KT_CHUNK / 4)
+		return kt_zalloc(size);
+	if (left < size) {
+		next = kt_zalloc(KT_CHUNK - sizeof(struct kt_mhdr));
+		if (!next) {
+			left = 0;
+			return NULL;
+		}
+		left = KT_CHUNK - sizeof(struct kt_mhdr);
+	}
+	p = next;
+	next += size;
+	left -= size;
+	return p;
+}
+
 /* ---- Growable arrays ---------------------------------------------- */
 
 static struct kt_blk *blk_new(size_t cap, size_t esz)
 {
-	struct kt_blk *b = calloc(1, sizeof(*b) + cap * esz);
+	struct kt_blk *b = kt_zalloc(sizeof(*b) + cap * esz);
 
 	if (b)
 		b->cap = cap;
@@ -214,18 +292,18 @@ static void free_retired(struct kt_thread *th)
 
 	for (b = th->retired; b; b = next) {
 		next = b->retired;
-		free(b);
+		kt_mfree(b);
 	}
 	th->retired = NULL;
 }
 
 void ktau__data_free(struct kt_data *d)
 {
-	free(d->trace);
-	free(d->stack);
-	free(d->flat);
-	free(d->nodes);
-	free(d->kents);
+	kt_mfree(d->trace);
+	kt_mfree(d->stack);
+	kt_mfree(d->flat);
+	kt_mfree(d->nodes);
+	kt_mfree(d->kents);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -247,23 +325,28 @@ static uint32_t hash_addr(uintptr_t a)
 	return (uint32_t)(x >> 32);
 }
 
-/* Under the lock. */
+/*
+ * Under the lock. A table outgrown stays mapped (all of them together are
+ * less than the last), so that a look-up by ID never reads freed memory.
+ */
 static struct ktau_timer *timer_new(void)
 {
 	struct ktau_timer *t;
 
 	if (g.ntimers == g.cap_timers) {
 		uint32_t cap = g.cap_timers ? g.cap_timers * 2 : 256;
-		struct ktau_timer **n = realloc(g.timers, cap * sizeof(*n));
+		struct ktau_timer **n = kt_zalloc(cap * sizeof(*n));
 
 		if (!n)
 			return NULL;
-		g.timers = n;
+		if (g.ntimers)
+			memcpy(n, g.timers, g.ntimers * sizeof(*n));
+		__atomic_store_n(&g.timers, n, __ATOMIC_RELEASE);
 		g.cap_timers = cap;
 	}
 	if (g.ntimers == KT_NONE - 1)
 		return NULL;
-	t = calloc(1, sizeof(*t));
+	t = kt_carve(sizeof(*t));
 	if (!t)
 		return NULL;
 	t->id = g.ntimers;
@@ -299,6 +382,7 @@ static struct ktau_timer *find_addr(uint32_t h, uintptr_t addr)
 struct ktau_timer *ktau_timer_get(const char *name)
 {
 	struct ktau_timer *t;
+	size_t len;
 	char *copy;
 	uint32_t h;
 
@@ -306,24 +390,22 @@ struct ktau_timer *ktau_timer_get(const char *name)
 		return NULL;
 	h = hash_str(name) % KT_HBUCKETS;
 	t = find_name(h, name);
-	if (t)
+	if (t || kt_lock_busy())
 		return t;
-	copy = strdup(name);
-	if (!copy)
-		return NULL;
+	len = strlen(name) + 1;
 	kt_lock();
 	t = find_name(h, name);
 	if (!t) {
-		t = timer_new();
+		copy = kt_carve(len);
+		t = copy ? timer_new() : NULL;
 		if (t) {
+			memcpy(copy, name, len);
 			t->name = copy;
-			copy = NULL;
 			t->next = g.byname[h];
 			__atomic_store_n(&g.byname[h], t, __ATOMIC_RELEASE);
 		}
 	}
 	kt_unlock();
-	free(copy);
 	return t;
 }
 
@@ -333,7 +415,7 @@ struct ktau_timer *ktau__timer_addr(uintptr_t addr)
 	uint32_t h = hash_addr(addr) % KT_HBUCKETS;
 
 	t = find_addr(h, addr);
-	if (t)
+	if (t || kt_lock_busy())
 		return t;
 	kt_lock();
 	t = find_addr(h, addr);
@@ -620,10 +702,10 @@ static void kt_thread_free(struct kt_thread *th)
 {
 	ktau__data_free(&th->d);
 	free_retired(th);
-	free(th->hash);
-	free(th->last);
-	free(th->cur);
-	free(th);
+	kt_mfree(th->hash);
+	kt_mfree(th->last);
+	kt_mfree(th->cur);
+	kt_mfree(th);
 }
 
 static struct kt_thread *kt_thread_init(void)
@@ -634,30 +716,36 @@ static struct kt_thread *kt_thread_init(void)
 	uint32_t i;
 	int reg_err;
 
+	/*
+	 * A signal handler's first event while its thread holds the lock:
+	 * dropped, and the thread starts at its next event.
+	 */
+	if (kt_lock_busy())
+		return &kt_dead;
 	pthread_once(&g.once, kt_process_init);
 	if (atomic_load(&g.exiting)) {
 		kt_cur = &kt_dead;
 		return &kt_dead;
 	}
 	/*
-	 * The page first: what the set-up below costs in the kernel (a new
-	 * thread's first allocation creates its malloc arena: mmap, munmap,
-	 * mprotect, page faults) is then in the page, and charged to the
+	 * The page first: what the set-up below costs in the kernel (the
+	 * mmap()s of its state and tables, their page faults) is then in
+	 * the page, and charged to the
 	 * interval without timers, which starts here.
 	 */
 	reg_err = g.shared_off ? -ECANCELED : kt_page_open(&page);
 	t_reg = kt_clock();
-	th = calloc(1, sizeof(*th));
+	th = kt_zalloc(sizeof(*th));
 	if (!th) {
 		if (page)
 			kt_page_close(page);
 		kt_cur = &kt_dead;
 		return &kt_dead;
 	}
-	th->last = calloc(1, sizeof(*th->last));
-	th->cur = calloc(1, sizeof(*th->cur));
+	th->last = kt_zalloc(sizeof(*th->last));
+	th->cur = kt_zalloc(sizeof(*th->cur));
 	th->hash_cap = 128;
-	th->hash = malloc(th->hash_cap * sizeof(*th->hash));
+	th->hash = kt_zalloc(th->hash_cap * sizeof(*th->hash));
 	if (!th->last || !th->cur || !th->hash || kt_data_init(&th->d)) {
 		kt_thread_free(th);
 		if (page)
@@ -732,7 +820,7 @@ static int rehash(struct kt_thread *th)
 	uint32_t cap = th->hash_cap * 2, i, *h;
 	struct kt_node *nodes = KT_ITEMS(th->d.nodes, struct kt_node);
 
-	h = malloc(cap * sizeof(*h));
+	h = kt_zalloc(cap * sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	for (i = 0; i < cap; i++)
@@ -743,7 +831,7 @@ static int rehash(struct kt_thread *th)
 		nodes[i].hnext = h[b];
 		h[b] = i;
 	}
-	free(th->hash);
+	kt_mfree(th->hash);
 	th->hash = h;
 	th->hash_cap = cap;
 	return 0;
@@ -1586,10 +1674,10 @@ static void kt_thread_exit(void *arg)
 	kt_lock();
 	th->state = KT_FINISHED;
 	free_retired(th);
-	free(th->hash);
+	kt_mfree(th->hash);
 	th->hash = NULL;
-	free(th->last);
-	free(th->cur);
+	kt_mfree(th->last);
+	kt_mfree(th->cur);
 	th->last = th->cur = NULL;
 	kt_unlock();
 	kt_cur = &kt_dead;

@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -620,6 +622,133 @@ static int t_signal_nested(void)
 	return 0;
 }
 
+/*
+ * A thread's first event, two new timers and a new callpath, all in a
+ * signal handler that interrupted the thread in malloc() or free(): the
+ * runtime must take none of malloc's locks there (a deadlock, cut by
+ * alarm(), or a corrupt heap). Each worker only allocates until its
+ * handler has run once.
+ */
+#define SF_THREADS	64
+
+static atomic_int sf_done[SF_THREADS];	/* 1: the handler's events worked, 2: not */
+static char sf_names[SF_THREADS][2][32];
+static __thread int sf_idx = -1;
+
+static void sf_handler(int sig)
+{
+	int i = sf_idx, e = errno, ok;
+	struct ktau_timer *a, *b;
+
+	(void)sig;
+	if (i < 0 || atomic_load(&sf_done[i]))
+		return;
+	a = ktau_timer_get(sf_names[i][0]);
+	b = ktau_timer_get(sf_names[i][1]);
+	ok = a && b && !ktau_timer_start(a) && !ktau_timer_start(b) &&
+	     !ktau_timer_stop(b) && !ktau_timer_stop(a);
+	atomic_store(&sf_done[i], ok ? 1 : 2);
+	errno = e;
+}
+
+static void *sf_worker(void *arg)
+{
+	unsigned int x = (unsigned int)(long)arg * 2654435761u + 1;
+	volatile char *p;
+
+	sf_idx = (int)(long)arg;
+	while (!atomic_load(&sf_done[sf_idx])) {
+		x = x * 1103515245u + 12345u;
+		/* Above the thread cache's sizes: malloc's arena lock. */
+		p = malloc(2048 + (x >> 16) % 60000);
+		if (p)
+			p[0] = 1;
+		free((void *)p);
+	}
+	return NULL;
+}
+
+static int t_signal_first_event(void)
+{
+	struct sigaction sa = { .sa_handler = sf_handler, .sa_flags = SA_RESTART };
+	char dir[600], path[700], line[4096];
+	int i, ok = 0, ret, found = 0;
+	FILE *f;
+
+	subdir(dir, sizeof(dir), "sigfirst");
+	CHECK(ktau_user_init() >= 0, "init");
+	CHECK(!sigaction(SIGPROF, &sa, NULL), "sigaction");
+	alarm(30);	/* a deadlock fails the test (SIGALRM) rather than hang it */
+	for (i = 0; i < SF_THREADS; i++) {
+		struct timespec ts = { 0, 20000 + (i * 7919 % 61) * 1000 };
+		pthread_t th;
+
+		snprintf(sf_names[i][0], sizeof(sf_names[i][0]), "sig_%d_outer", i);
+		snprintf(sf_names[i][1], sizeof(sf_names[i][1]), "sig_%d_inner", i);
+		CHECK(!pthread_create(&th, NULL, sf_worker, (void *)(long)i), "create");
+		while (!atomic_load(&sf_done[i])) {
+			nanosleep(&ts, NULL);
+			pthread_kill(th, SIGPROF);
+		}
+		pthread_join(th, NULL);
+		ok += atomic_load(&sf_done[i]) == 1;
+	}
+	alarm(0);
+	CHECK(ok == SF_THREADS, "the handler's events worked in %d of %d threads", ok, SF_THREADS);
+	ret = ktau_user_write(dir);
+	CHECK(ret >= SF_THREADS, "%d files", ret);
+	/* One worker's callpath, made in its handler. */
+	for (i = 0; i <= ret && !found; i++) {
+		snprintf(path, sizeof(path), "%s/profile.0.0.%d", dir, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "\"sig_5_outer => sig_5_inner\" 1 ", 28))
+				found = 1;
+		fclose(f);
+	}
+	CHECK(found, "no file has the callpath sig_5_outer => sig_5_inner, 1 call");
+	return 0;
+}
+
+/*
+ * A signal handler in a thread that holds the runtime's lock (as in
+ * ktau_user_write()): a new timer is refused (NULL) and an event dropped,
+ * rather than the thread waiting for itself.
+ */
+static struct ktau_timer *sl_new, *sl_old;
+static int sl_start;
+
+static void sl_handler(int sig)
+{
+	(void)sig;
+	sl_new = ktau_timer_get("made_in_handler");
+	sl_start = ktau_timer_start(sl_old);
+}
+
+static int t_signal_in_lock(void)
+{
+	struct ktau_user_stats st;
+
+	CHECK(ktau_user_init() >= 0, "init");
+	sl_old = ktau_timer_get("old");
+	CHECK(sl_old, "old");
+	signal(SIGUSR2, sl_handler);
+	alarm(30);	/* a deadlock fails the test (SIGALRM) rather than hang it */
+	ktau__lock();
+	raise(SIGUSR2);
+	ktau__unlock();
+	alarm(0);
+	CHECK(!sl_new, "a timer was made under the lock");
+	CHECK(sl_start == -EBUSY, "the handler's start returned %d", sl_start);
+	CHECK(ktau_user_stats(&st) == 0 && st.dropped == 1 && st.depth == 0,
+	      "dropped %llu, depth %d", (unsigned long long)st.dropped, st.depth);
+	/* Out of the lock, the same name makes its timer. */
+	CHECK(ktau_timer_get("made_in_handler"), "no timer after the lock");
+	return 0;
+}
+
 /* Threads: each its own stack and file; finalized at thread exit. */
 static void *worker(void *arg)
 {
@@ -1156,6 +1285,8 @@ static const struct host_test tests[] = {
 	{ "user_names", t_names },
 	{ "user_demangle", t_demangle },
 	{ "user_signal_nested", t_signal_nested },
+	{ "user_signal_first_event", t_signal_first_event },
+	{ "user_signal_in_lock", t_signal_in_lock },
 	{ "user_threads", t_threads },
 	{ "user_live_thread", t_live_thread },
 	{ "user_fork", t_fork },
