@@ -34,6 +34,14 @@
  * explicit attach, counted in refused for an inherited one). A full ring
  * loses new records, counted, and reports them with one KTAU_TRACE_LOST
  * record when there is room again.
+ *
+ * Reuse: the ring of a buffer that went (its thread exited and was read
+ * to its end) is kept for the session's next buffer of the same size, up
+ * to KTAU_TRACE_POOL rings and KTAU_TRACE_POOL_BYTES, so that a traced
+ * job that forks (a shell pipeline, make) does not allocate and clear a
+ * ring at every fork. No writer uses such a ring any more; the reader
+ * reads a buffer's ring only where its own thread wrote. Kept rings are
+ * freed when the session closes.
  */
 
 #include <linux/compat.h>
@@ -52,6 +60,14 @@
 #include <linux/timekeeping.h>
 #include "internal.h"
 
+#define KTAU_TRACE_POOL		16		/* rings kept for reuse */
+#define KTAU_TRACE_POOL_BYTES	(32U << 20)	/* and their bytes */
+
+struct ktau_tring {
+	struct ktau_trec *ring;
+	u32 cap;
+};
+
 struct ktau_tsession {
 	refcount_t ref;			/* the file's and each buffer's */
 	struct mutex lock;		/* the buffer list, attach, read */
@@ -65,22 +81,88 @@ struct ktau_tsession {
 	u64 bytes;
 	/* Under lock; with the buffers' own counts, those of the gone. */
 	u64 tasks, refused, denied, records, lost;
+	/* Rings no buffer uses, for reuse; a buffer may go in any context. */
+	spinlock_t pool_lock;
+	unsigned int pool_n;
+	size_t pool_bytes;
+	struct ktau_tring pool[KTAU_TRACE_POOL];
 };
+
+/* The kept rings go: at close (none is kept after it) and at the end. */
+static void ktau_tring_free_kept(struct ktau_tsession *s)
+{
+	struct ktau_tring kept[KTAU_TRACE_POOL];
+	unsigned long flags;
+	unsigned int n;
+
+	spin_lock_irqsave(&s->pool_lock, flags);
+	n = s->pool_n;
+	memcpy(kept, s->pool, n * sizeof(kept[0]));
+	s->pool_n = 0;
+	s->pool_bytes = 0;
+	spin_unlock_irqrestore(&s->pool_lock, flags);
+	while (n)
+		vfree(kept[--n].ring);
+}
 
 static void ktau_tsession_put(struct ktau_tsession *s)
 {
 	if (!refcount_dec_and_test(&s->ref))
 		return;
+	ktau_tring_free_kept(s);
 	mem_cgroup_put(s->memcg);
 	put_pid_ns(s->ns);
 	kfree(s);
+}
+
+/* A ring of @cap records that no writer uses: kept for reuse, or freed. */
+static void ktau_tring_keep(struct ktau_tsession *s, struct ktau_trec *ring,
+			    u32 cap)
+{
+	size_t bytes = (size_t)cap * sizeof(*ring);
+	unsigned long flags;
+
+	if (!ring)
+		return;
+	spin_lock_irqsave(&s->pool_lock, flags);
+	if (!READ_ONCE(s->closed) && s->pool_n < KTAU_TRACE_POOL &&
+	    s->pool_bytes + bytes <= KTAU_TRACE_POOL_BYTES) {
+		s->pool[s->pool_n].ring = ring;
+		s->pool[s->pool_n].cap = cap;
+		s->pool_n++;
+		s->pool_bytes += bytes;
+		ring = NULL;
+	}
+	spin_unlock_irqrestore(&s->pool_lock, flags);
+	vfree(ring);
+}
+
+/* A kept ring of @cap records, or NULL. */
+static struct ktau_trec *ktau_tring_take(struct ktau_tsession *s, u32 cap)
+{
+	struct ktau_trec *ring = NULL;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&s->pool_lock, flags);
+	for (i = 0; i < s->pool_n; i++) {
+		if (s->pool[i].cap != cap)
+			continue;
+		ring = s->pool[i].ring;
+		s->pool[i] = s->pool[--s->pool_n];
+		s->pool_bytes -= (size_t)cap * sizeof(*ring);
+		break;
+	}
+	spin_unlock_irqrestore(&s->pool_lock, flags);
+	return ring;
 }
 
 static void ktau_tbuf_put(struct ktau_tbuf *b)
 {
 	if (!refcount_dec_and_test(&b->ref))
 		return;
-	vfree(b->ring);
+	/* No writer: the thread let go of it, and the session too. */
+	ktau_tring_keep(b->s, b->ring, b->mask + 1);
 	ktau_tsession_put(b->s);
 	kfree(b);
 }
@@ -104,8 +186,11 @@ static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
 	}
 	old = set_active_memcg(s->memcg);
 	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
-	if (b)
-		b->ring = __vmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (b) {
+		b->ring = ktau_tring_take(s, cap);
+		if (!b->ring)
+			b->ring = __vmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	}
 	set_active_memcg(old);
 	if (!b || !b->ring) {
 		kfree(b);
@@ -333,6 +418,7 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	refcount_set(&s->ref, 1);
 	mutex_init(&s->lock);
+	spin_lock_init(&s->pool_lock);
 	INIT_LIST_HEAD(&s->bufs);
 	s->privileged = perfmon_capable();
 	s->ns = get_pid_ns(task_active_pid_ns(current));
@@ -355,9 +441,11 @@ static int ktau_trace_release(struct inode *inode, struct file *file)
 	LIST_HEAD(gone);
 
 	mutex_lock(&s->lock);
-	s->closed = true;
+	WRITE_ONCE(s->closed, true);
 	list_splice_init(&s->bufs, &gone);
 	mutex_unlock(&s->lock);
+	/* Seen closed by every later ktau_tring_keep(): nothing kept after. */
+	ktau_tring_free_kept(s);
 	list_for_each_entry(b, &gone, node) {
 		WRITE_ONCE(b->stopped, true);
 		b->old_ring = b->ring;

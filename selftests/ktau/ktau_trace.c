@@ -534,4 +534,114 @@ TEST_F_TIMEOUT(trace, inherit_beyond_memory_refused, 120)
 	close(fd);
 }
 
+/*
+ * Rings kept for reuse (ktau.rst, "Trace mode"): the ring of a child that
+ * exited and was read to its end serves the session's next child, so a
+ * traced job that forks does not allocate a ring at each fork, and the
+ * next child's records are its own only. The rings are counted in
+ * /proc/vmallocinfo (root), by their size and allocator.
+ */
+#define REUSE_CAP	8192
+
+static int ring_count(void)
+{
+	size_t bytes = (size_t)REUSE_CAP * sizeof(struct ktau_trace_rec);
+	char line[512], caller[256];
+	unsigned long sz;
+	int n = 0;
+	FILE *f;
+
+	f = fopen("/proc/vmallocinfo", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %lu %255s", &sz, caller) == 2 &&
+		    strstr(caller, "ktau_t") &&
+		    (sz == bytes || sz == bytes + (size_t)getpagesize()))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Everything the session has while the caller is traced too: each read
+ * is a call of its own, so read until a read brings only the caller's.
+ */
+static ssize_t trace_read_others(int fd, char *buf, size_t cap)
+{
+	size_t len = 0, off;
+	bool others;
+	ssize_t n;
+
+	do {
+		n = read(fd, buf + len, cap - len);
+		if (n < 0)
+			return -errno;
+		others = false;
+		for (off = len; off + sizeof(struct ktau_trace_chunk) <= len + n;) {
+			const struct ktau_trace_chunk *ch = (const void *)(buf + off);
+
+			if (ch->tid != gettid())
+				others = true;
+			if (ch->size < sizeof(*ch))
+				return -EBADMSG;
+			off += ch->size;
+		}
+		len += n;
+	} while (others && len < cap);
+	return len;
+}
+
+TEST_F(trace, drained_childs_ring_is_reused)
+{
+	struct tthread t = { 0 };
+	int fd, status, base, i;
+	size_t calls = 0;
+	ssize_t len;
+	pid_t pid;
+
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_INHERIT, REUSE_CAP, 0));
+	base = ring_count();
+	ASSERT_LE(1, base) TH_LOG("no trace ring in /proc/vmallocinfo");
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		for (i = 0; i < 50; i++)
+			syscall(SYS_getppid);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	/* Read to its end: the child's buffer goes, its ring is kept. */
+	ASSERT_LE(0, trace_read_others(fd, self->buf, TRACE_BUF));
+	EXPECT_EQ(base + 1, ring_count()) TH_LOG("the first child's ring was not kept");
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		for (i = 0; i < CHILD_CALLS; i++)
+			syscall(SYS_getppid);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(base + 1, ring_count()) TH_LOG("the second child got a new ring");
+	len = trace_read_others(fd, self->buf, TRACE_BUF);
+	ASSERT_LE(0, len);
+	ASSERT_EQ(0, trace_gather(self->buf, len, pid, &t));
+	EXPECT_TRUE(t.flags & KTAU_TRACE_EXITED);
+	EXPECT_EQ(0, t.lost);
+	for (i = 0; i < (int)t.n; i++)
+		if (t.r[i].kind == KTAU_TRACE_CALL && t.r[i].id == KTAU_ID_GETPPID)
+			calls++;
+	/* Its own calls only: none of the first child's records. */
+	EXPECT_EQ(CHILD_CALLS, calls);
+	EXPECT_EQ(0, trace_detach(fd, 0));
+	close(fd);
+	/* Closed: the kept rings are freed with the session. */
+	EXPECT_EQ(base - 1, ring_count());
+	free(t.r);
+}
+
 TEST_HARNESS_MAIN
