@@ -163,7 +163,8 @@ setup() {
 	ktau-all-shared)
 		echo "all on" >/proc/ktau/control; flags=-s ;;
 	ktau-all-trace)
-		# Trace mode: the benchmark's thread traced, every group.
+		# Trace mode: the benchmark's thread traced, every group (in
+		# work, the processes of the pipeline too).
 		echo "all on" >/proc/ktau/control; flags=-t ;;
 	ktau-*)
 		echo "all off" >/proc/ktau/control

@@ -11,9 +11,12 @@
  *   -r RUNS  runs; the best is printed (default 5)
  *   -s       register a KTAU shared page (KTAU_IOC_SHARED_REGISTER) in
  *            every process of the benchmark that runs the timed loop
- *   -t       trace the calling thread (KTAU trace mode, ABI 1.5; not its
- *            children), a buffer of 2^20 records drained before each run,
- *            outside the timing; its records and losses go to stderr
+ *   -t       trace the calling thread (KTAU trace mode, ABI 1.5), a
+ *            buffer of 2^20 records drained before each run, outside the
+ *            timing; for exec, also every process CMD starts
+ *            (KTAU_TRACE_INHERIT), 2^16 records a thread; the records,
+ *            threads, refused attaches and losses go to stderr, and a
+ *            refused attach fails the benchmark
  *   -v       print every run's figure on stderr
  * BENCH:
  *   getppid        null system call (loop overhead subtracted)
@@ -110,11 +113,22 @@ static void shared_register(void)
 }
 
 /* -t: a trace session with the calling thread in it. */
-static void trace_start(void)
+static void trace_start(int inherit)
 {
 	struct ktau_trace_attr a = {
 		.size = sizeof(a), .capacity = 1U << 20,
 	};
+
+	/*
+	 * Each thread of the command gets a buffer of the same size: 2^16
+	 * records (2 MiB), ktaud trace's default, keeps a run's processes
+	 * well inside the session's KTAU_TRACE_MAX_BYTES, and is more than
+	 * any of them writes.
+	 */
+	if (inherit) {
+		a.flags = KTAU_TRACE_INHERIT;
+		a.capacity = 1U << 16;
+	}
 
 	trace_fd = open("/proc/ktau/trace", O_RDONLY);
 	if (trace_fd < 0)
@@ -150,8 +164,15 @@ static void trace_report(void)
 		return;
 	if (ioctl(trace_fd, KTAU_IOC_TRACE_STATS, &st) < 0)
 		die("KTAU_IOC_TRACE_STATS");
-	fprintf(stderr, "trace: %llu records, %llu lost\n",
-		(unsigned long long)st.records, (unsigned long long)st.lost);
+	fprintf(stderr, "trace: %llu records, %llu threads, %llu refused, %llu lost\n",
+		(unsigned long long)st.records, (unsigned long long)st.tasks,
+		(unsigned long long)st.refused, (unsigned long long)st.lost);
+	/* A thread left untraced would flatter the figure. */
+	if (st.refused) {
+		fprintf(stderr, "%s: %llu threads were not traced (trace limits)\n",
+			prog, (unsigned long long)st.refused);
+		exit(1);
+	}
 }
 
 /* The empty loop, per iteration, to subtract from system call loops. */
@@ -585,7 +606,7 @@ int main(int argc, char **argv)
 
 	shared_register();
 	if (opt_trace)
-		trace_start();
+		trace_start(!strcmp(bench, "exec"));
 	if (!strcmp(bench, "fulltable"))
 		fill_table();
 	for (int r = 0; r < runs; r++) {
