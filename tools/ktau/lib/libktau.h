@@ -442,9 +442,10 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  * from malloc(), and they take the runtime's lock only to add a thread or
  * a timer, never while the interrupted code of the same thread holds it.
  * An event that interrupts another event of its thread, or the runtime
- * while it holds its lock, is dropped and counted (ktau_user_stats()
- * dropped); a new timer asked for then is refused (NULL), and so is a
- * thread's first event (the thread starts at its next event). Not for
+ * while it holds its lock (also in its fork() handlers), is dropped and
+ * counted (ktau_user_stats() dropped); a new timer asked for then is
+ * refused (NULL), and so is a thread's first event, or an event inside
+ * it (the thread starts at its next event). Not for
  * signal handlers: the process's first use (it reads the environment and
  * registers atexit() and pthread_atfork() handlers: call ktau_user_init()
  * first in main()), a thread's first event when the program created 32

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,8 @@ static struct kt_thread kt_dead = { .gen = 1, .state = KT_DEAD };
 static __thread struct kt_thread *kt_cur __attribute__((tls_model("initial-exec")));
 /* The calling thread holds or waits for the lock (with or without state). */
 static __thread int kt_locking __attribute__((tls_model("initial-exec")));
+/* The calling thread is making its state (its first event). */
+static __thread int kt_starting __attribute__((tls_model("initial-exec")));
 
 /*
  * The lock of the timer registry and the thread list. The calling thread
@@ -535,6 +538,26 @@ static void kt_process_init(void)
 	g.fd_err = ret;
 }
 
+/* Strings to stderr in one write(), async-signal-safe; NULL ends them. */
+static void kt_say(const char *s, ...)
+{
+	char buf[512];
+	size_t len = 0, n;
+	va_list ap;
+
+	va_start(ap, s);
+	for (; s; s = va_arg(ap, const char *)) {
+		n = strlen(s);
+		if (n > sizeof(buf) - 1 - len)
+			n = sizeof(buf) - 1 - len;
+		memcpy(buf + len, s, n);
+		len += n;
+	}
+	va_end(ap);
+	if (write(STDERR_FILENO, buf, len) < 0)
+		return;
+}
+
 static void report_unregistered(int err)
 {
 	const char *why, *what;
@@ -563,12 +586,13 @@ static void report_unregistered(int err)
 		what = "register one page per thread";
 		break;
 	default:
-		why = strerror(-err);
+		why = strerrordesc_np(-err);
 		what = "see ktaud(1) and Documentation/trace/ktau.rst";
 		break;
 	}
-	fprintf(stderr, "libktau: kernel routines are not charged to user timers: %s; "
-		"the timers work without them (%s)\n", why, what);
+	/* A thread's first event may be in a signal handler: no stdio. */
+	kt_say("libktau: kernel routines are not charged to user timers: ", why ? why : "?",
+	       "; the timers work without them (", what, ")\n", NULL);
 }
 
 static void kt_page_reset_copy(struct kt_thread *th)
@@ -708,7 +732,7 @@ static void kt_thread_free(struct kt_thread *th)
 	kt_mfree(th);
 }
 
-static struct kt_thread *kt_thread_init(void)
+static struct kt_thread *kt_thread_make(void)
 {
 	struct ktau_shared *page = NULL;
 	struct kt_thread *th;
@@ -777,6 +801,22 @@ static struct kt_thread *kt_thread_init(void)
 		report_unregistered(th->reg_err);
 	th->d.idle_open = 1;
 	th->d.idle_t0 = page ? t_reg : kt_clock();
+	return th;
+}
+
+/*
+ * A signal handler's first event inside the thread's own first event is
+ * dropped, as one under the lock: the thread has one state.
+ */
+static struct kt_thread *kt_thread_init(void)
+{
+	struct kt_thread *th;
+
+	if (kt_starting)
+		return &kt_dead;
+	kt_starting = 1;
+	th = kt_thread_make();
+	kt_starting = 0;
 	return th;
 }
 
@@ -1341,6 +1381,9 @@ static struct kt_blk *blk_copy(const struct kt_blk *b, size_t n, size_t esz)
 static int data_copy(struct kt_data *dst, const struct kt_data *src)
 {
 	*dst = *src;
+	/* The thread's trace is its own: the copy is closed without it. */
+	dst->trace = NULL;
+	dst->ntrace = 0;
 	dst->stack = blk_copy(src->stack, src->depth, sizeof(struct kt_frame));
 	dst->flat = blk_copy(src->flat, src->nflat, sizeof(struct kt_flat));
 	dst->nodes = blk_copy(src->nodes, src->nnodes, sizeof(struct kt_node));
@@ -1683,14 +1726,15 @@ static void kt_thread_exit(void *arg)
 	kt_cur = &kt_dead;
 }
 
+/* Marked as kt_lock() marks it: a handler during fork() waits for nothing. */
 static void kt_fork_prepare(void)
 {
-	pthread_mutex_lock(&g.lock);
+	kt_lock();
 }
 
 static void kt_fork_parent(void)
 {
-	pthread_mutex_unlock(&g.lock);
+	kt_unlock();
 }
 
 /* The child starts its own profile: its thread only, from zero. */
@@ -1732,7 +1776,7 @@ static void kt_fork_child(void)
 	struct kt_thread *self = kt_cur, *th, *next;
 	char *od;
 
-	pthread_mutex_unlock(&g.lock);
+	kt_unlock();
 	for (th = g.threads; th; th = next) {
 		next = th->next;
 		if (th == self)

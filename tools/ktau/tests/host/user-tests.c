@@ -749,6 +749,72 @@ static int t_signal_in_lock(void)
 	return 0;
 }
 
+/*
+ * The same in fork(): a handler that runs while the runtime's fork
+ * handler holds its lock. An atfork prepare handler registered before
+ * the runtime's runs after it, with the lock held: it raises the signal.
+ */
+static void sf_prepare(void)
+{
+	raise(SIGUSR2);
+}
+
+static int t_signal_in_fork(void)
+{
+	int status;
+	pid_t pid;
+
+	CHECK(!pthread_atfork(sf_prepare, NULL, NULL), "pthread_atfork");
+	CHECK(ktau_user_init() >= 0, "init");
+	sl_old = ktau_timer_get("old");
+	CHECK(sl_old, "old");
+	signal(SIGUSR2, sl_handler);
+	alarm(30);	/* a deadlock fails the test (SIGALRM) rather than hang it */
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0)
+		_exit(ktau_timer_get("child_timer") ? 0 : 1);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "child: status %#x", status);
+	alarm(0);
+	CHECK(!sl_new, "a timer was made under the lock");
+	CHECK(sl_start == -EBUSY, "the handler's start returned %d", sl_start);
+	CHECK(ktau_timer_get("made_in_handler"), "no timer after the fork");
+	return 0;
+}
+
+/*
+ * A handler inside a thread's own first event (a signal while the thread
+ * makes its state): its event is dropped, and the thread has one state
+ * and one file (it had two: the handler made a second).
+ */
+static void *first_event_worker(void *arg)
+{
+	(void)arg;
+	on_clock = raise_once;	/* the first clock read is in the set-up */
+	ktau_timer_start_name("t_work");
+	ktau_timer_stop_name("t_work");
+	return NULL;
+}
+
+static int t_signal_in_first_event(void)
+{
+	char dir[600];
+	pthread_t th;
+	int ret;
+
+	subdir(dir, sizeof(dir), "first-event");
+	signal(SIGUSR1, handler);
+	CHECK(simulate(0, 0) == 0, "setup");
+	CHECK(!pthread_create(&th, NULL, first_event_worker, NULL), "create");
+	pthread_join(th, NULL);
+	CHECK(in_handler_ret == -EBUSY, "the handler's start returned %d", in_handler_ret);
+	ret = ktau_user_write(dir);
+	CHECK(ret == 1, "%d files (the worker has one state)", ret);
+	return 0;
+}
+
 /* Threads: each its own stack and file; finalized at thread exit. */
 static void *worker(void *arg)
 {
@@ -1194,6 +1260,41 @@ static int t_ranks_shared_dir(void)
 	return 0;
 }
 
+
+/*
+ * A child with the user trace on in @dir (made here), from a simulated
+ * clock at 1000: the pid in the parent, 0 in the child, -1 on error.
+ */
+static pid_t fork_user_traced(const char *dir)
+{
+	pid_t pid;
+
+	if (mkdir(dir, 0755))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		setenv("KTAU_TRACE_USER", dir, 1);
+		simulate(1000, 0);
+	}
+	return pid;
+}
+
+/* The user trace file the child @pid wrote into @dir, into @buf: bytes, or -1. */
+static ssize_t read_user_trace(const char *dir, pid_t pid, char *buf, size_t size)
+{
+	char path[800];
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/user.%d.ktuser", dir, (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	len = fread(buf, 1, size, f);
+	fclose(f);
+	return (ssize_t)len;
+}
 /*
  * KTAU_TRACE_USER (ktaud trace): every completed routine with its start
  * and end, written at exit (a routine still open then ends at the exit)
@@ -1226,21 +1327,16 @@ static int t_trace_user(void)
 		{ 1, 1700, "io" }, { 0, 1800, "io" }, { 0, 2500, "main" },
 	};
 	struct { struct ev v[16]; int n; const struct ktau_trace *t; } c = { .n = 0 };
-	char dir[600], path[800], buf[4096];
+	char dir[600], buf[4096];
 	struct ktau_trace *t;
 	int status, i;
-	size_t len;
+	ssize_t len;
 	pid_t pid;
-	FILE *f;
 
 	subdir(dir, sizeof(dir), "trace-user");
-	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
-	fflush(stdout);
-	pid = fork();
-	CHECK(pid >= 0, "fork");
+	pid = fork_user_traced(dir);
+	CHECK(pid >= 0, "fork in %s", dir);
 	if (pid == 0) {
-		setenv("KTAU_TRACE_USER", dir, 1);
-		simulate(1000, 0);
 		if (at_start(1000, "main") || at_start(1100, "compute") || at_stop(1600, "compute") ||
 		    at_start(1700, "io") || at_stop(1800, "io"))
 			_exit(1);
@@ -1249,13 +1345,10 @@ static int t_trace_user(void)
 	}
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
 	      "child");
-	snprintf(path, sizeof(path), "%s/user.%d.ktuser", dir, (int)pid);
-	f = fopen(path, "r");
-	CHECK(f, "no %s", path);
-	len = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
+	len = read_user_trace(dir, pid, buf, sizeof(buf));
+	CHECK(len >= 0, "no user trace of %d in %s", (int)pid, dir);
 	t = ktau_trace_new();
-	CHECK(t && ktau_trace_add_user(t, buf, len) == 0, "read back: %s", ktau_trace_error());
+	CHECK(t && ktau_trace_add_user(t, buf, (size_t)len) == 0, "read back: %s", ktau_trace_error());
 	CHECK(t->nthreads == 1 && t->threads[0].nrecs == 3 && t->threads[0].tid == pid,
 	      "%zu threads, %zu records", t->nthreads, t->nthreads ? t->threads[0].nrecs : 0);
 	c.t = t;
@@ -1266,8 +1359,49 @@ static int t_trace_user(void)
 		      (unsigned long long)c.v[i].ts, c.v[i].name);
 	/* A corrupt file is an error, not a crash. */
 	buf[8] = 9;
-	CHECK(ktau_trace_add_user(t, buf, len) == -EBADMSG, "bad version accepted");
+	CHECK(ktau_trace_add_user(t, buf, (size_t)len) == -EBADMSG, "bad version accepted");
 	CHECK(ktau_trace_add_user(t, buf, 20) == -EBADMSG, "cut file accepted");
+	ktau_trace_free(t);
+	return 0;
+}
+
+/*
+ * A profile written while the thread's routines run, with the user trace
+ * on: the copy closed for the file must leave the thread's trace alone
+ * (it freed the live trace block, and its closing added records to it).
+ */
+static int t_trace_user_write_live(void)
+{
+	char dir[600], out[600], buf[4096];
+	struct ktau_trace *t;
+	ssize_t len;
+	int status;
+	pid_t pid;
+
+	subdir(dir, sizeof(dir), "trace-live");
+	subdir(out, sizeof(out), "trace-live-profile");
+	pid = fork_user_traced(dir);
+	CHECK(pid >= 0, "fork in %s", dir);
+	if (pid == 0) {
+		if (at_start(1000, "main") || at_start(1100, "inner"))
+			_exit(1);
+		now_ns = 1150;
+		if (ktau_user_write(out) != 1)
+			_exit(2);
+		if (at_stop(1200, "inner") || at_start(1300, "io") || at_stop(1400, "io"))
+			_exit(3);
+		now_ns = 2000;
+		exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "child: status %#x", status);
+	len = read_user_trace(dir, pid, buf, sizeof(buf));
+	CHECK(len >= 0, "no user trace of %d in %s", (int)pid, dir);
+	t = ktau_trace_new();
+	CHECK(t && ktau_trace_add_user(t, buf, (size_t)len) == 0, "read back: %s", ktau_trace_error());
+	/* inner, io, main: none from the copy's closing. */
+	CHECK(t->nthreads == 1 && t->threads[0].nrecs == 3, "%zu threads, %zu records",
+	      t->nthreads, t->nthreads ? t->threads[0].nrecs : 0);
 	ktau_trace_free(t);
 	return 0;
 }
@@ -1287,6 +1421,8 @@ static const struct host_test tests[] = {
 	{ "user_signal_nested", t_signal_nested },
 	{ "user_signal_first_event", t_signal_first_event },
 	{ "user_signal_in_lock", t_signal_in_lock },
+	{ "user_signal_in_fork", t_signal_in_fork },
+	{ "user_signal_in_first_event", t_signal_in_first_event },
 	{ "user_threads", t_threads },
 	{ "user_live_thread", t_live_thread },
 	{ "user_fork", t_fork },
@@ -1297,6 +1433,7 @@ static const struct host_test tests[] = {
 	{ "user_outdir_force", t_outdir_force },
 	{ "user_ranks_shared_dir", t_ranks_shared_dir },
 	{ "user_trace", t_trace_user },
+	{ "user_trace_write_live", t_trace_user_write_live },
 };
 
 int main(int argc, char **argv)
