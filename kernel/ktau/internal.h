@@ -161,7 +161,9 @@ struct ktau_tbuf {
 	u32 flags;			/* KTAU_TRACE_INHERIT */
 	u64 groups;
 	bool stopped;			/* no more records: exit, detach */
-	bool exited;			/* tid, pid, comm are set */
+	bool exited;			/* the thread exited; named */
+	bool named;			/* tid, pid, comm are set: the */
+					/* thread let go of the buffer */
 	bool detached;
 	bool reported;			/* the last chunk was read */
 	/* Records lost since the last LOST record, their first and last end. */

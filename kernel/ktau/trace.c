@@ -356,7 +356,8 @@ void ktau_trace_free(struct ktau_task *kt)
 		return;
 	kt->trace = NULL;
 	b->stopped = true;
-	smp_store_release(&b->exited, true);	/* tid 0: none */
+	smp_store_release(&b->named, true);	/* tid 0: none */
+	smp_store_release(&b->exited, true);
 	static_branch_slow_dec_deferred(&ktau_extra_key);
 	ktau_tbuf_put(b);
 }
@@ -374,6 +375,19 @@ void ktau_trace_stop(struct ktau_task *kt)
 		WRITE_ONCE(b->stopped, true);
 }
 
+/*
+ * The thread lets go of @b and may be freed while @b is still read: keep
+ * its names in @b for ktau_tbuf_tid().
+ */
+static void ktau_tbuf_name(struct ktau_tsession *s, struct ktau_tbuf *b,
+			   struct task_struct *tsk)
+{
+	b->tid = task_pid_nr_ns(tsk, s->ns);
+	b->pid = task_tgid_nr_ns(tsk, s->ns);
+	get_task_comm(b->comm, tsk);
+	smp_store_release(&b->named, true);	/* the names before */
+}
+
 /* do_exit(): the buffer stays in the session until read; names kept. */
 void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt)
 {
@@ -384,9 +398,7 @@ void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt)
 		return;
 	s = b->s;
 	WRITE_ONCE(b->stopped, true);
-	b->tid = task_pid_nr_ns(tsk, s->ns);
-	b->pid = task_tgid_nr_ns(tsk, s->ns);
-	get_task_comm(b->comm, tsk);
+	ktau_tbuf_name(s, b, tsk);
 	smp_store_release(&b->exited, true);	/* the names before */
 	ktau_trace_drop(tsk, kt);
 }
@@ -407,6 +419,8 @@ void ktau_trace_exec_nondumpable(struct ktau_task *kt)
 	s->denied++;
 	b->detached = true;
 	mutex_unlock(&s->lock);
+	/* Its records stay to be read after the thread is gone. */
+	ktau_tbuf_name(s, b, current);
 	ktau_trace_drop(current, kt);
 }
 
@@ -530,8 +544,9 @@ out:
 
 /*
  * The thread of @b, in the session's namespace: its tid, and its tgid and
- * name if asked. Its task is used only before it exited, which comes long
- * before the task can be freed (an RCU grace period after its release).
+ * name if asked. Its task is used only while it holds @b (until it exits,
+ * or a non-dumpable exec drops @b), which comes long before the task can
+ * be freed (an RCU grace period after its release); then the names kept.
  */
 static pid_t ktau_tbuf_tid(struct ktau_tsession *s, struct ktau_tbuf *b,
 			   pid_t *pid, char *comm)
@@ -539,8 +554,8 @@ static pid_t ktau_tbuf_tid(struct ktau_tsession *s, struct ktau_tbuf *b,
 	pid_t tid;
 
 	rcu_read_lock();
-	/* Pairs with the release in ktau_trace_exit(): the names first. */
-	if (smp_load_acquire(&b->exited)) {
+	/* Pairs with the release in ktau_tbuf_name(): the names first. */
+	if (smp_load_acquire(&b->named)) {
 		tid = b->tid;
 		if (pid)
 			*pid = b->pid;

@@ -731,35 +731,6 @@ static void __attribute__((constructor)) suid_child(void)
 	_exit(0);
 }
 
-static int copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in, out, ret = 0;
-	ssize_t n;
-
-	in = open(from, O_RDONLY);
-	if (in < 0)
-		return -errno;
-	out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0700);
-	if (out < 0) {
-		ret = -errno;
-		close(in);
-		return ret;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, n) != n) {
-			ret = -EIO;
-			break;
-		}
-	if (n < 0)
-		ret = -errno;
-	if (!ret && fchmod(out, mode))
-		ret = -errno;
-	close(in);
-	close(out);
-	return ret;
-}
-
 /*
  * As KTAU_USER_ID: open a collector, and have a member exec @path, which
  * gives up what it gained and exits; the collector's stats in *st.
@@ -821,7 +792,7 @@ TEST_F_TIMEOUT(exitprof, setuid_exec_leaves_unprivileged_collector, 30)
 	for (i = 0; i < 2; i++) {
 		/* i == 0: set-user-ID root; i == 1: the plain program. */
 		snprintf(path, sizeof(path), "%s/prog%d", dir, i);
-		ASSERT_EQ(0, copy_file("/proc/self/exe", path, i ? 0755 : 04755));
+		ASSERT_EQ(0, ktau_copy_file("/proc/self/exe", path, i ? 0755 : 04755));
 		memset(&st[i], 0, sizeof(st[i]));
 		pid = fork();
 		ASSERT_LE(0, pid);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "ktau_util.h"
@@ -532,6 +533,111 @@ TEST_F_TIMEOUT(trace, inherit_beyond_memory_refused, 120)
 	EXPECT_EQ(3, st.refused);
 	ASSERT_LE(0, trace_read_all(fd, self->buf, TRACE_BUF));
 	close(fd);
+}
+
+/*
+ * As KTAU_USER_ID, traced with inheritance: a child makes NONDUMP_CALLS
+ * getppid() calls and execs @path (set-user-ID root), which makes
+ * EXEC_CALLS more as root and exits. The stats and the child's records,
+ * read once the child is gone, go to @out. 0, or the step that failed.
+ */
+#define NONDUMP_CALLS	5
+
+struct nondump_out {
+	pid_t child;
+	__u64 denied, getppid;
+	__u32 flags, chunks;
+};
+
+static int run_nondumpable(const char *path, char *buf, struct nondump_out *out)
+{
+	static char env[] = EXEC_ENV "=1";
+	struct ktau_trace_stats st;
+	char *argv[2], *envp[2];
+	struct tthread t = { 0 };
+	int fd, status, i;
+	ssize_t len;
+	pid_t pid;
+
+	if (ktau_become(KTAU_USER_ID, 0))
+		return 1;
+	fd = trace_open();
+	if (fd < 0 || trace_attach(fd, 0, KTAU_TRACE_INHERIT, 4096, 0))
+		return 2;
+	pid = fork();
+	if (pid < 0)
+		return 3;
+	if (pid == 0) {
+		for (i = 0; i < NONDUMP_CALLS; i++)
+			syscall(SYS_getppid);
+		argv[0] = (char *)path;
+		argv[1] = NULL;
+		envp[0] = env;
+		envp[1] = NULL;
+		execve(path, argv, envp);
+		_exit(21);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 4;
+	if (trace_detach(fd, 0))
+		return 5;
+	/* Long enough for the child's task to be freed (RCU). */
+	usleep(200 * 1000);
+	len = trace_read_all(fd, buf, TRACE_BUF);
+	if (len < 0 || trace_gather(buf, len, pid, &t))
+		return 6;
+	if (ioctl(fd, KTAU_IOC_TRACE_STATS, &st))
+		return 7;
+	out->child = pid;
+	out->denied = st.denied;
+	out->flags = t.flags;
+	out->chunks = t.n ? 1 : 0;
+	for (i = 0; i < (int)t.n; i++)
+		if (t.r[i].kind == KTAU_TRACE_CALL && t.r[i].id == KTAU_ID_GETPPID)
+			out->getppid++;
+	free(t.r);
+	close(fd);
+	return 0;
+}
+
+/*
+ * An unprivileged opener's traced child that execs a set-user-ID program
+ * leaves the session there (denied): its records up to the exec stay,
+ * under its own tid and flagged detached, after it exited and its task
+ * was freed (the session kept its names: before, the reader took them
+ * from the freed task), and none of what it did as root is there.
+ */
+TEST_F_TIMEOUT(trace, nondumpable_exec_keeps_names, 30)
+{
+	char dir[] = "/tmp/ktau-tsuid.XXXXXX", path[64];
+	struct nondump_out *out;
+	int status, step;
+	pid_t pid;
+
+	out = mmap(NULL, sizeof(*out), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, out);
+	memset(out, 0, sizeof(*out));
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	ASSERT_EQ(0, ktau_copy_file("/proc/self/exe", path, 04755));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(run_nondumpable(path, self->buf, out));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	unlink(path);
+	rmdir(dir);
+	step = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+	ASSERT_EQ(0, step) TH_LOG("step %d failed", step);
+	TH_LOG("child %d: denied %llu, getppid records %llu, flags %#x", out->child,
+	       (unsigned long long)out->denied, (unsigned long long)out->getppid, out->flags);
+	EXPECT_EQ(1, out->denied);
+	EXPECT_EQ(1, out->chunks) TH_LOG("no records under the child's tid");
+	EXPECT_EQ(NONDUMP_CALLS, out->getppid);
+	EXPECT_TRUE(out->flags & KTAU_TRACE_DETACHED);
+	munmap(out, sizeof(*out));
 }
 
 /*

@@ -24,6 +24,7 @@
 #include <grp.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
@@ -696,6 +697,36 @@ static inline __u64 ktau_rec_sum_excl(const struct ktau_task_rec *r)
 #define KTAU_USER_ID		1000
 #define KTAU_OTHER_ID		1001
 #define KTAU_CAP(cap)		(1ull << (cap))
+
+/* Copy @from to a new file @to, then give it @mode; 0 or -errno. */
+static inline int ktau_copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open(from, O_RDONLY);
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0700);
+	if (out < 0) {
+		ret = -errno;
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n) {
+			ret = -EIO;
+			break;
+		}
+	if (n < 0)
+		ret = -errno;
+	if (!ret && fchmod(out, mode))
+		ret = -errno;
+	close(in);
+	close(out);
+	return ret;
+}
 
 /*
  * Become uid (gid uid, no supplementary groups) with exactly the
