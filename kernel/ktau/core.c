@@ -1341,9 +1341,21 @@ EXPORT_SYMBOL_GPL(__ktau_stop);
  * on: the task's shared page and the handlers. @f is the closed frame,
  * still intact.
  */
-void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
-		      struct ktau_frame *f, unsigned int group, u64 incl,
-		      u64 excl)
+/* A traced call's record: inline when it fits. */
+static __always_inline void ktau_trace_call(struct ktau_tbuf *b,
+					    unsigned int group, u32 id,
+					    u64 start, u64 end,
+					    unsigned int depth)
+{
+	if (!ktau_trace_try(b, group, id, start, end, depth))
+		ktau_trace_put_slow(b, start, end, id, depth, KTAU_TRACE_CALL);
+}
+
+/* The pop's extra work with the shared page or handlers: calls. */
+static noinline void __ktau_pop_notify(struct ktau_task *kt,
+				       struct ktau_slot *s,
+				       struct ktau_frame *f, unsigned int group,
+				       u64 incl, u64 excl)
 {
 	/* A routine that recursed charged f->dup: __ktau_pop_recursive(). */
 	u64 incl_add = f->tag & KTAU_TAG_FLAGS ? f->dup : incl;
@@ -1360,6 +1372,27 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 	ktau_notify_syscall_start(kt, f);
 	__ktau_notify(KTAU_HEV_STOP, group, ktau_frame_id(f->tag, group),
 		      f->start + incl, incl);
+}
+
+/*
+ * A traced call that needs neither the shared page nor a handler writes
+ * its record inline and calls nothing (at most the trace's slow path, as
+ * a tail call), so that the trace alone saves no register.
+ */
+void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
+		      struct ktau_frame *f, unsigned int group, u64 incl,
+		      u64 excl)
+{
+	struct ktau_tbuf *b;
+
+	if (kt->shared || ktau_handlers_want(group)) {
+		__ktau_pop_notify(kt, s, f, group, incl, excl);
+		return;
+	}
+	b = READ_ONCE(kt->trace);
+	if (b)
+		ktau_trace_call(b, group, s->id, f->start, f->start + incl,
+				kt->depth);
 }
 
 /*

@@ -179,25 +179,24 @@ void ktau_trace_put_slow(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
 /*
  * A call of @id of @group ended: it ran from @start to @end (clock), at
  * @depth. Inline in the pop's extra work, the common case: a record that
- * fits, none lost before it; anything else takes the slow path. The only
- * writer is the thread, interrupts off: plain stores, and the release of
- * head publishes the record to the reader.
+ * fits, none lost before it, or a group not traced; false sends the
+ * record to ktau_trace_put_slow(). The only writer is the thread,
+ * interrupts off: plain stores, and the release of head publishes the
+ * record to the reader.
  */
-static __always_inline void ktau_trace_call(struct ktau_tbuf *b, unsigned int group,
-					    u32 id, u64 start, u64 end,
-					    unsigned int depth)
+static __always_inline bool ktau_trace_try(struct ktau_tbuf *b, unsigned int group,
+					   u32 id, u64 start, u64 end,
+					   unsigned int depth)
 {
 	struct ktau_trec *ring = READ_ONCE(b->ring), *r;
 	unsigned long head = b->head;
 
 	if (!(b->groups & BIT_ULL(group)))
-		return;
+		return true;
 	if (unlikely(!ring || READ_ONCE(b->stopped) || b->lost_pending ||
 		     /* Pairs with the reader's release: done with the slots. */
-		     head - smp_load_acquire(&b->tail) > b->mask)) {
-		ktau_trace_put_slow(b, start, end, id, depth, KTAU_TRACE_CALL);
-		return;
-	}
+		     head - smp_load_acquire(&b->tail) > b->mask))
+		return false;
 	/*
 	 * depth < KTAU_STACK_DEPTH here: no clamp to u16 (KTAU_DEPTH_DEAD
 	 * comes with stopped, above).
@@ -208,6 +207,7 @@ static __always_inline void ktau_trace_call(struct ktau_tbuf *b, unsigned int gr
 	r->meta = ktau_trec_meta(id, depth, KTAU_TRACE_CALL);
 	/* The record before head: pairs with the reader's acquire. */
 	smp_store_release(&b->head, head + 1);
+	return true;
 }
 
 void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id);

@@ -37,9 +37,10 @@
  *
  * Reuse: the ring of a buffer that went (its thread exited and was read
  * to its end) is kept for the session's next buffer of the same size, up
- * to KTAU_TRACE_POOL rings and KTAU_TRACE_POOL_BYTES, so that a traced
- * job that forks (a shell pipeline, make) does not allocate and clear a
- * ring at every fork. No writer uses such a ring any more; the reader
+ * to KTAU_TRACE_POOL rings and KTAU_TRACE_POOL_BYTES (on top of the
+ * KTAU_TRACE_MAX_BYTES of live rings, charged likewise), so that a
+ * traced job that forks (a shell pipeline, make) does not allocate and
+ * clear a ring at every fork. No writer uses such a ring any more; the reader
  * reads a buffer's ring only where its own thread wrote. Kept rings are
  * freed when the session closes.
  */
@@ -254,7 +255,7 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
 }
 
 /*
- * The writer's slow path (ktau_trace_call() has the fast one): a record
+ * The writer's slow path (ktau_trace_try() has the fast one): a record
  * that may not fit, or that follows lost ones, and events. Interrupts
  * off, the thread's own context.
  */

@@ -710,7 +710,9 @@ TEST_F(trace, drained_childs_ring_is_reused)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_INHERIT, REUSE_CAP, 0));
 	base = ring_count();
-	ASSERT_LE(1, base) TH_LOG("no trace ring in /proc/vmallocinfo");
+	if (base == -EACCES)
+		SKIP(return, "/proc/vmallocinfo is root's");
+	ASSERT_LE(1, base) TH_LOG("no trace ring in /proc/vmallocinfo (%d)", base);
 
 	pid = fork();
 	ASSERT_LE(0, pid);
