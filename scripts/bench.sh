@@ -66,7 +66,7 @@ else
 	# runs the benchmarks in the same order. The longest first.
 	runs=""
 	for c in ${KTAU_BENCH_CONFIGS:-peer-ftrace-profiler peer-ftrace-syscalls peer-bpf-syscount peer-idle
-		 peer-ftrace-kvm baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault
+		 peer-ftrace-kvm baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault
 		 ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace}; do
 		case $c in
 		baseline) k=noktau ;;
@@ -117,6 +117,9 @@ find "$root" -exec touch -h -d @0 {} +
 boot() {	# name kernel configs
 	local cfg=""
 	[ -n "$3" ] && cfg="ktaucfg=$3"
+	# Every group off from the boot: configurations switch on what they
+	# measure, and none pays for a group switched off unless it says so.
+	[ "$2" = ktau ] && cfg="$cfg ktau=none"
 	KTAU_IMAGE=$W/initramfs.cpio.gz "$KTAU_TOP/scripts/boot.sh" --kernel "$2" \
 		--mode bench $icount --smp 1 --timeout $timeout \
 		--append "ktaubench=$scale $cfg ${append:-}" --out "$B/guest-$1" 2>"$B/guest-$1.err"
@@ -199,7 +202,7 @@ if [ $smoke = 1 ]; then
 fi
 
 # Tables: instructions per operation, and ratio to the baseline.
-order="baseline ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
+order="baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
 micro="getppid pipe fork fault nanosleep udp kvm work"
 scal="getppid tasks1 tasks16 tasks256 fulltable"
 table() {	# kind(value|ratio) benchmarks...
@@ -318,6 +321,9 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "(CONFIG_KTAU=n, ftrace and BPF built in): idle, ftrace raw_syscalls events to the"
 	echo "ring buffer, ftrace function profiler, eBPF per-task per-syscall count+latency,"
 	echo "ftrace kvm_entry and kvm_exit events (what \`perf kvm stat record\` records)."
+	echo "The KTAU kernel boots with ktau=none and each configuration switches on what it"
+	echo "measures; ktau-off-switched = every group switched on and off again at run time,"
+	echo "after which each return to user space checks for frames a switched-off group left."
 	echo "ktau-kvm = the kvm group alone. ktau-all-trace = every group on and the benchmark's"
 	echo "thread traced (trace mode, one record per completed call, drained between runs;"
 	echo "in work, every process of the pipeline traced too, by inheritance, none refused"

@@ -34,7 +34,7 @@ fi
 
 # Which kernel: KTAU, the peer (ftrace and BPF) or the baseline.
 if [ -e /proc/ktau/control ]; then
-	all="ktau-off ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace"
+	all="ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace"
 elif mount -t tracefs nodev $T 2>/dev/null && [ -e $T/function_profile_enabled ]; then
 	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
 else
@@ -166,8 +166,18 @@ setup() {
 		# Trace mode: the benchmark's thread traced, every group (in
 		# work, the processes of the pipeline too).
 		echo "all on" >/proc/ktau/control; flags=-t ;;
+	ktau-all)
+		echo "all on" >/proc/ktau/control ;;
+	ktau-off-switched)
+		# Every group off at run time: a group switched off makes every
+		# return to user space check for frames it left open.
+		echo "all on" >/proc/ktau/control
+		echo "all off" >/proc/ktau/control ;;
 	ktau-*)
-		echo "all off" >/proc/ktau/control
+		# The KTAU kernel boots with ktau=none: a group is switched off
+		# only when an earlier configuration of the same boot left it on
+		# (make check's smoke run).
+		grep -q ' on$' /proc/ktau/control && echo "all off" >/proc/ktau/control
 		g=${1#ktau-}
 		[ "$g" = off ] || echo "$g on" >/proc/ktau/control ;;
 	peer-ftrace-syscalls)
