@@ -1336,11 +1336,6 @@ void __ktau_stop(unsigned int group)
 }
 EXPORT_SYMBOL_GPL(__ktau_stop);
 
-/*
- * The work after a pop beyond the task's table, while ktau_extra_key is
- * on: the task's shared page and the handlers. @f is the closed frame,
- * still intact.
- */
 /* A traced call's record: inline when it fits. */
 static __always_inline void ktau_trace_call(struct ktau_tbuf *b,
 					    unsigned int group, u32 id,
@@ -1375,9 +1370,12 @@ static noinline void __ktau_pop_notify(struct ktau_task *kt,
 }
 
 /*
- * A traced call that needs neither the shared page nor a handler writes
- * its record inline and calls nothing (at most the trace's slow path, as
- * a tail call), so that the trace alone saves no register.
+ * The work after a pop beyond the task's table, while ktau_extra_key is
+ * on: the trace, the task's shared page and the handlers. @f is the
+ * closed frame, still intact. A traced call that needs neither the
+ * shared page nor a handler writes its record inline and calls nothing
+ * (at most the trace's slow path, as a tail call), so that the trace
+ * alone saves no register.
  */
 void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 		      struct ktau_frame *f, unsigned int group, u64 incl,

@@ -152,7 +152,7 @@ struct ktau_tbuf {
 	refcount_t ref;			/* the session's and the thread's */
 	struct ktau_tsession *s;	/* valid while the session's ref is */
 	struct list_head node;		/* in s->bufs, under s->lock */
-	struct task_struct *task;	/* until exited: see ktau_tbuf_task() */
+	struct task_struct *task;	/* until named: ktau_tbuf_tid() */
 	struct ktau_trec *ring;		/* NULL: the session closed */
 	struct ktau_trec *old_ring;	/* freed by the close */
 	unsigned long head;		/* written by the thread */

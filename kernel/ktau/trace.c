@@ -406,7 +406,9 @@ void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt)
 
 /*
  * A program that is not dumpable, once its credentials are committed:
- * what it does is not an unprivileged opener's to see (denied).
+ * what it does is not an unprivileged opener's to see (denied). Under
+ * exec_update_lock held for writing: no attach replaces @kt's buffer
+ * meanwhile (ktau_trace_attach()).
  */
 void ktau_trace_exec_nondumpable(struct ktau_task *kt)
 {
@@ -513,9 +515,19 @@ static int ktau_trace_attach(struct ktau_tsession *s,
 		err = kt ? -EINVAL : -ESRCH;
 		goto out;
 	}
+	/*
+	 * As perf_event_open(): no exec between the check and the publish,
+	 * so that a thread that becomes a set-user-ID program meanwhile is
+	 * not traced for an opener that may not trace it now (its exec
+	 * drops the buffer, ktau_trace_exec_nondumpable(), under the same
+	 * lock held for writing).
+	 */
+	err = down_read_interruptible(&t->signal->exec_update_lock);
+	if (err)
+		goto out;
 	if (!ktau_trace_may(t)) {
 		err = -EACCES;
-		goto out;
+		goto unlock;
 	}
 	mutex_lock(&s->lock);
 	b = ktau_tbuf_new(s, t, a.capacity, a.flags, a.groups, &err);
@@ -532,6 +544,8 @@ static int ktau_trace_attach(struct ktau_tsession *s,
 		}
 	}
 	mutex_unlock(&s->lock);
+unlock:
+	up_read(&t->signal->exec_update_lock);
 	if (old) {
 		/* The thread may be looking at it with interrupts off. */
 		synchronize_rcu();

@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
@@ -697,6 +698,14 @@ static inline __u64 ktau_rec_sum_excl(const struct ktau_task_rec *r)
 #define KTAU_USER_ID		1000
 #define KTAU_OTHER_ID		1001
 #define KTAU_CAP(cap)		(1ull << (cap))
+
+/* @dir's file system honours set-user-ID bits (not mounted nosuid). */
+static inline bool ktau_suid_works(const char *dir)
+{
+	struct statvfs v;
+
+	return !statvfs(dir, &v) && !(v.f_flag & ST_NOSUID);
+}
 
 /* Copy @from to a new file @to, then give it @mode; 0 or -errno. */
 static inline int ktau_copy_file(const char *from, const char *to, mode_t mode)
