@@ -783,6 +783,8 @@ static struct kt_thread *kt_thread_make(void)
 	th->tid = (pid_t)syscall(SYS_gettid);
 	kt_comm(th);
 	th->state = KT_LIVE;
+	/* Busy until set up: a signal handler's event meanwhile is dropped. */
+	ktau__gen_begin(th);
 	kt_cur = th;
 	if (g.key_ok)
 		pthread_setspecific(g.key, th);
@@ -801,6 +803,7 @@ static struct kt_thread *kt_thread_make(void)
 		report_unregistered(th->reg_err);
 	th->d.idle_open = 1;
 	th->d.idle_t0 = page ? t_reg : kt_clock();
+	ktau__gen_end(th);
 	return th;
 }
 
@@ -1776,7 +1779,7 @@ static void kt_fork_child(void)
 	struct kt_thread *self = kt_cur, *th, *next;
 	char *od;
 
-	kt_unlock();
+	/* Locked (kt_fork_prepare()) until the state is the child's own. */
 	for (th = g.threads; th; th = next) {
 		next = th->next;
 		if (th == self)
@@ -1813,6 +1816,7 @@ static void kt_fork_child(void)
 		free(g.outdir);
 		g.outdir = od;
 	}
+	kt_unlock();
 }
 
 /* ---- Test hooks ---------------------------------------------------- */
