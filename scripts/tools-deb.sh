@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make tools-deb: Debian packages of tools/ktau (ktaud, libktau1,
-# libktau-dev, python3-ktau) built with dpkg-buildpackage and checked
+# libktau-runtime1, libktau-dev, python3-ktau) built with dpkg-buildpackage and checked
 # with lintian.
 #
 # The packaging is tools/ktau/debian. It is built in a copy of tools/ktau
@@ -59,7 +59,7 @@ fi
 # library by its soname and runs (encode/decode of an empty snapshot).
 X=$W/devcheck
 mkdir -p "$X/root"
-for p in libktau1 libktau-dev; do dpkg-deb -x "$dest/${p}_${ver}_$arch.deb" "$X/root"; done
+for p in libktau1 libktau-runtime1 libktau-dev; do dpkg-deb -x "$dest/${p}_${ver}_$arch.deb" "$X/root"; done
 cat >"$X/t.c" <<'EOC'
 #include <libktau.h>
 #include <stdlib.h>
@@ -85,6 +85,35 @@ gcc -std=c11 -Wall -Wextra -Werror -o "$X/t" "$X/t.c" \
 	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-dev's header and libktau.pc"; }
 readelf -d "$X/t" | grep -q 'NEEDED.*\[libktau\.so\.1\]' || die "a program built against libktau-dev does not need libktau.so.1"
 LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/t" || die "a program built against libktau-dev does not run with libktau1"
+# The runtime: a program built with -finstrument-functions against
+# libktau-runtime.pc needs libktau-runtime.so.1 and writes its routine's
+# calls; the packages' symbols files carry the version nodes.
+cat >"$X/rt.c" <<'EOC'
+#include <libktau.h>
+#include <stdio.h>
+#include <string.h>
+static void __attribute__((noinline)) work(void) { }
+int main(void)
+{
+	for (int i = 0; i < 3; i++)
+		work();
+	return strcmp(ktau_version(), LIBKTAU_VERSION) != 0;
+}
+EOC
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror -finstrument-functions -o "$X/rt" "$X/rt.c" \
+	$(PKG_CONFIG_SYSROOT_DIR=$X/root PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau-runtime) \
+	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-runtime.pc"; }
+readelf -d "$X/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.1\]' ||
+	die "a program built against libktau-runtime.pc does not need libktau-runtime.so.1"
+KTAU_PROFILE_DIR=$X/rtprof LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/rt" ||
+	die "a program built against libktau-runtime does not run with libktau-runtime1"
+grep -q '^"main => work" 3 ' "$X/rtprof/profile.0.0.0" ||
+	die "the runtime of libktau-runtime1 did not write 'main => work' with 3 calls ($X/rtprof)"
+for p in libktau1:KTAU_1.0 libktau-runtime1:KTAU_RUNTIME_1.0; do
+	dpkg-deb --ctrl-tarfile "$dest/${p%%:*}_${ver}_$arch.deb" | tar -xO ./symbols 2>/dev/null |
+		grep -q "^ [a-z_]*@${p#*:} " || die "${p%%:*} has no symbols file with ${p#*:}"
+done
 # python3-ktau: its extension loads in the host's python3 (Debian 12's
 # 3.11, the one it was built for) and names the CPython it walks.
 dpkg-deb -x "$dest/python3-ktau_${ver}_$arch.deb" "$X/root"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libktau.h"
+#include "ktau-drill.h"
 #include "memfd.h"
 
 #define CG_TEXT	"# ktau-callgraph"

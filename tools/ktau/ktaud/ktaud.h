@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "libktau.h"
+#include "ktau-drill.h"
 
 /* Exit codes (see ktaud(1)). `ktaud run` passes the command's through. */
 #define EX_KT_OK	0

@@ -36,7 +36,7 @@
 #include <sys/mman.h>
 #include <capstone/capstone.h>
 
-#include "libktau.h"
+#include "ktau-drill.h"
 #include "internal.h"
 #include "elf-internal.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "libktau.h"
+#include "ktau-drill.h"
 
 /* The softirq vectors' handlers (kernel/softirq.c and the subsystems, 6.12). */
 static const struct {

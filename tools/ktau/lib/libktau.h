@@ -18,6 +18,22 @@
  * ktau_snap_accumulate's first argument) must come from this library
  * (ktau_snap_new() or a function that returns one); read-only arguments may
  * be built by hand. Thread-safe as long as objects are not shared.
+ *
+ * Two libraries: libktau (-lktau, pkg-config libktau) is everything in
+ * this header but the runtime section "User-level instrumentation";
+ * libktau-runtime (-lktau-runtime, pkg-config libktau-runtime) is that
+ * section, with the -finstrument-functions hooks
+ * (__cyg_profile_func_enter/exit). A program or a profiler that has hooks
+ * of its own links libktau alone and gets none of ours.
+ *
+ * ABI: libktau.so.1 exports exactly the functions declared here, each
+ * with the symbol version KTAU_1.0 (later ones with later versions);
+ * nothing else. Structures that the caller allocates and passes in or
+ * gets filled (ktau_tau_opts, ktau_sample_spec, ktau_user_stats,
+ * ktau_sample_stats, ktau_trace_totals) end in reserved fields: zero
+ * them (initialize with {0}), and later versions use them without a new
+ * soname. Elements of arrays that the library allocates (ktau_task,
+ * ktau_func_stat, ...) keep their size within soname 1.
  */
 #ifndef LIBKTAU_H
 #define LIBKTAU_H
@@ -31,7 +47,18 @@
 extern "C" {
 #endif
 
-#define LIBKTAU_VERSION "1.0.0"
+/* The version of this header; ktau_version() gives the library's. */
+#define LIBKTAU_VERSION_MAJOR 1
+#define LIBKTAU_VERSION_MINOR 1
+#define LIBKTAU_VERSION_PATCH 0
+#define LIBKTAU_VERSION "1.1.0"
+
+/*
+ * The version of the library that is running ("1.1.0"), which may be
+ * newer than LIBKTAU_VERSION of the header a program was built with. The
+ * soname's number is the major version.
+ */
+const char *ktau_version(void);
 
 /* Selectors of ktau_snapshot(): the KTAU_SNAP_* values of <linux/ktau.h>. */
 #define KTAU_LIB_SELF		0x1	/* the calling thread */
@@ -101,6 +128,9 @@ void ktau_close(struct ktau *k);
  */
 int ktau_snapshot(struct ktau *k, unsigned int flags, const pid_t *pids,
 		  size_t npids, struct ktau_snap **out);
+
+/* A short text for a negative return value of this library. */
+const char *ktau_strerror(int err);
 
 /* The number of ioctl()s ktau_snapshot() has made on k so far. */
 unsigned long ktau_nr_ioctls(const struct ktau *k);
@@ -342,6 +372,7 @@ struct ktau_tau_opts {
 	/* With samples: also dir/<samples_folded>, their folded stacks
 	 * (ktau_write_sample_folded); NULL: not. */
 	const char *samples_folded;
+	uint64_t reserved[4];	/* zero (see the top of this file) */
 };
 
 /*
@@ -520,11 +551,10 @@ struct ktau_user_stats {
 	uint64_t dropped;	/* events dropped (nested in another) */
 	uint64_t unmatched;	/* stops of timers that were not running */
 	uint64_t kernel_ns;	/* kernel time charged so far */
+	uint64_t reserved[4];	/* zero (see the top of this file) */
 };
 int ktau_user_stats(struct ktau_user_stats *st);
 
-/* A short text for a negative return value of this library. */
-const char *ktau_strerror(int err);
 
 /* ==== Sampling (ABI 1.1) ==============================================
  *
@@ -572,6 +602,7 @@ struct ktau_sample_spec {
 	uint32_t watermark;	/* a signal every this many samples; 0: none */
 	int signo;		/* that signal (0 when watermark is 0): SIGPROF, */
 				/* SIGTRAP, SIGIO, SIGUSR1, SIGUSR2 or real-time */
+	uint64_t reserved[4];	/* zero (see the top of this file) */
 };
 
 /*
@@ -622,6 +653,7 @@ struct ktau_sample_stats {
 	uint64_t lost;		/* dropped (buffer full) or overwritten */
 	uint64_t signals;	/* signals sent */
 	uint64_t buffered;	/* samples left in the buffer */
+	uint64_t reserved[4];	/* zero (see the top of this file) */
 };
 
 /*
@@ -806,6 +838,7 @@ struct ktau_trace_totals {
 	uint64_t refused;	/* inherited attaches refused: limit, memory */
 	uint64_t denied;	/* threads whose credentials changed */
 	uint64_t buffered;	/* records waiting to be read */
+	uint64_t reserved[4];	/* zero (see the top of this file) */
 };
 
 /* What ktau_trace_* functions last found wrong in this thread ("": nothing said). */
@@ -1001,88 +1034,6 @@ int ktau_probes_parse(const char *text, size_t len, struct ktau_probe_info **v, 
  * means and what to do about it: a sentence.
  */
 const char *ktau_probe_strerror(int err, int add);
-
-/* ==== Static call graph of the kernel (vmlinux) =======================
- *
- * The kernel functions a function calls directly: the direct calls and
- * tail jumps of its code in an x86-64 vmlinux (decoded with capstone), or
- * a text file of them ("ktaud callgraph"). Functions are nodes by name:
- * static functions that share a name are one node with the callees of
- * all of them. See lib/callgraph.c for what is and is not an edge.
- */
-struct ktau_callgraph;
-/*
- * Decode an ELF file (vmlinux, with its symbol table). -ENOEXEC: not an
- * x86-64 ELF file; -ENODATA: no function symbols (stripped); -ENOMSG: no
- * code (a separate debug file); -errno of opening it.
- */
-int ktau_callgraph_from_elf(const char *path, struct ktau_callgraph **out);
-/* Read the text form; -EBADMSG when it is not one. */
-int ktau_callgraph_load(const char *path, struct ktau_callgraph **out);
-int ktau_callgraph_parse(const char *text, size_t len, struct ktau_callgraph **out);
-/* Write the text form (source, if not NULL, is named in a comment). */
-int ktau_callgraph_write(FILE *f, const struct ktau_callgraph *g, const char *source);
-/*
- * The direct callees of function name, sorted by name: *n of them. NULL
- * when the graph does not know name.
- */
-const char *const *ktau_callgraph_callees(const struct ktau_callgraph *g, const char *name,
-					  size_t *n);
-struct ktau_callgraph_stats {
-	size_t functions;	/* names */
-	size_t callers;		/* names that call another */
-	size_t calls;		/* edges */
-	size_t decoded;		/* functions decoded (ELF), lines (text) */
-	size_t dup_names;	/* names of several functions (ELF) */
-};
-void ktau_callgraph_stats(const struct ktau_callgraph *g, struct ktau_callgraph_stats *st);
-/* What an error of ktau_callgraph_from_elf or _load means. */
-const char *ktau_callgraph_strerror(int err);
-void ktau_callgraph_free(struct ktau_callgraph *g);
-
-/* ==== Drilling down (the decisions of "ktaud drill") ==================
- *
- * Pure functions of measurements, tested on the host.
- */
-
-/*
- * The kernel function where the time of KTAU routine (its registry name,
- * its group number) starts: a system call NAME at __x64_sys_NAME (else
- * __do_sys_NAME, __se_sys_NAME), page faults at handle_mm_fault, a softirq
- * vector at its handler (softirq_NET_RX: net_rx_action, ...), signal
- * delivery at arch_do_signal_or_restart, a probed function (group
- * dynamic) at itself. has (may be NULL: everything exists) tells whether
- * the kernel has a function (/proc/kallsyms). 0 with the name in buf;
- * -EINVAL (off-CPU time, sample counters: not drillable) or -ENOENT (no
- * known or existing function) with *why, a sentence.
- */
-int ktau_drill_start(const char *routine, int group, int (*has)(const char *name, void *arg),
-		     void *arg, char *buf, size_t size, const char **why);
-
-/* What was measured of one callee: its inclusive time and calls. */
-struct ktau_drill_callee {
-	const char *name;
-	uint64_t incl_ns;
-	uint64_t calls;
-};
-
-#define KTAU_DRILL_DESCEND	0	/* into *best: it has >= threshold of the parent's time */
-#define KTAU_DRILL_SPREAD	1	/* no callee has that share */
-#define KTAU_DRILL_DEPTH	2	/* depth >= max_depth: do not go deeper */
-#define KTAU_DRILL_NONE		3	/* no callee was measured */
-#define KTAU_DRILL_NO_TIME	4	/* nothing measured in the parent or the callees */
-
-/*
- * Whether to descend from a function with inclusive time parent_incl_ns
- * at depth (functions on the path so far, itself included) into one of
- * its n measured callees: the one with the most inclusive time (ties: more
- * calls, then the first), when it has at least threshold (0..1) of the
- * parent's time. *best is set whenever a callee was measured.
- */
-int ktau_drill_decide(uint64_t parent_incl_ns, const struct ktau_drill_callee *c, size_t n,
-		      double threshold, unsigned int depth, unsigned int max_depth, size_t *best);
-/* The reason of a verdict, for messages ("the depth limit is reached"). */
-const char *ktau_drill_verdict_text(int verdict);
 
 #ifdef __cplusplus
 }

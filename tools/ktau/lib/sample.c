@@ -281,6 +281,7 @@ static int sample_io(struct ktau *k, pid_t tid, struct ktau_sample_rec *v, size_
 	if (ret < 0)
 		return ret;
 	if (st) {
+		memset(st, 0, sizeof(*st));
 		st->taken = r.taken;
 		st->lost = r.lost;
 		st->signals = r.signals;

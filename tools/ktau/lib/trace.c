@@ -186,6 +186,7 @@ int ktau_trace_stats(struct ktau_trace_session *s, struct ktau_trace_totals *st)
 
 	if (ioctl(s->fd, KTAU_IOC_TRACE_STATS, &k))
 		return -errno;
+	memset(st, 0, sizeof(*st));
 	st->tasks = k.tasks;
 	st->records = k.records;
 	st->lost = k.lost;

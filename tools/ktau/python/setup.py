@@ -23,6 +23,10 @@ SKIP = {"json.c", "callgraph.c", "drill.c", "instrument.c"}
 lib_srcs = sorted(os.path.join("..", "lib", f) for f in os.listdir(LIB)
                   if f.endswith(".c") and f not in SKIP)
 
+# One version number: libktau's (lib/libktau.h, LIBKTAU_VERSION).
+with open(os.path.join(LIB, "libktau.h"), encoding="utf-8") as f:
+    VERSION = next(l.split('"')[1] for l in f if l.startswith("#define LIBKTAU_VERSION "))
+
 # The one version-specific file: CPython's frame layout.
 WALKERS = {(3, 11): "src/pyframe311.c"}
 walker = WALKERS.get(sys.version_info[:2])
@@ -44,7 +48,7 @@ ext = Extension(
 
 setup(
     name="ktau",
-    version="1.0.0",
+    version=VERSION,
     description="KTAU profiles of Python programs: Python functions with the kernel "
                 "routines that ran on their behalf",
     packages=["ktau"],

@@ -18,7 +18,7 @@ import threading
 from . import _ktau, tau
 
 __all__ = ["profile", "kernel_status", "Profile"]
-__version__ = "1.0.0"
+__version__ = _ktau.version  # libktau's version (lib/libktau.h)
 
 
 def kernel_status():

@@ -926,5 +926,9 @@ PyMODINIT_FUNC PyInit__ktau(void)
 	if (!names_seen)
 		return NULL;
 	m = PyModule_Create(&moddef);
+	if (m && PyModule_AddStringConstant(m, "version", ktau_version())) {
+		Py_DECREF(m);
+		return NULL;
+	}
 	return m;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libktau.h"
+#include "ktau-drill.h"
 #include "host-test.h"
 
 static const char *dir;

@@ -1019,6 +1019,125 @@ c_taucheck() {
 	done
 }
 
+# ---- libktau as other tools link it ----
+# The functions libktau.h declares (gcc -aux-info: the compiler's own list),
+# split at the runtime section, which is libktau-runtime's.
+lib_declared() {
+	printf '#include "libktau.h"\n' >"$W/ai.c"
+	$CC -std=gnu11 -D_GNU_SOURCE $KHDR_INCLUDES -I"$TOOLS/lib" -fsyntax-only \
+		-aux-info "$W/ai.txt" "$W/ai.c" || return 1
+	rt0=$(grep -n '^/\* ==== User-level instrumentation' "$TOOLS/lib/libktau.h" | cut -d: -f1)
+	rt1=$(awk -v a="$rt0" 'NR > a && /^\/\* ==== / { print NR; exit }' "$TOOLS/lib/libktau.h")
+	[ -n "$rt0" ] && [ -n "$rt1" ] || { echo "# no runtime section in libktau.h"; return 1; }
+	sed -n 's,^/\* [^ ]*/libktau\.h:\([0-9]*\):[A-Z]* \*/ [^(]*[ *]\([a-z_0-9]*\) (.*,\1 \2,p' "$W/ai.txt" |
+		awk -v a="$rt0" -v b="$rt1" '{ print ($1 > a && $1 < b ? "rt" : "reader"), $2 }' |
+		sort >"$W/declared.txt"
+	[ "$(wc -l <"$W/declared.txt")" -ge 100 ] || { echo "# declarations: $(wc -l <"$W/declared.txt")"; return 1; }
+}
+
+# Each library exports exactly its part of the header, each symbol with
+# its version node; nothing internal (ktau__*, test hooks); the reader
+# has no -finstrument-functions hooks and does not need capstone.
+c_lib_exports() {
+	lib_declared || return 1
+	for l in libktau:KTAU_1.0:reader libktau-runtime:KTAU_RUNTIME_1.0:rt; do
+		so=$O/${l%%:*}.so.1 ver=${l#*:} part=${ver#*:} ver=${ver%:*}
+		[ -f "$so" ] || { echo "# no $so"; return 1; }
+		nm -D --defined-only "$so" | awk '$2 != "A" { print $3 }' >"$W/exp.txt"
+		grep -v "@@$ver\$" "$W/exp.txt" | sed "s/^/# $(basename "$so") exports, not as $ver: /" |
+			head -n 5 | grep . && return 1
+		sed 's/@@.*//' "$W/exp.txt" | grep -v '^__cyg_profile_func_' | sort >"$W/got.txt"
+		awk -v p="$part" '$1 == p { print $2 }' "$W/declared.txt" | sort >"$W/want.txt"
+		comm -3 "$W/want.txt" "$W/got.txt" >"$W/diff.txt"
+		[ -s "$W/diff.txt" ] && { sed "s/^/# $(basename "$so") declared (left) or exported (right) only: /" \
+			"$W/diff.txt" | head -n 20; return 1; }
+	done
+	! nm -D --defined-only "$O/libktau.so.1" | grep -q __cyg_profile ||
+		{ echo "# libktau.so defines the -finstrument-functions hooks"; return 1; }
+	nm -D --defined-only "$O/libktau-runtime.so.1" | grep -q '__cyg_profile_func_enter@@' ||
+		{ echo "# libktau-runtime.so has no hooks"; return 1; }
+	! readelf -d "$O/libktau.so.1" | grep -q 'NEEDED.*capstone' ||
+		{ echo "# libktau.so needs capstone"; return 1; }
+	readelf -d "$O/libktau.so.1" | grep -q 'SONAME.*\[libktau\.so\.1\]' || return 1
+	readelf -d "$O/libktau-runtime.so.1" | grep -q 'SONAME.*\[libktau-runtime\.so\.1\]'
+}
+
+# A profiler with -finstrument-functions hooks of its own in a shared
+# library links libktau (the reader) before it: its hooks are the ones
+# called. (With the hooks in libktau.so, libktau's were, and the
+# profiler's never ran.)
+c_lib_foreign_hooks() {
+	mkdir -p "$W/fh" && cd "$W/fh" || return 1
+	cat >prof.c <<'EOT'
+#include <stdio.h>
+static int calls;
+__attribute__((no_instrument_function)) void __cyg_profile_func_enter(void *f, void *s)
+{ (void)f; (void)s; calls++; }
+__attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *f, void *s)
+{ (void)f; (void)s; }
+__attribute__((no_instrument_function)) int prof_calls(void) { return calls; }
+EOT
+	cat >app.c <<'EOT'
+#include <stdio.h>
+#include <string.h>
+#include "libktau.h"
+int prof_calls(void) __attribute__((no_instrument_function));
+static int __attribute__((noinline)) f(int i) { return i * 3; }
+int main(void)
+{
+	int s = 0;
+	for (int i = 0; i < 10; i++)
+		s += f(i);
+	printf("%d %d %s\n", s, prof_calls(), ktau_version());
+	return strcmp(ktau_version(), LIBKTAU_VERSION) != 0;
+}
+EOT
+	$CC -shared -fPIC -o libprof.so prof.c || return 1
+	$CC -std=gnu11 -finstrument-functions $KHDR_INCLUDES -I"$TOOLS/lib" -o app app.c \
+		-L"$O" -lktau -L. -lprof -Wl,--no-as-needed || return 1
+	out=$(LD_LIBRARY_PATH="$O:." ./app) || { echo "# app: $out"; return 1; }
+	cd "$W" || return 1
+	# main and f(0..9): 11 enters seen by the profiler's hooks.
+	[ "$out" = "135 11 $(sed -n 's/^#define LIBKTAU_VERSION "\(.*\)"$/\1/p' "$TOOLS/lib/libktau.h")" ] ||
+		{ echo "# app printed '$out', not 135 11 VERSION"; return 1; }
+}
+
+# make install, the tree moved elsewhere: a program built with pkg-config
+# against the moved copy (relocatable .pc files) links the runtime, runs
+# with it and writes its profile; ktau_version() is the .pc's version.
+c_lib_installed_moved() {
+	$MAKE -C "$TOOLS" O="$O" DESTDIR="$W/inst" PREFIX=/opt/ktau install >"$LOG" 2>&1 ||
+		{ tail -n 20 "$LOG" | sed 's/^/#   /'; return 1; }
+	mv "$W/inst/opt/ktau" "$W/moved" || return 1
+	pcd=$(dirname "$(find "$W/moved" -name libktau-runtime.pc)")
+	[ -f "$pcd/libktau.pc" ] || { echo "# no libktau.pc next to libktau-runtime.pc"; return 1; }
+	flags=$(PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau-runtime) || return 1
+	case $flags in *"$W/moved/"*) ;; *) echo "# pkg-config: $flags"; return 1 ;; esac
+	ver=$(PKG_CONFIG_PATH=$pcd pkg-config --modversion libktau-runtime)
+	cat >"$W/rt.c" <<'EOT'
+#include <stdio.h>
+#include <unistd.h>
+#include "libktau.h"
+static void __attribute__((noinline)) work(void) { getppid(); }
+int main(void)
+{
+	for (int i = 0; i < 5; i++)
+		work();
+	puts(ktau_version());
+	return 0;
+}
+EOT
+	# shellcheck disable=SC2086
+	$CC -std=gnu11 -finstrument-functions $KHDR_INCLUDES -o "$W/rt" "$W/rt.c" $flags || return 1
+	readelf -d "$W/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.1\]' ||
+		{ echo "# the program does not need libktau-runtime.so.1"; return 1; }
+	out=$(KTAU_PROFILE_DIR="$W/rtprof" LD_LIBRARY_PATH=$(dirname "$pcd") "$W/rt") ||
+		{ echo "# the program failed: $out"; return 1; }
+	[ "$out" = "$ver" ] || { echo "# ktau_version() '$out', .pc '$ver'"; return 1; }
+	[ "$(fline "$W/rtprof/profile.0.0.0" "main => work" | cut -d' ' -f1)" = 5 ] ||
+		{ echo "# no 'main => work' with 5 calls in $W/rtprof"; ls "$W/rtprof" | sed 's/^/#   /'; return 1; }
+}
+
 cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
@@ -1026,7 +1145,8 @@ c_trace_merge c_trace_user c_trace_command_fake
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
-c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install c_taucheck"
+c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
+c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
