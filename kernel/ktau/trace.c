@@ -346,19 +346,28 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 }
 
 /*
- * A task freed with a buffer: only one that never ran (its fork failed),
- * as every other let go of it at exit; the buffer ends without a thread.
+ * A task freed with a buffer: only one that never ran (its fork failed,
+ * copy_process()'s error path, which may sleep), as every other let go
+ * of it at exit; the buffer ends without a thread. Readers use b->task
+ * under s->lock (ktau_tbuf_tid()), and the task may be freed right after
+ * this without a grace period (delayed_free_task() without CONFIG_MEMCG):
+ * the buffer is named under that lock.
  */
 void ktau_trace_free(struct ktau_task *kt)
 {
 	struct ktau_tbuf *b = kt->trace;
+	struct ktau_tsession *s;
 
 	if (!b)
 		return;
+	might_sleep();
+	s = b->s;
 	kt->trace = NULL;
+	mutex_lock(&s->lock);
 	b->stopped = true;
 	smp_store_release(&b->named, true);	/* tid 0: none */
 	smp_store_release(&b->exited, true);
+	mutex_unlock(&s->lock);
 	static_branch_slow_dec_deferred(&ktau_extra_key);
 	ktau_tbuf_put(b);
 }
@@ -559,9 +568,10 @@ out:
 
 /*
  * The thread of @b, in the session's namespace: its tid, and its tgid and
- * name if asked. Its task is used only while it holds @b (until it exits,
- * or a non-dumpable exec drops @b), which comes long before the task can
- * be freed (an RCU grace period after its release); then the names kept.
+ * name if asked; s->lock held. Its task is used only while it holds @b
+ * (until it exits, or a non-dumpable exec drops @b), which comes long
+ * before the task can be freed (an RCU grace period after its release),
+ * or until a failed fork names @b under s->lock; then the names kept.
  */
 static pid_t ktau_tbuf_tid(struct ktau_tsession *s, struct ktau_tbuf *b,
 			   pid_t *pid, char *comm)

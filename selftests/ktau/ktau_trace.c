@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <linux/sched.h>
 
 #include "ktau_util.h"
 
@@ -754,6 +755,123 @@ TEST_F(trace, drained_childs_ring_is_reused)
 	/* Closed: the kept rings are freed with the session. */
 	EXPECT_EQ(base - 1, ring_count());
 	free(t.r);
+}
+
+/*
+ * Forks that fail after the child got its buffer (clone3() with set_tid
+ * of a pid in use: EEXIST for root, EPERM for others, both in alloc_pid(),
+ * after the child's KTAU state is made), while another thread reads the
+ * session all along: each failed child's buffer ends without a thread
+ * (tid 0, KTAU_TRACE_EXITED, no record) and goes once read. The reader
+ * names buffers through their task under the session's lock; a failed
+ * child's task is freed right after (without a grace period when
+ * CONFIG_MEMCG=n, as in the guest), so its buffer is named under that
+ * lock first (the debug kernel's KASAN would see a reader use the freed
+ * task; the window is too small to be hit on purpose).
+ */
+#define FAILED_FORKS	200
+
+struct failed_reader {
+	int fd;
+	int stop;
+	char *buf;
+	unsigned int orphans, bad;
+	int err;
+};
+
+static void failed_count(struct failed_reader *r, const char *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct ktau_trace_chunk) <= len) {
+		const struct ktau_trace_chunk *ch = (const void *)(buf + off);
+
+		if (ch->size < sizeof(*ch) || ch->size > len - off) {
+			r->bad++;
+			return;
+		}
+		if (ch->tid == 0) {
+			if (ch->nrecs || !(ch->flags & KTAU_TRACE_EXITED))
+				r->bad++;
+			else
+				r->orphans++;
+		}
+		off += ch->size;
+	}
+}
+
+static void *failed_reader_run(void *arg)
+{
+	struct failed_reader *r = arg;
+	ssize_t n;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		n = read(r->fd, r->buf, TRACE_BUF);
+		if (n < 0) {
+			r->err = errno;
+			break;
+		}
+		failed_count(r, r->buf, n);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(trace, failed_forks_under_a_reader, 60)
+{
+	struct ktau_trace_stats st = { 0 };
+	struct failed_reader r = { 0 };
+	__u64 tid = getpid();
+	struct clone_args ca = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uintptr_t)&tid,
+		.set_tid_size = 1,
+	};
+	unsigned int eexist = 0, eperm = 0, i;
+	pthread_t th;
+	ssize_t n;
+	long ret;
+
+	r.fd = trace_open();
+	ASSERT_LE(0, r.fd);
+	r.buf = malloc(TRACE_BUF);
+	ASSERT_NE(NULL, r.buf);
+	/* The reader first: it is not traced (no inheritance yet). */
+	ASSERT_EQ(0, pthread_create(&th, NULL, failed_reader_run, &r));
+	ASSERT_EQ(0, trace_attach(r.fd, 0, KTAU_TRACE_INHERIT, 64, 0));
+	for (i = 0; i < FAILED_FORKS; i++) {
+		ret = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (ret == 0)
+			_exit(0);
+		if (ret > 0) {
+			waitpid(ret, NULL, 0);
+			break;
+		}
+		if (errno == EEXIST)
+			eexist++;
+		else if (errno == EPERM)
+			eperm++;
+		else
+			break;
+	}
+	EXPECT_EQ(0, trace_detach(r.fd, 0));
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, r.err) TH_LOG("read: %s", strerror(r.err));
+	ASSERT_EQ(FAILED_FORKS, eexist + eperm)
+		TH_LOG("clone3 with a pid in use: %s after %u failures", strerror(errno), i);
+	n = trace_read_all(r.fd, self->buf, TRACE_BUF);
+	ASSERT_LE(0, n);
+	failed_count(&r, self->buf, n);
+	ASSERT_EQ(0, ioctl(r.fd, KTAU_IOC_TRACE_STATS, &st));
+	TH_LOG("%u EEXIST, %u EPERM; %u orphan chunks; %llu tasks", eexist, eperm, r.orphans,
+	       (unsigned long long)st.tasks);
+	EXPECT_EQ(0, r.bad);
+	EXPECT_EQ(FAILED_FORKS, r.orphans);
+	/* The caller and each child that never ran. */
+	EXPECT_EQ(FAILED_FORKS + 1, st.tasks);
+	EXPECT_EQ(0, st.buffered);
+	close(r.fd);
+	free(r.buf);
 }
 
 TEST_HARNESS_MAIN
