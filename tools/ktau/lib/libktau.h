@@ -30,7 +30,7 @@
  * with the symbol version KTAU_1.0 (later ones with later versions);
  * nothing else. Structures that the caller allocates and passes in or
  * gets filled (ktau_tau_opts, ktau_sample_spec, ktau_user_stats,
- * ktau_sample_stats, ktau_trace_totals) end in reserved fields: zero
+ * ktau_sample_stats, ktau_trace_totals, ktau_page_*) end in reserved fields: zero
  * them (initialize with {0}), and later versions use them without a new
  * soname. Elements of arrays that the library allocates (ktau_task,
  * ktau_func_stat, ...) keep their size within soname 1.
@@ -555,6 +555,69 @@ struct ktau_user_stats {
 };
 int ktau_user_stats(struct ktau_user_stats *st);
 
+
+/* ==== The calling thread's shared page (ABI 1.1), for other timers ===
+ *
+ * For a timer library of its own (TAU, a tracing tool, an application's
+ * timers) that charges the kernel's work to its timers, as libktau's
+ * runtime does, without the runtime: register a page for the calling
+ * thread, and at each timer start and stop read the page's totals (or
+ * one routine's) with plain loads, no system call. The kernel adds every
+ * kernel routine that ends in the thread to the page; the difference of
+ * two reads is what the kernel did for the thread between them. See
+ * examples/foreign-timer.c.
+ *
+ * One page per thread: a second registration in the same thread (this
+ * API's or libktau-runtime's) is -EBUSY. The page ends at unregister,
+ * exec and exit; a new thread or a forked child has none.
+ * ktau_page_seq, ktau_page_read and ktau_page_routine allocate nothing
+ * and may be called in a signal handler, and from another thread.
+ */
+#define KTAU_PAGE_GROUPS	8	/* indexed by KTAU_GROUP_* */
+
+struct ktau_page;
+
+/*
+ * Register a page for the calling thread. -ENOENT: no KTAU
+ * (CONFIG_KTAU=n); -ENOTTY: a kernel without shared pages (ABI 1.0);
+ * -EBUSY: the thread has one; -EPROTO: a page of another ABI major.
+ */
+int ktau_page_register(struct ktau_page **pg);
+/* Unregister and free it: in the thread that registered it (-EPERM). */
+int ktau_page_unregister(struct ktau_page *pg);
+/* The page's sequence number: unchanged means no kernel routine ended. */
+uint32_t ktau_page_seq(const struct ktau_page *pg);
+
+/* The thread's kernel totals since registration, in nanoseconds. */
+struct ktau_page_totals {
+	uint32_t seq;		/* of this copy */
+	uint64_t updates;	/* kernel routines ended */
+	uint64_t unlisted;	/* of which without an entry of their own */
+	/*
+	 * On the CPU in the kernel; off the CPU (blocked or preempted:
+	 * KTAU_ID_IS_OFF_CPU); a vCPU thread's guest mode (ABI 1.4). Exact
+	 * while those routines have entries (unlisted counts those that do
+	 * not: the first KTAU_SHARED_ENTRIES routines ended have them).
+	 */
+	uint64_t oncpu_ns, offcpu_ns, guest_ns;
+	struct {
+		uint64_t count, incl_ns, excl_ns;
+	} groups[KTAU_PAGE_GROUPS];
+	uint64_t reserved[4];	/* zero (see the top of this file) */
+};
+/* A consistent copy. -EAGAIN: the kernel kept writing the page (a read
+ * from another thread while this one was in the kernel). */
+int ktau_page_read(const struct ktau_page *pg, struct ktau_page_totals *t);
+
+/* One routine's totals since registration (function ID: ktau_func_id). */
+struct ktau_page_routine {
+	uint32_t seq;		/* of this copy */
+	uint32_t id, group;
+	uint64_t count, incl_ns, excl_ns;
+	uint64_t reserved[2];	/* zero (see the top of this file) */
+};
+/* -ENOENT: the routine did not end in the thread (or has no entry). */
+int ktau_page_routine(const struct ktau_page *pg, uint32_t id, struct ktau_page_routine *r);
 
 /* ==== Sampling (ABI 1.1) ==============================================
  *

@@ -10,7 +10,7 @@
 # Exit status: 0 when nothing failed.
 : "${O:?}" "${KTAUD:?}" "${HOST_TEST:?}" "${FIXTURES:?}" "${TOOLS:?}"
 : "${USER_TEST:?}" "${DEMO:?}" "${DEMO_STATIC:?}" "${USER_BENCH:?}"
-: "${DRILL_TEST:?}" "${CG_SAMPLE:?}"
+: "${DRILL_TEST:?}" "${CG_SAMPLE:?}" "${FOREIGN:?}"
 W=$(mktemp -d /tmp/ktau-check.XXXXXX) || exit 1
 IN=$(mktemp -d /tmp/ktau-check-in.XXXXXX) || exit 1
 trap 'rm -rf "$W" "$IN"' EXIT
@@ -1102,6 +1102,14 @@ EOT
 		{ echo "# app printed '$out', not 135 11 VERSION"; return 1; }
 }
 
+# The shared-page example on a kernel without KTAU (the host): exit 3 and
+# a message that says what to boot.
+c_foreign_timer_no_ktau() {
+	expect_rc 3 "$FOREIGN" -t || return 1
+	grep -q 'no KTAU shared pages.*CONFIG_KTAU=y' "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 "$FOREIGN" -n x
+}
+
 # make install, the tree moved elsewhere: a program built with pkg-config
 # against the moved copy (relocatable .pc files) links the runtime, runs
 # with it and writes its profile; ktau_version() is the .pc's version.
@@ -1146,7 +1154,7 @@ c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_d
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
-c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_taucheck"
+c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_foreign_timer_no_ktau c_taucheck"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
