@@ -94,6 +94,8 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
 	err |= add(root, "base_ns", json_object_new_uint64(snap->base_ns));
 	err |= add(root, "hostname", json_object_new_string(snap->hostname));
 	err |= add(root, "release", json_object_new_string(snap->release));
+	err |= add(root, "wall_ns", json_object_new_uint64(snap->wall_ns));
+	err |= add(root, "boot_id", json_object_new_string(snap->boot_id));
 	err |= add(root, "nmissing", json_object_new_int64(snap->nmissing));
 	tasks = json_object_new_array();
 	err |= add(root, "tasks", tasks);

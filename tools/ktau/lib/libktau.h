@@ -30,7 +30,8 @@
  * with the symbol version KTAU_1.0 (later ones with later versions);
  * nothing else. Structures that the caller allocates and passes in or
  * gets filled (ktau_tau_opts, ktau_sample_spec, ktau_user_stats,
- * ktau_sample_stats, ktau_trace_totals, ktau_page_*) end in reserved fields: zero
+ * ktau_sample_stats, ktau_trace_totals, ktau_page_*, and ktau_snap, which
+ * callers may build) end in reserved fields: zero
  * them (initialize with {0}), and later versions use them without a new
  * soname. Elements of arrays that the library allocates (ktau_task,
  * ktau_func_stat, ...) keep their size within soname 1.
@@ -105,6 +106,10 @@ struct ktau_snap {
 	uint32_t is_delta;	/* 1: a diff of two snapshots */
 	char hostname[64];	/* where it was taken ("" if unknown) */
 	char release[64];	/* kernel release (uname -r) */
+	uint64_t wall_ns;	/* CLOCK_REALTIME at time_ns (0: unknown) */
+	char boot_id[40];	/* the boot it was taken in (/proc/sys/kernel/
+				 * random/boot_id, NUL-terminated; "" unknown) */
+	uint64_t reserved[4];	/* zero (see the top of this file) */
 	size_t ntasks;
 	struct ktau_task *tasks;
 };

@@ -4,7 +4,8 @@
  *
  *	0    char     magic[8]      "KTAUSNAP"
  *	8    u32      version       1
- *	12   u32      hdr_size      192
+ *	12   u32      hdr_size      240 (192 in files of libktau 1.0: no
+ *	                            wall_ns or boot_id; read as unknown)
  *	16   u64      time_ns       CLOCK_MONOTONIC of the snapshot
  *	24   u64      base_ns       for a delta: time of the earlier snapshot
  *	32   u32      nmissing
@@ -17,8 +18,11 @@
  *	56   u64      recs_len      bytes of records after the registry text
  *	64   char     hostname[64]  NUL-terminated
  *	128  char     release[64]   NUL-terminated
- *	192  registry text ("id group name" lines), then the records as
+ *	192  u64      wall_ns       CLOCK_REALTIME at time_ns (0: unknown)
+ *	200  char     boot_id[40]   NUL-terminated ("": unknown)
+ *	hdr_size: registry text ("id group name" lines), then the records as
  *	     KTAU_IOC_SNAPSHOT returns them; the file ends with them.
+ * A reader takes the header fields it knows and skips the rest (hdr_size).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +36,8 @@
 
 #define SNAPFILE_MAGIC		"KTAUSNAP"
 #define SNAPFILE_VERSION	1
-#define SNAPFILE_HDR		192
+#define SNAPFILE_HDR		240
+#define SNAPFILE_HDR_MIN	192	/* libktau 1.0's */
 
 struct snapfile_hdr {
 	char magic[8];
@@ -49,6 +54,8 @@ struct snapfile_hdr {
 	uint64_t recs_len;
 	char hostname[64];
 	char release[64];
+	uint64_t wall_ns;
+	char boot_id[40];
 };
 
 _Static_assert(sizeof(struct snapfile_hdr) == SNAPFILE_HDR, "snapshot file header");
@@ -128,6 +135,8 @@ static int snap_save(const char *path, const struct ktau_snap *snap,
 	h.recs_len = rlen;
 	memcpy(h.hostname, snap->hostname, sizeof(h.hostname) - 1);
 	memcpy(h.release, snap->release, sizeof(h.release) - 1);
+	h.wall_ns = snap->wall_ns;
+	memcpy(h.boot_id, snap->boot_id, sizeof(h.boot_id) - 1);
 
 	/* Written to a temporary file and moved: never seen half-written. */
 	tmp = ktau__strfmt("%s.tmp-%d", path, (int)getpid());
@@ -186,11 +195,16 @@ int ktau_snap_parse_file(const void *buf, size_t len, struct ktau_snap **out,
 	*out = NULL;
 	if (regp)
 		*regp = NULL;
-	if (len < SNAPFILE_HDR)
+	if (len < SNAPFILE_HDR_MIN)
 		return -EBADMSG;
-	memcpy(&h, p, sizeof(h));
+	memset(&h, 0, sizeof(h));
+	memcpy(&h, p, SNAPFILE_HDR_MIN);
+	if (h.hdr_size >= SNAPFILE_HDR && h.hdr_size <= len)
+		memcpy(&h, p, SNAPFILE_HDR);
 	if (memcmp(h.magic, SNAPFILE_MAGIC, 8) || h.version != SNAPFILE_VERSION ||
-	    h.hdr_size < SNAPFILE_HDR || h.hdr_size > len || h.hdr_size % 8 ||
+	    h.hdr_size < SNAPFILE_HDR_MIN || h.hdr_size > len || h.hdr_size % 8 ||
+	    (h.hdr_size > SNAPFILE_HDR_MIN && h.hdr_size < SNAPFILE_HDR) ||
+	    !memchr(h.boot_id, '\0', sizeof(h.boot_id)) ||
 	    h.abi_major != KTAU_ABI_VERSION_MAJOR || h.reserved || (h.flags & ~3u) ||
 	    h.funcs_len > len - h.hdr_size ||
 	    h.recs_len != len - h.hdr_size - h.funcs_len ||
@@ -224,6 +238,8 @@ int ktau_snap_parse_file(const void *buf, size_t len, struct ktau_snap **out,
 	}
 	memcpy(s->hostname, h.hostname, sizeof(s->hostname));
 	memcpy(s->release, h.release, sizeof(s->release));
+	s->wall_ns = h.wall_ns;
+	memcpy(s->boot_id, h.boot_id, sizeof(s->boot_id));
 	*out = s;
 	if (regp)
 		*regp = reg;

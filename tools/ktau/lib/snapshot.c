@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/utsname.h>
@@ -92,11 +93,29 @@ static int reserve(struct ktau *k, size_t cap)
 	return 0;
 }
 
+/* The boot this runs in, as the kernel names it ("" if it does not). */
+static void fill_boot_id(char *id, size_t size)
+{
+	ssize_t n = -1;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, id, size - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (id[n - 1] == '\n' || id[n - 1] == ' '))
+		n--;
+	id[n] = '\0';
+}
+
 void ktau_snap_fill_host(struct ktau_snap *s)
 {
 	struct utsname u;
 	size_t n;
 
+	fill_boot_id(s->boot_id, sizeof(s->boot_id));
 	if (uname(&u))
 		return;
 
@@ -106,6 +125,19 @@ void ktau_snap_fill_host(struct ktau_snap *s)
 	n = strnlen(u.release, sizeof(s->release) - 1);
 	memcpy(s->release, u.release, n);
 	s->release[n] = '\0';
+}
+
+/* CLOCK_REALTIME at CLOCK_MONOTONIC @mono, from a pair read now. */
+static uint64_t wall_at(uint64_t mono)
+{
+	struct timespec r, m;
+	uint64_t rn, mn;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &m) || clock_gettime(CLOCK_REALTIME, &r))
+		return 0;
+	mn = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
+	rn = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+	return mono <= mn && mn - mono < rn ? rn - (mn - mono) : rn;
 }
 
 int ktau_snapshot(struct ktau *k, unsigned int flags, const pid_t *pids,
@@ -154,6 +186,7 @@ int ktau_snapshot(struct ktau *k, unsigned int flags, const pid_t *pids,
 	}
 	s->time_ns = req.time_ns;
 	s->nmissing = req.nmissing;
+	s->wall_ns = wall_at(req.time_ns);
 	ktau_snap_fill_host(s);
 	*out = s;
 	return 0;
@@ -761,6 +794,10 @@ int ktau_snap_accumulate(struct ktau_snap *a, const struct ktau_snap *b)
 		memcpy(a->hostname, b->hostname, sizeof(a->hostname));
 	if (!a->release[0])
 		memcpy(a->release, b->release, sizeof(a->release));
+	if (b->wall_ns > a->wall_ns)
+		a->wall_ns = b->wall_ns;
+	if (!a->boot_id[0])
+		memcpy(a->boot_id, b->boot_id, sizeof(a->boot_id));
 	return 0;
 }
 

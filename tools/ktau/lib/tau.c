@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libktau.h"
@@ -140,6 +141,51 @@ void ktau__meta_u64(FILE *f, const char *name, unsigned long long v)
 	ktau__meta(f, name, buf);
 }
 
+/* Extra metadata of the caller (opts) has this name. */
+static int has_extra(const struct ktau_tau_opts *opts, const char *name)
+{
+	size_t i;
+
+	for (i = 0; opts && opts->extra_meta && i < opts->nextra; i++)
+		if (!strcmp(opts->extra_meta[2 * i], name))
+			return 1;
+	return 0;
+}
+
+/*
+ * When and in which boot the snapshot was taken: its wall-clock time
+ * (UTC), the boot id, and TAU's "Starting Timestamp" (microseconds since
+ * the epoch) of what the profile measures: a delta's start, else the
+ * task's, unless the caller gives its own (ktaud run: the command's).
+ */
+static void write_wall_meta(FILE *f, const struct ktau_snap *snap, const struct ktau_task *t,
+			    const struct ktau_tau_opts *opts)
+{
+	uint64_t start = 0;
+	char buf[64];
+	struct tm tm;
+	time_t sec;
+
+	if (snap->boot_id[0] && memchr(snap->boot_id, '\0', sizeof(snap->boot_id)))
+		ktau__meta(f, "KTAU Boot ID", snap->boot_id);
+	if (!snap->wall_ns)
+		return;
+	sec = (time_t)(snap->wall_ns / 1000000000u);
+	if (gmtime_r(&sec, &tm) && strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ".%06uZ",
+			 (unsigned int)(snap->wall_ns % 1000000000u / 1000u));
+		ktau__meta(f, "KTAU Snapshot Time", buf);
+	}
+	if (has_extra(opts, "Starting Timestamp"))
+		return;
+	if (snap->is_delta && snap->base_ns && snap->base_ns <= snap->time_ns)
+		start = snap->time_ns - snap->base_ns;
+	else if (!snap->is_delta && t->start_ns && t->start_ns <= snap->time_ns)
+		start = snap->time_ns - t->start_ns;
+	if (start && start < snap->wall_ns)
+		ktau__meta_u64(f, "Starting Timestamp", (snap->wall_ns - start) / 1000u);
+}
+
 static int group_slot(int g)
 {
 	return g >= 0 && g < KTAU_LIB_NR_GROUPS ? g : KTAU_LIB_NR_GROUPS;
@@ -228,6 +274,7 @@ static int write_task(FILE *f, const struct ktau_snap *snap, const struct ktau_t
 	ktau__meta_u64(f, "KTAU Snapshot ns", snap->time_ns);
 	if (snap->is_delta)
 		ktau__meta_u64(f, "KTAU Delta Since ns", snap->base_ns);
+	write_wall_meta(f, snap, t, opts);
 	ktau__meta_u64(f, "KTAU Stack Overflows", t->stack_overflows);
 	ktau__meta_u64(f, "KTAU Table Overflows", t->table_overflows);
 	ktau__meta_u64(f, "KTAU Unmatched", t->unmatched);
