@@ -37,7 +37,8 @@ static void help(FILE *f)
 "baseline), the others deltas. At most --keep files are kept: the oldest\n"
 "are removed. SIGTERM or SIGINT stop it after the current file is complete.\n"
 "'ktaud export' and 'ktaud plot --series' read the directory.\n\n"
-"  -i, --interval S     seconds between snapshots (default 1; fractions ok)\n"
+"  -i, --interval S     seconds between snapshots (default 1; fractions ok),\n"
+"                       at fixed times: the snapshots' own time does not add up\n"
 "  -o, --output DIR     the directory (default: ktau-watch); %%r, %%p, %%h as for\n"
 "                       'ktaud run'\n"
 "  -k, --keep N         files kept (default 600; 0: no limit)\n"
@@ -111,14 +112,32 @@ static unsigned long next_seq(const char *dir)
 	return seq;
 }
 
-static void sleep_interval(double s)
+/*
+ * Snapshots at fixed times, start + k * interval (CLOCK_MONOTONIC): the
+ * time a snapshot takes does not add up. One that took longer than an
+ * interval skips the times it missed. A signal ends the sleep; stop is
+ * checked by the loop.
+ */
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - ts.tv_sec) * 1e9);
-	/* A signal ends the sleep; stop is checked by the loop. */
-	nanosleep(&ts, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until_next(uint64_t start, uint64_t step, uint64_t *k)
+{
+	uint64_t now = mono_ns(), next;
+	struct timespec ts;
+
+	(*k)++;
+	if (now >= start + *k * step)
+		*k = (now - start) / step + 1;
+	next = start + *k * step;
+	ts.tv_sec = (time_t)(next / 1000000000u);
+	ts.tv_nsec = (long)(next % 1000000000u);
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
 int cmd_watch(int argc, char **argv)
@@ -144,6 +163,7 @@ int cmd_watch(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct ktau *k = NULL;
 	double interval = 1;
+	uint64_t start, step, slot = 0;
 	int c, threads = 0, daemonize = 0, rc = EX_KT_OK, ret, wrote_pidfile = 0;
 	unsigned int flags = KTAU_LIB_ALL;
 	pid_t *pids = NULL, *pid_opts = NULL;
@@ -280,6 +300,8 @@ int cmd_watch(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	seq = next_seq(dir);
+	start = mono_ns();
+	step = (uint64_t)(interval * 1e9);
 	while (!stop) {
 		ret = ktau_snapshot(k, flags, pids, npids, &cur);
 		if (ret) {
@@ -332,7 +354,7 @@ int cmd_watch(int argc, char **argv)
 		if (count && ++taken >= count)
 			break;
 		if (!stop)
-			sleep_interval(interval);
+			sleep_until_next(start, step, &slot);
 	}
 out:
 	if (wrote_pidfile)
