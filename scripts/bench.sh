@@ -16,7 +16,8 @@
 # latency accounting (tools/ktau/bench/syscount.bpf.c). On the KTAU kernel,
 # in ktau-all, also the cost of one sample (KTAU buffered, KTAU signal per
 # sample, perf's mmap ring: tools/ktau/bench/sample-cost.c) and of a libktau
-# user timer start/stop pair with and without the shared page
+# user timer start/stop pair with and without the shared page, and the
+# -finstrument-functions hooks' pairs over 200 and 20,000 functions
 # (tools/ktau/bench/user-timer.c).
 #
 # Usage: scripts/bench.sh [--smoke] [--jobs N]
@@ -188,11 +189,11 @@ if [ $smoke = 1 ]; then
 			fi
 			[ "$c" = ktau-all ] || continue
 			n=$(grep -c -E "^BENCH $c (sample|timer)-" "$log" || true)
-			if [ "$n" -eq 8 ]; then
+			if [ "$n" -eq 11 ]; then
 				printf 'PASS\tbench smoke: %s: sampling and user timer costs\t\n' "$c" >>"$res"
 			else
 				printf 'FAIL\tbench smoke: %s: sampling and user timer costs\t%s\n' "$c" \
-					"$n of 8 figures; see $log" >>"$res"
+					"$n of 11 figures; see $log" >>"$res"
 			fi
 		done
 	done
@@ -241,6 +242,7 @@ table() {	# kind(value|ratio) benchmarks...
 # Figures without a baseline (the KTAU kernel only): sampling and timers.
 sampling="sample-buffered sample-signal sample-perf sample-ratio-buffered-signal sample-ratio-buffered-perf"
 timers="timer-pair-page timer-pair-nopage timer-pair-page-delta"
+funcs="timer-funcs-200 timer-funcs-20000 timer-funcs-ratio"
 extra() {	# md|rst benchmarks...: one row per configuration that has them
 	local kind=$1
 	shift
@@ -252,6 +254,9 @@ extra() {	# md|rst benchmarks...: one row per configuration that has them
 		label["sample-ratio-buffered-perf"] = "buffered/perf"
 		label["timer-pair-page"] = "with page"; label["timer-pair-nopage"] = "without page"
 		label["timer-pair-page-delta"] = "delta"
+		label["timer-funcs-200"] = "200 functions"
+		label["timer-funcs-20000"] = "20,000 functions"
+		label["timer-funcs-ratio"] = "20,000/200"
 	}
 	function fmt(b, x) { return b ~ /ratio/ ? sprintf("%.3f", x) : sprintf("%.1f", x) }
 	function line(  j, s) {
@@ -404,6 +409,12 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "loop subtracted, the best of the rounds; delta = the page's cost per pair."
 	echo
 	extra md $timers
+	echo
+	echo "ktau-bench-user-timer -f N: the -finstrument-functions hooks' entry/exit pairs over N"
+	echo "distinct functions in turn (page registered), the best of the rounds: the runtime's"
+	echo "look-ups (a table by address that grows with the program) stay flat."
+	echo
+	extra md $funcs
 	echo
 	echo "## Repeatability"
 	echo

@@ -150,10 +150,25 @@ END {
 	printf "BENCH %s timer-pair-page %s\nBENCH %s timer-pair-nopage %s\n", c, w, c, wo
 	printf "BENCH %s timer-pair-page-delta %.1f\n", c, w - wo
 }'
+# funcs: the -finstrument-functions hooks' pairs over 200 and 20,000
+# distinct functions (ktau-bench-user-timer -f): the runtime's look-ups
+# stay flat as a program grows.
+funcs_awk='
+$1 == "functions" && $2 ~ /^[0-9]+:$/ {n = $2; sub(":", "", n); x[n] = $3}
+END {
+	if (!("200" in x) || !("20000" in x)) exit 1
+	printf "BENCH %s timer-funcs-200 %s\nBENCH %s timer-funcs-20000 %s\n", c, x["200"], c, x["20000"]
+	if (x["200"] > 0) printf "BENCH %s timer-funcs-ratio %.4f\n", c, x["20000"] / x["200"]
+}'
+funcs_both() {
+	$B/ktau-bench-user-timer -f 200 -n $NPAIRS -r $R &&
+		$B/ktau-bench-user-timer -f 20000 -n $NPAIRS -r $R
+}
 sampling() {
 	parsed sample "$sample_awk" \
 		$B/ktau-bench-sample-cost -e cpu-clock -p 100000 -n $NSAMPLEWORK -r $((R + 2))
 	parsed timer "$timer_awk" $B/ktau-bench-user-timer -n $NPAIRS -r $R
+	parsed funcs "$funcs_awk" funcs_both
 }
 
 # Switch a configuration on (setup) and off (teardown).

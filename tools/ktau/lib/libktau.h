@@ -462,6 +462,13 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  *   KTAU_CALLPATH_DEPTH   longest callpath kept (1..64, default 32)
  *   KTAU_SHARED=0         do not register pages (no kernel attribution)
  *   KTAU_VERBOSE=1        say on stderr why kernel attribution is off
+ *   KTAU_THROTTLE=0       time every call (default: TAU's throttling: a
+ *                         routine with more than KTAU_THROTTLE_NUMCALLS
+ *                         calls in a thread (100000), each under
+ *                         KTAU_THROTTLE_PERCALL microseconds inclusive
+ *                         (10), is no longer timed; its row keeps the calls
+ *                         until then, in group TAU_USER|TAU_THROTTLED, and
+ *                         "KTAU Throttled Calls" counts the calls not timed)
  *   KTAU_TRACE_USER=DIR   also keep every completed routine (start, end)
  *                         and write them at exit to DIR/user.<pid>.ktuser
  *                         (ktaud trace sets it; ktau_trace_add_user reads it)

@@ -34,6 +34,7 @@ struct ktau_timer {
 	uintptr_t addr;
 	char *name;		/* NULL for an address not yet resolved */
 	struct ktau_timer *next;	/* hash chain (by name or by address) */
+	uint32_t throttled;	/* no longer timed (KTAU_THROTTLE) */
 };
 
 /* Kernel counters charged, in clock units. */
@@ -45,7 +46,7 @@ struct kt_kcounts {
 struct kt_flat {
 	uint64_t calls, subrs, incl, excl;
 	uint32_t active;	/* frames of this timer on the stack */
-	uint32_t pad;
+	uint32_t skipped;	/* starts not timed (throttled) not yet stopped */
 };
 
 /*
@@ -102,6 +103,7 @@ struct kt_data {
 	int had_page;			/* kernel data were charged at some time */
 	uint32_t mult, shift;		/* clock units to ns */
 	uint64_t events, page_reads, dropped, unmatched, sync_fail;
+	uint64_t throttled_calls;	/* starts of throttled timers, not timed */
 	uint64_t clock_adjust;		/* ns added to inclusive times */
 	uint64_t kraw_total;		/* kernel time charged, units */
 	uint64_t absorbed;		/* kernel time of ktau_user_write, units */
@@ -207,6 +209,8 @@ static inline int ktau__event(struct kt_thread *th, struct ktau_timer *t, int st
 /* The timer of an id (under the registry lock), NULL if none. */
 struct ktau_timer *ktau__timer_by_id(uint32_t id);
 uint32_t ktau__ntimers(void);
+/* The throttling rule in words ("off" or "over N calls under M us each"). */
+const char *ktau__throttle_rule(void);
 void ktau__lock(void);
 void ktau__unlock(void);
 int ktau__callpath_depth(void);

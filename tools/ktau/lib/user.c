@@ -74,12 +74,18 @@ static struct {
 	struct kt_thread *threads, *last_thread;
 	struct ktau_timer **timers;
 	uint32_t ntimers, cap_timers;
-	struct ktau_timer *byname[KT_HBUCKETS], *byaddr[KT_HBUCKETS];
+	struct ktau_timer *byname[KT_HBUCKETS];
+	struct kt_atab *byaddr;		/* grows: look-ups stay flat */
+	uint32_t naddr;
 	char *outdir;			/* written at exit; NULL: nothing */
 	char *trace_dir;		/* KTAU_TRACE_USER: user routines traced */
 	int fd;				/* /proc/ktau/profiles */
 	int fd_err;			/* why not (-errno) */
 	int shared_off, verbose, depth_max;
+	/* TAU's throttling: a timer with more than thr_calls calls in a
+	 * thread, each under thr_percall_ns inclusive, is no longer timed. */
+	int throttle;
+	uint64_t thr_calls, thr_percall_ns;
 	int rank;			/* MPI rank from the launcher; -1: none */
 	int force;			/* KTAU_PROFILE_FORCE: write among others' files */
 	atomic_int reported;
@@ -92,6 +98,9 @@ static struct {
 	.once = PTHREAD_ONCE_INIT,
 	.fd = -1,
 	.depth_max = KT_DEPTH_DEFAULT,
+	.throttle = 1,
+	.thr_calls = 100000,
+	.thr_percall_ns = 10000,
 };
 
 /* A thread that is done (or never could start): its events are dropped. */
@@ -372,14 +381,57 @@ static struct ktau_timer *find_name(uint32_t h, const char *name)
 	return NULL;
 }
 
-static struct ktau_timer *find_addr(uint32_t h, uintptr_t addr)
+/*
+ * Timers by function address (-finstrument-functions): a table that grows
+ * four-fold when it holds twice as many timers as buckets, so that a
+ * look-up walks about one timer however many functions the program has.
+ * Growing relinks every timer into the new table, then publishes it; a
+ * look-up without the lock that races with it may miss (a chain it
+ * follows can lead into the new table's), never loop, and a miss is
+ * looked up again under the lock. Old tables stay mapped.
+ */
+struct kt_atab {
+	uint32_t mask;
+	struct ktau_timer *b[];
+};
+
+#define KT_ATAB_MIN	1024
+
+static struct ktau_timer *find_addr(uintptr_t addr)
 {
+	const struct kt_atab *tab = __atomic_load_n(&g.byaddr, __ATOMIC_ACQUIRE);
 	struct ktau_timer *t;
 
-	for (t = __atomic_load_n(&g.byaddr[h], __ATOMIC_ACQUIRE); t; t = t->next)
+	if (!tab)
+		return NULL;
+	for (t = __atomic_load_n(&tab->b[hash_addr(addr) & tab->mask], __ATOMIC_ACQUIRE); t;
+	     t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
 		if (t->addr == addr)
 			return t;
 	return NULL;
+}
+
+/* Under the lock: a table of 4 * @old's buckets with every timer, or NULL. */
+static struct kt_atab *atab_grow(struct kt_atab *old)
+{
+	uint32_t size = old ? (old->mask + 1) * 4 : KT_ATAB_MIN, i;
+	struct kt_atab *n = kt_zalloc(sizeof(*n) + size * sizeof(n->b[0]));
+	struct ktau_timer *t, *next;
+
+	if (!n)
+		return NULL;
+	n->mask = size - 1;
+	for (i = 0; old && i <= old->mask; i++) {
+		for (t = old->b[i]; t; t = next) {
+			uint32_t h = hash_addr(t->addr) & n->mask;
+
+			next = t->next;
+			__atomic_store_n(&t->next, n->b[h], __ATOMIC_RELEASE);
+			n->b[h] = t;
+		}
+	}
+	__atomic_store_n(&g.byaddr, n, __ATOMIC_RELEASE);
+	return n;
 }
 
 struct ktau_timer *ktau_timer_get(const char *name)
@@ -414,21 +466,27 @@ struct ktau_timer *ktau_timer_get(const char *name)
 
 struct ktau_timer *ktau__timer_addr(uintptr_t addr)
 {
+	struct kt_atab *tab;
 	struct ktau_timer *t;
-	uint32_t h = hash_addr(addr) % KT_HBUCKETS;
+	uint32_t h;
 
-	t = find_addr(h, addr);
+	t = find_addr(addr);
 	if (t || kt_lock_busy())
 		return t;
 	kt_lock();
-	t = find_addr(h, addr);
-	if (!t) {
+	t = find_addr(addr);
+	tab = g.byaddr;
+	if (!t && (!tab || g.naddr >= 2 * (tab->mask + 1)))
+		tab = atab_grow(tab) ?: tab;
+	if (!t && tab) {
 		t = timer_new();
 		if (t) {
+			h = hash_addr(addr) & tab->mask;
 			t->is_addr = 1;
 			t->addr = addr;
-			t->next = g.byaddr[h];
-			__atomic_store_n(&g.byaddr[h], t, __ATOMIC_RELEASE);
+			t->next = tab->b[h];
+			__atomic_store_n(&tab->b[h], t, __ATOMIC_RELEASE);
+			g.naddr++;
 		}
 	}
 	kt_unlock();
@@ -438,6 +496,17 @@ struct ktau_timer *ktau__timer_addr(uintptr_t addr)
 struct ktau_timer *ktau__timer_by_id(uint32_t id)
 {
 	return id < g.ntimers ? g.timers[id] : NULL;
+}
+
+const char *ktau__throttle_rule(void)
+{
+	static char rule[96];
+
+	if (!g.throttle)
+		return "off";
+	snprintf(rule, sizeof(rule), "over %llu calls under %llu us each",
+		 (unsigned long long)g.thr_calls, (unsigned long long)(g.thr_percall_ns / 1000));
+	return rule;
 }
 
 uint32_t ktau__ntimers(void)
@@ -467,6 +536,26 @@ static int env_flag(const char *name, int dflt)
  * the host name (ktau_output_path); a relative one is taken from the
  * working directory of now (not of the exit).
  */
+/* A positive count from the environment, times @unit; -1 if not one. */
+static int env_u64(const char *name, uint64_t *v, uint64_t unit)
+{
+	const char *s = getenv(name);
+	unsigned long long x;
+	char *end;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end || !x || x > UINT64_MAX / unit) {
+		if (g.verbose)
+			fprintf(stderr, "libktau: %s=%s is not a positive count; ignored\n", name, s);
+		return -1;
+	}
+	*v = x * unit;
+	return 0;
+}
+
 static char *expand_dir(const char *tmpl)
 {
 	char cwd[4096], *path, *out;
@@ -507,6 +596,11 @@ static void kt_process_init(void)
 			fprintf(stderr, "libktau: KTAU_CALLPATH_DEPTH=%s is not in 1..%d; using %d\n",
 				v, KT_DEPTH_MAX, g.depth_max);
 	}
+	g.throttle = env_flag("KTAU_THROTTLE", 1);
+	env_u64("KTAU_THROTTLE_NUMCALLS", &g.thr_calls, 1);
+	if (env_u64("KTAU_THROTTLE_PERCALL", &g.thr_percall_ns, 1000) && g.verbose)
+		fprintf(stderr, "libktau: KTAU_THROTTLE_PERCALL is microseconds; using %llu\n",
+			(unsigned long long)g.thr_percall_ns / 1000);
 	v = getenv("KTAU_TRACE_USER");
 	if (v && *v)
 		g.trace_dir = strdup(v);
@@ -1130,8 +1224,13 @@ static void kt_pop(struct kt_data *d, uint64_t now)
 	}
 	fl->calls++;
 	fl->excl += excl;
-	if (fl->active && !--fl->active)
+	if (fl->active && !--fl->active) {
 		fl->incl += incl;
+		/* TAU's rule, once no frame of it is open in the thread. */
+		if (g.throttle && fl->calls > g.thr_calls && fl->incl < fl->calls * g.thr_percall_ns)
+			__atomic_store_n(&__atomic_load_n(&g.timers, __ATOMIC_ACQUIRE)[f->timer]->throttled,
+					 1, __ATOMIC_RELAXED);
+	}
 	if (f->owns) {
 		struct kt_node *n = &KT_ITEMS(d->nodes, struct kt_node)[f->node];
 
@@ -1205,11 +1304,27 @@ static int kt_push(struct kt_thread *th, uint32_t timer, uint64_t now)
 	return 0;
 }
 
+/* A start of a throttled timer: counted, not timed; its stop is skipped. */
+static __attribute__((noinline)) int kt_skip_start(struct kt_thread *th, uint32_t timer)
+{
+	struct kt_data *d = &th->d;
+
+	if (blk_reserve(th, &d->flat, timer, sizeof(struct kt_flat)))
+		return -ENOMEM;
+	if (d->nflat <= timer)
+		d->nflat = timer + 1;
+	KT_ITEMS(d->flat, struct kt_flat)[timer].skipped++;
+	d->throttled_calls++;
+	return 0;
+}
+
 int ktau__start_in(struct kt_thread *th, struct ktau_timer *t)
 {
 	if (unlikely(atomic_load_explicit(&g.exiting, memory_order_relaxed)))
 		return -ESHUTDOWN;
 	th->d.events++;
+	if (unlikely(__atomic_load_n(&t->throttled, __ATOMIC_RELAXED)))
+		return kt_skip_start(th, t->id);
 	return kt_push(th, t->id, kt_event_time(th));
 }
 
@@ -1223,6 +1338,12 @@ int ktau__stop_in(struct kt_thread *th, struct ktau_timer *t)
 	if (unlikely(atomic_load_explicit(&g.exiting, memory_order_relaxed)))
 		return -ESHUTDOWN;
 	th->d.events++;
+	if (unlikely(t->id < th->d.nflat &&
+		     KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped)) {
+		/* The stop of a start that was not timed. */
+		KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped--;
+		return 0;
+	}
 	now = kt_event_time(th);
 	st = KT_ITEMS(th->d.stack, struct kt_frame);
 	for (k = th->d.depth; k > 0; k--)

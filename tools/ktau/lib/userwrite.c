@@ -219,6 +219,14 @@ void ktau__rows_free(struct ktau__row *rows, size_t n)
 	free(rows);
 }
 
+/* Timer @id is no longer timed (KTAU_THROTTLE). */
+static int throttled(uint32_t id)
+{
+	const struct ktau_timer *t = ktau__timer_by_id(id);
+
+	return t && __atomic_load_n(&t->throttled, __ATOMIC_RELAXED);
+}
+
 static const char *class_of(uint32_t group)
 {
 	return ktau_group_class(group < KTAU_LIB_NR_GROUPS ? (int)group : -1);
@@ -344,16 +352,21 @@ int ktau__rows(const struct kt_tsnap *ts, char *const *names, uint32_t nnames,
 	}
 
 	/* User routines, then callpaths. */
+	/* A throttled routine keeps its calls until then (TAU's rule). */
 	for (id = 0; id < d->nflat; id++)
 		if (disp[id])
-			row_add(&rb, strdup(disp[id]), strdup("TAU_USER"), flat[id].calls,
-				flat[id].subrs, flat[id].excl, flat[id].incl);
+			row_add(&rb, strdup(disp[id]),
+				strdup(throttled(id) ? "TAU_USER|TAU_THROTTLED" : "TAU_USER"),
+				flat[id].calls, flat[id].subrs, flat[id].excl, flat[id].incl);
 	if (outside)
 		row_add(&rb, strdup(KT_OUTSIDE_NAME), strdup("TAU_USER"), d->outside.calls, 0,
 			d->outside.excl, d->outside.incl);
+	/* A callpath's group is its last element's. */
 	for (nid = 1; nid < d->nnodes; nid++)
 		if (path[nid] && nodes[nid].parent)
-			row_add(&rb, strdup(path[nid]), strdup("TAU_CALLPATH|TAU_USER"),
+			row_add(&rb, strdup(path[nid]),
+				strdup(throttled(nodes[nid].timer) ? "TAU_CALLPATH|TAU_USER|TAU_THROTTLED" :
+				       "TAU_CALLPATH|TAU_USER"),
 				nodes[nid].calls, nodes[nid].subrs, nodes[nid].excl, nodes[nid].incl);
 	if (!d->had_page)
 		goto out;
@@ -557,6 +570,8 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 	ktau__meta_u64(f, "KTAU Kernel Charged ns", ktau__conv(d->kraw_total, d->mult, d->shift));
 	ktau__meta_u64(f, "KTAU Kernel Uncharged ns", ktau__conv(d->absorbed, d->mult, d->shift));
 	ktau__meta_u64(f, "KTAU Kernel Unlisted Routines", d->unlisted);
+	ktau__meta(f, "KTAU Throttle", ktau__throttle_rule());
+	ktau__meta_u64(f, "KTAU Throttled Calls", d->throttled_calls);
 	fputs("</metadata>\n", f);
 	for (i = 0; i < n; i++)
 		fprintf(f, "\"%s\" %llu %llu %.16G %.16G 0 GROUP=\"%s\"\n", rows[i].name,

@@ -519,6 +519,84 @@ static int t_depth_limit(void)
 	return 0;
 }
 
+/*
+ * TAU's throttling (KTAU_THROTTLE_NUMCALLS=100 here, 10 us): "tiny", 1 us
+ * a call, stops being timed after its 101st call; its later calls are
+ * counted as throttled, its row keeps 101 calls in TAU_USER|TAU_THROTTLED.
+ * "slow" (20 us a call) and "outer" keep being timed. A start of "tiny"
+ * nested in a throttled start (recursion) is skipped with its stop, and
+ * a frame open before the throttling closes normally.
+ */
+static int t_throttle(void)
+{
+	static char text[1 << 16];
+	char dir[600], path[700];
+	uint64_t t = 0;
+	FILE *f;
+	int i, ok;
+
+	setenv("KTAU_THROTTLE_NUMCALLS", "100", 1);
+	CHECK(simulate(0, 0) == 0, "simulate");
+	at_start(t, "outer");
+	/* The simulated clock is in ns. */
+	for (i = 0; i < 150; i++, t += 10000) {
+		at_start(t + 1000, "tiny");
+		at_stop(t + 2000, "tiny");
+	}
+	for (i = 0; i < 150; i++, t += 30000) {
+		at_start(t + 1000, "slow");
+		at_stop(t + 21000, "slow");
+	}
+	/* Recursion of the throttled routine: both levels skipped. */
+	at_start(t + 1000, "tiny");
+	at_start(t + 2000, "tiny");
+	CHECK(at_stop(t + 3000, "tiny") == 0, "inner stop");
+	CHECK(at_stop(t + 4000, "tiny") == 0, "outer stop");
+	t += 10000;
+	at_stop(t, "outer");
+	CHECK(take_rows() == 0, "rows");
+	WANT("tiny", 101, 101000, 101000);
+	CHECK(!strcmp(row("tiny")->group, "TAU_USER|TAU_THROTTLED"), "group %s", row("tiny")->group);
+	CHECK(!strcmp(row("outer => tiny")->group, "TAU_CALLPATH|TAU_USER|TAU_THROTTLED"),
+	      "callpath group %s", row("outer => tiny")->group);
+	WANT("slow", 150, 3000000, 3000000);
+	CHECK(!strcmp(row("slow")->group, "TAU_USER"), "slow: group %s", row("slow")->group);
+	CHECK(row("outer")->calls == 1 && row("outer")->subrs == 251, "outer: %llu subrs",
+	      (unsigned long long)row("outer")->subrs);
+	subdir(dir, sizeof(dir), "throttle");
+	CHECK(ktau_user_write(dir) == 1, "write");
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	f = fopen(path, "r");
+	CHECK(f, "no %s", path);
+	/* The metadata line (the second). */
+	ok = fgets(text, sizeof(text), f) && fgets(text, sizeof(text), f);
+	fclose(f);
+	CHECK(ok, "%s: no metadata", path);
+	/* 49 more calls and the two of the recursion. */
+	CHECK(strstr(text, "<name>KTAU Throttled Calls</name><value>51</value>"), "throttled calls");
+	CHECK(strstr(text, "<name>KTAU Throttle</name><value>over 100 calls under 10 us each</value>"),
+	      "the rule");
+	return 0;
+}
+
+/* KTAU_THROTTLE=0: every call is timed. */
+static int t_throttle_off(void)
+{
+	int i;
+
+	setenv("KTAU_THROTTLE_NUMCALLS", "100", 1);
+	setenv("KTAU_THROTTLE", "0", 1);
+	CHECK(simulate(0, 0) == 0, "simulate");
+	for (i = 0; i < 150; i++) {
+		at_start(10 * i, "tiny");
+		at_stop(10 * i + 1, "tiny");
+	}
+	CHECK(take_rows() == 0, "rows");
+	WANT("tiny", 150, 150, 150);
+	CHECK(!strcmp(row("tiny")->group, "TAU_USER"), "group %s", row("tiny")->group);
+	return 0;
+}
+
 /* Names that would break the format or collide are changed. */
 static int t_names(void)
 {
@@ -1416,6 +1494,8 @@ static const struct host_test tests[] = {
 	{ "user_clock_adjust", t_clock_adjust },
 	{ "user_unmatched_stop", t_unmatched_stop },
 	{ "user_depth_limit", t_depth_limit },
+	{ "user_throttle", t_throttle },
+	{ "user_throttle_off", t_throttle_off },
 	{ "user_names", t_names },
 	{ "user_demangle", t_demangle },
 	{ "user_signal_nested", t_signal_nested },
