@@ -18,7 +18,7 @@ help:
 	@echo "make tools        build libktau and ktaud for this host"
 	@echo "make series       export the patch series to out/series/"
 	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
-	@echo "make tools-deb    Debian packages of the tools (ktaud, libktau1, libktau-runtime1, libktau-dev)"
+	@echo "make tools-deb    Debian packages of the tools (ktaud, libktau2, libktau-runtime2, libktau-dev)"
 	@echo "make system-test  Debian 12 + systemd + the KTAU packages, booted in QEMU"
 	@echo "make shell        boot the guest with a shell on this terminal"
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"

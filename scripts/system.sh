@@ -61,7 +61,7 @@ check_disk 4096
 "$KTAU_TOP/scripts/tools-deb.sh" || fail_build "the tools' packages did not build"
 "$KTAU_TOP/scripts/kernel-deb.sh" system || fail_build "the system kernel's packages did not build"
 debs=()
-for d in "$KTAU_OUT"/deb/tools/{ktaud,libktau1,libktau-runtime1,libktau-dev,python3-ktau}_*.deb "$KTAU_OUT"/deb/system/linux-image-*.deb; do
+for d in "$KTAU_OUT"/deb/tools/{ktaud,libktau2,libktau-runtime2,libktau-dev,python3-ktau}_*.deb "$KTAU_OUT"/deb/system/linux-image-*.deb; do
 	case $d in *-dbg_*|*dbgsym*) continue ;; esac
 	[ -f "$d" ] || fail_build "no package $d"
 	debs+=("$d")

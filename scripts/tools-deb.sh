@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# make tools-deb: Debian packages of tools/ktau (ktaud, libktau1,
-# libktau-runtime1, libktau-dev, python3-ktau) built with dpkg-buildpackage and checked
+# make tools-deb: Debian packages of tools/ktau (ktaud, libktau2,
+# libktau-runtime2, libktau-dev, python3-ktau) built with dpkg-buildpackage and checked
 # with lintian.
 #
 # The packaging is tools/ktau/debian. It is built in a copy of tools/ktau
@@ -11,7 +11,7 @@
 # report land in $KTAU_OUT/deb/tools. lintian's remaining tags must be the
 # ones explained in tools/ktau/debian/lintian-expected; any other fails.
 # Then a program is built against libktau-dev with pkg-config and run
-# with libktau1, both unpacked in a scratch root.
+# with libktau2, both unpacked in a scratch root.
 . "$(dirname "$0")/lib.sh"
 
 "$KTAU_TOP/scripts/deps.sh" tools-deb
@@ -55,11 +55,11 @@ if [ "$got" != "$want" ]; then
 	die "lintian's tags differ from tools/ktau/debian/lintian-expected (< expected, > seen); report: $dest/lintian.txt"
 fi
 # The development package works: a program built with pkg-config against
-# libktau-dev and libktau1 unpacked in a scratch root links the shared
+# libktau-dev and libktau2 unpacked in a scratch root links the shared
 # library by its soname and runs (encode/decode of an empty snapshot).
 X=$W/devcheck
 mkdir -p "$X/root"
-for p in libktau1 libktau-runtime1 libktau-dev; do dpkg-deb -x "$dest/${p}_${ver}_$arch.deb" "$X/root"; done
+for p in libktau2 libktau-runtime2 libktau-dev; do dpkg-deb -x "$dest/${p}_${ver}_$arch.deb" "$X/root"; done
 cat >"$X/t.c" <<'EOC'
 #include <libktau.h>
 #include <stdlib.h>
@@ -83,10 +83,10 @@ pcd=$X/root/usr/lib/$ma/pkgconfig
 gcc -std=c11 -Wall -Wextra -Werror -o "$X/t" "$X/t.c" \
 	$(PKG_CONFIG_SYSROOT_DIR=$X/root PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau) \
 	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-dev's header and libktau.pc"; }
-readelf -d "$X/t" | grep -q 'NEEDED.*\[libktau\.so\.1\]' || die "a program built against libktau-dev does not need libktau.so.1"
-LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/t" || die "a program built against libktau-dev does not run with libktau1"
+readelf -d "$X/t" | grep -q 'NEEDED.*\[libktau\.so\.2\]' || die "a program built against libktau-dev does not need libktau.so.2"
+LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/t" || die "a program built against libktau-dev does not run with libktau2"
 # The runtime: a program built with -finstrument-functions against
-# libktau-runtime.pc needs libktau-runtime.so.1 and writes its routine's
+# libktau-runtime.pc needs libktau-runtime.so.2 and writes its routine's
 # calls; the packages' symbols files carry the version nodes.
 cat >"$X/rt.c" <<'EOC'
 #include <libktau.h>
@@ -104,13 +104,13 @@ EOC
 gcc -std=c11 -Wall -Wextra -Werror -finstrument-functions -o "$X/rt" "$X/rt.c" \
 	$(PKG_CONFIG_SYSROOT_DIR=$X/root PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau-runtime) \
 	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-runtime.pc"; }
-readelf -d "$X/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.1\]' ||
-	die "a program built against libktau-runtime.pc does not need libktau-runtime.so.1"
+readelf -d "$X/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.2\]' ||
+	die "a program built against libktau-runtime.pc does not need libktau-runtime.so.2"
 KTAU_PROFILE_DIR=$X/rtprof LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/rt" ||
-	die "a program built against libktau-runtime does not run with libktau-runtime1"
+	die "a program built against libktau-runtime does not run with libktau-runtime2"
 grep -q '^"main => work" 3 ' "$X/rtprof/profile.0.0.0" ||
-	die "the runtime of libktau-runtime1 did not write 'main => work' with 3 calls ($X/rtprof)"
-for p in libktau1:KTAU_1.0 libktau-runtime1:KTAU_RUNTIME_1.0; do
+	die "the runtime of libktau-runtime2 did not write 'main => work' with 3 calls ($X/rtprof)"
+for p in libktau2:KTAU_2.0 libktau-runtime2:KTAU_RUNTIME_2.0; do
 	dpkg-deb --ctrl-tarfile "$dest/${p%%:*}_${ver}_$arch.deb" | tar -xO ./symbols 2>/dev/null |
 		grep -q "^ [a-z_]*@${p#*:} " || die "${p%%:*} has no symbols file with ${p#*:}"
 done

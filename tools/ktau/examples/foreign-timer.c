@@ -17,8 +17,9 @@
  *
  * write_calls is the count of the kernel routine "write" charged to the
  * region (ktau_page_routine). With -t it also checks the API's rules: a
- * second page in the same thread is refused (EBUSY), and another thread
- * may read the page but not unregister it (EPERM). Exit status: 0; 2 bad
+ * second page in the same thread is refused (EBUSY), another thread may
+ * read the page but not unregister it (EPERM), and the page of a thread
+ * that is gone, or a forked child's copy, is freed (0). Exit status: 0; 2 bad
  * usage; 3 no KTAU shared pages on this kernel; 1 another error.
  */
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <linux/ktau.h>
 
 #include "libktau.h"
@@ -119,11 +121,12 @@ static int ft_stop(const char *name)
 	err = ft_read(&on, &off, &calls);
 	if (err)
 		return err;
+	/* A KTAU reset meanwhile may restart an entry: never negative. */
 	r->calls++;
 	r->wall_ns += ft_now() - r->t0;
-	r->oncpu_ns += on - r->on0;
-	r->offcpu_ns += off - r->off0;
-	r->routine_calls += calls - r->r0;
+	r->oncpu_ns += on > r->on0 ? on - r->on0 : 0;
+	r->offcpu_ns += off > r->off0 ? off - r->off0 : 0;
+	r->routine_calls += calls > r->r0 ? calls - r->r0 : 0;
 	return 0;
 }
 
@@ -154,12 +157,19 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
+/* -t: a thread that registers a page and exits, leaving it. */
+static void *leaver(void *arg)
+{
+	return ktau_page_register(arg) ? "a new thread could not register a page" : NULL;
+}
+
 static int rules(void)
 {
-	struct ktau_page *second;
+	struct ktau_page *second, *left = NULL;
 	pthread_t th;
 	void *why;
-	int err;
+	int err, status;
+	pid_t pid;
 
 	err = ktau_page_register(&second);
 	if (err != -EBUSY) {
@@ -171,6 +181,25 @@ static int rules(void)
 		return 1;
 	if (why) {
 		fprintf(stderr, "ktau-foreign-timer: %s\n", (const char *)why);
+		return 1;
+	}
+	/* A gone thread's page, and a forked child's copy, are only freed. */
+	if (pthread_create(&th, NULL, leaver, &left) || pthread_join(th, &why) || why || !left) {
+		fprintf(stderr, "ktau-foreign-timer: %s\n", why ? (const char *)why : "leaver");
+		return 1;
+	}
+	err = ktau_page_unregister(left);
+	if (err) {
+		fprintf(stderr, "ktau-foreign-timer: the page of a thread that is gone: %s\n",
+			strerror(-err));
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(ktau_page_unregister(ft.page) ? 1 : 0);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		fprintf(stderr, "ktau-foreign-timer: a forked child could not free its copy\n");
 		return 1;
 	}
 	printf("rules ok\n");

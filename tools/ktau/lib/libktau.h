@@ -26,15 +26,16 @@
  * (__cyg_profile_func_enter/exit). A program or a profiler that has hooks
  * of its own links libktau alone and gets none of ours.
  *
- * ABI: libktau.so.1 exports exactly the functions declared here, each
- * with the symbol version KTAU_1.0 (later ones with later versions);
+ * ABI: libktau.so.2 exports exactly the functions declared here, each
+ * with the symbol version KTAU_2.0 (later ones with later versions);
  * nothing else. Structures that the caller allocates and passes in or
  * gets filled (ktau_tau_opts, ktau_sample_spec, ktau_user_stats,
  * ktau_sample_stats, ktau_trace_totals, ktau_page_*, and ktau_snap, which
  * callers may build) end in reserved fields: zero
  * them (initialize with {0}), and later versions use them without a new
  * soname. Elements of arrays that the library allocates (ktau_task,
- * ktau_func_stat, ...) keep their size within soname 1.
+ * ktau_func_stat, ...) keep their size within soname 2 (libktau 2.0
+ * changed 1.0's ktau_snap and moved the runtime out: hence soname 2).
  */
 #ifndef LIBKTAU_H
 #define LIBKTAU_H
@@ -49,13 +50,13 @@ extern "C" {
 #endif
 
 /* The version of this header; ktau_version() gives the library's. */
-#define LIBKTAU_VERSION_MAJOR 1
-#define LIBKTAU_VERSION_MINOR 1
+#define LIBKTAU_VERSION_MAJOR 2
+#define LIBKTAU_VERSION_MINOR 0
 #define LIBKTAU_VERSION_PATCH 0
-#define LIBKTAU_VERSION "1.1.0"
+#define LIBKTAU_VERSION "2.0.0"
 
 /*
- * The version of the library that is running ("1.1.0"), which may be
+ * The version of the library that is running ("2.0.0"), which may be
  * newer than LIBKTAU_VERSION of the header a program was built with. The
  * soname's number is the major version.
  */
@@ -438,7 +439,7 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  * runtime reads it with plain loads at each timer start and stop (no
  * system call). Without KTAU the timers work the same, without kernel
  * data. -finstrument-functions needs nothing else: libktau defines
- * __cyg_profile_func_enter/exit and names the functions from the ELF
+ * __cyg_profile_func_enter/exit (in libktau-runtime) and names the functions from the ELF
  * symbol tables when it writes.
  *
  * At exit (or ktau_user_write()) every thread that used a timer is
@@ -532,11 +533,17 @@ int ktau_timer_stop_name(const char *name);
  * open timers closed at this time in the file, not in their state. The
  * kernel time of the writing itself is not charged. Returns the number
  * of files (0 and nothing written when nothing was measured) or -errno
- * (ktau_output_error() says why: -ENOTEMPTY others' files in dir, -EEXIST
- * a file would be replaced, -EBUSY another process writes there). The
- * files of an earlier write of this runtime in dir are replaced.
+ * (ktau_user_output_error() says why: -ENOTEMPTY others' files in dir,
+ * -EEXIST a file would be replaced, -EBUSY another process writes there).
+ * The files of an earlier write of this runtime in dir are replaced.
  */
 int ktau_user_write(const char *dir);
+/*
+ * Why the calling thread's last ktau_user_write() failed ("" if it said
+ * nothing). The runtime's own: ktau_output_error() of libktau is about
+ * the calls a program makes to libktau itself.
+ */
+const char *ktau_user_output_error(void);
 
 /*
  * Set the directory written at exit ("%p": the pid, "%r": the MPI rank,
@@ -595,7 +602,11 @@ struct ktau_page;
  * -EBUSY: the thread has one; -EPROTO: a page of another ABI major.
  */
 int ktau_page_register(struct ktau_page **pg);
-/* Unregister and free it: in the thread that registered it (-EPERM). */
+/*
+ * Unregister and free it: in the thread that registered it (another live
+ * thread: -EPERM). A forked child's copy, or the page of a thread that is
+ * gone, is only freed (the kernel ended its registration).
+ */
 int ktau_page_unregister(struct ktau_page *pg);
 /* The page's sequence number: unchanged means no kernel routine ended. */
 uint32_t ktau_page_seq(const struct ktau_page *pg);
@@ -607,9 +618,12 @@ struct ktau_page_totals {
 	uint64_t unlisted;	/* of which without an entry of their own */
 	/*
 	 * On the CPU in the kernel; off the CPU (blocked or preempted:
-	 * KTAU_ID_IS_OFF_CPU); a vCPU thread's guest mode (ABI 1.4). Exact
-	 * while those routines have entries (unlisted counts those that do
-	 * not: the first KTAU_SHARED_ENTRIES routines ended have them).
+	 * KTAU_ID_IS_OFF_CPU); a vCPU thread's guest mode (ABI 1.4). The
+	 * split is exact while those routines have entries (the kernel
+	 * gives each routine the entry of its table slot, if that is below
+	 * KTAU_SHARED_ENTRIES; unlisted counts the others). After a KTAU
+	 * reset a slot's entry may go to another routine and restart from
+	 * zero: a difference across a reset can be negative (clamp it).
 	 */
 	uint64_t oncpu_ns, offcpu_ns, guest_ns;
 	struct {
@@ -628,7 +642,8 @@ struct ktau_page_routine {
 	uint64_t count, incl_ns, excl_ns;
 	uint64_t reserved[2];	/* zero (see the top of this file) */
 };
-/* -ENOENT: the routine did not end in the thread (or has no entry). */
+/* -ENOENT: the routine did not end in the thread (or has no entry);
+ * -EINVAL: id is KTAU_ID_NONE. */
 int ktau_page_routine(const struct ktau_page *pg, uint32_t id, struct ktau_page_routine *r);
 
 /* ==== Sampling (ABI 1.1) ==============================================

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <linux/ktau.h>
 
 #include "libktau.h"
@@ -30,7 +31,7 @@ _Static_assert(KTAU_PAGE_GROUPS >= KTAU_SHARED_GROUPS, "every group of the page"
 struct ktau_page {
 	struct ktau_shared *p;
 	int fd;			/* /proc/ktau/profiles, for the unregister */
-	pid_t tid;		/* the thread that registered it */
+	pid_t pid, tid;		/* the process and thread that registered it */
 };
 
 int ktau_page_register(struct ktau_page **out)
@@ -68,6 +69,7 @@ int ktau_page_register(struct ktau_page **out)
 		err = -EPROTO;
 		goto out_unmap;
 	}
+	pg->pid = getpid();
 	pg->tid = gettid();
 	*out = pg;
 	return 0;
@@ -85,9 +87,16 @@ int ktau_page_unregister(struct ktau_page *pg)
 
 	if (!pg)
 		return 0;
-	if (gettid() != pg->tid)
+	/*
+	 * A forked child's copy, or a page whose thread is gone: no
+	 * registration is left to end (the kernel ended it at fork, exec or
+	 * exit), only the memory.
+	 */
+	if (getpid() == pg->pid && gettid() != pg->tid &&
+	    !(syscall(SYS_tgkill, pg->pid, pg->tid, 0) && errno == ESRCH))
 		return -EPERM;
-	if (ioctl(pg->fd, KTAU_IOC_SHARED_UNREGISTER))
+	if (getpid() == pg->pid && gettid() == pg->tid &&
+	    ioctl(pg->fd, KTAU_IOC_SHARED_UNREGISTER))
 		err = -errno;
 	munmap(pg->p, PAGE_BYTES);
 	close(pg->fd);
@@ -171,6 +180,8 @@ int ktau_page_routine(const struct ktau_page *pg, uint32_t id, struct ktau_page_
 
 	memset(r, 0, sizeof(*r));
 	r->id = id;
+	if (id == KTAU_ID_NONE)
+		return -EINVAL;
 	err = page_copy(pg, e, offsetof(struct ktau_shared, entries), sizeof(e), &seq);
 	if (err)
 		return err;

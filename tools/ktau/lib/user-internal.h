@@ -206,11 +206,11 @@ static inline int ktau__event(struct kt_thread *th, struct ktau_timer *t, int st
 	ktau__gen_end(th);
 	return ret;
 }
-/* The timer of an id (under the registry lock), NULL if none. */
+/* The timer of an id, NULL if none. */
 struct ktau_timer *ktau__timer_by_id(uint32_t id);
 uint32_t ktau__ntimers(void);
 /* The throttling rule in words ("off" or "over N calls under M us each"). */
-const char *ktau__throttle_rule(void);
+void ktau__throttle_rule(char *buf, size_t size);
 void ktau__lock(void);
 void ktau__unlock(void);
 int ktau__callpath_depth(void);

@@ -363,7 +363,7 @@ static struct ktau_timer *timer_new(void)
 		return NULL;
 	t->id = g.ntimers;
 	g.timers[g.ntimers] = t;
-	__atomic_store_n(&g.ntimers, g.ntimers + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&g.ntimers, g.ntimers + 1, __ATOMIC_RELEASE);
 	return t;
 }
 
@@ -493,20 +493,26 @@ struct ktau_timer *ktau__timer_addr(uintptr_t addr)
 	return t;
 }
 
+/* Without the lock too: ntimers is published after its entry. */
 struct ktau_timer *ktau__timer_by_id(uint32_t id)
 {
-	return id < g.ntimers ? g.timers[id] : NULL;
+	return id < __atomic_load_n(&g.ntimers, __ATOMIC_ACQUIRE) ?
+		__atomic_load_n(&g.timers, __ATOMIC_ACQUIRE)[id] : NULL;
 }
 
-const char *ktau__throttle_rule(void)
+const char *ktau_user_output_error(void)
 {
-	static char rule[96];
+	return ktau_output_error();
+}
 
+void ktau__throttle_rule(char *buf, size_t size)
+{
 	if (!g.throttle)
-		return "off";
-	snprintf(rule, sizeof(rule), "over %llu calls under %llu us each",
-		 (unsigned long long)g.thr_calls, (unsigned long long)(g.thr_percall_ns / 1000));
-	return rule;
+		snprintf(buf, size, "off");
+	else
+		snprintf(buf, size, "over %llu calls under %llu us each",
+			 (unsigned long long)g.thr_calls,
+			 (unsigned long long)(g.thr_percall_ns / 1000));
 }
 
 uint32_t ktau__ntimers(void)
@@ -531,11 +537,6 @@ static int env_flag(const char *name, int dflt)
 	return strcmp(v, "0") && strcasecmp(v, "no") && strcasecmp(v, "off");
 }
 
-/*
- * The output directory: "%p" becomes the pid, "%r" the MPI rank, "%h"
- * the host name (ktau_output_path); a relative one is taken from the
- * working directory of now (not of the exit).
- */
 /* A positive count from the environment, times @unit; -1 if not one. */
 static int env_u64(const char *name, uint64_t *v, uint64_t unit)
 {
@@ -556,6 +557,11 @@ static int env_u64(const char *name, uint64_t *v, uint64_t unit)
 	return 0;
 }
 
+/*
+ * The output directory: "%p" becomes the pid, "%r" the MPI rank, "%h"
+ * the host name (ktau_output_path); a relative one is taken from the
+ * working directory of now (not of the exit).
+ */
 static char *expand_dir(const char *tmpl)
 {
 	char cwd[4096], *path, *out;
@@ -1202,7 +1208,11 @@ static void close_idle(struct kt_data *d, uint64_t now)
 	d->idle_kraw = 0;
 }
 
-static void kt_pop(struct kt_data *d, uint64_t now)
+/*
+ * Close the frame on top. @rule: a real stop, to which the throttling
+ * rule applies (not the frames closed in a copy for writing).
+ */
+static void kt_pop(struct kt_data *d, uint64_t now, int rule)
 {
 	struct kt_frame *f = &KT_ITEMS(d->stack, struct kt_frame)[--d->depth];
 	struct kt_flat *fl = &KT_ITEMS(d->flat, struct kt_flat)[f->timer];
@@ -1227,7 +1237,8 @@ static void kt_pop(struct kt_data *d, uint64_t now)
 	if (fl->active && !--fl->active) {
 		fl->incl += incl;
 		/* TAU's rule, once no frame of it is open in the thread. */
-		if (g.throttle && fl->calls > g.thr_calls && fl->incl < fl->calls * g.thr_percall_ns)
+		if (rule && g.throttle && fl->calls > g.thr_calls &&
+		    fl->incl < fl->calls * g.thr_percall_ns)
 			__atomic_store_n(&__atomic_load_n(&g.timers, __ATOMIC_ACQUIRE)[f->timer]->throttled,
 					 1, __ATOMIC_RELAXED);
 	}
@@ -1250,7 +1261,7 @@ static void kt_pop(struct kt_data *d, uint64_t now)
 void ktau__close_all(struct kt_data *d, uint64_t now)
 {
 	while (d->depth)
-		kt_pop(d, now);
+		kt_pop(d, now, 0);
 	close_idle(d, now);
 }
 
@@ -1359,7 +1370,7 @@ int ktau__stop_in(struct kt_thread *th, struct ktau_timer *t)
 		ret = -EDEADLK;
 	}
 	while (th->d.depth >= k)
-		kt_pop(&th->d, now);
+		kt_pop(&th->d, now, 1);
 	return ret;
 }
 
@@ -1867,7 +1878,7 @@ static void kt_reset_data(struct kt_data *d, uint64_t now)
 	struct kt_frame *f = KT_ITEMS(d->stack, struct kt_frame);
 	struct kt_flat *fl = KT_ITEMS(d->flat, struct kt_flat);
 	struct kt_node *n = KT_ITEMS(d->nodes, struct kt_node);
-	uint32_t i, active;
+	uint32_t i, active, skipped;
 
 	for (i = 0; i < d->depth; i++) {
 		f[i].t0 = now;
@@ -1875,9 +1886,12 @@ static void kt_reset_data(struct kt_data *d, uint64_t now)
 		f[i].kraw = 0;
 	}
 	for (i = 0; i < d->nflat; i++) {
+		/* The child's stack is the parent's, timed and throttled frames. */
 		active = fl[i].active;
+		skipped = fl[i].skipped;
 		memset(&fl[i], 0, sizeof(fl[i]));
 		fl[i].active = active;
+		fl[i].skipped = skipped;
 	}
 	for (i = 0; i < d->nnodes; i++) {
 		n[i].calls = n[i].subrs = n[i].incl = n[i].excl = 0;
@@ -1889,6 +1903,7 @@ static void kt_reset_data(struct kt_data *d, uint64_t now)
 	d->idle_t0 = now;
 	d->idle_kraw = 0;
 	d->events = d->page_reads = d->dropped = d->unmatched = d->sync_fail = 0;
+	d->throttled_calls = 0;
 	d->clock_adjust = d->kraw_total = d->absorbed = d->unlisted = 0;
 	d->had_page = 0;
 	d->ntrace = 0;

@@ -531,7 +531,7 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 {
 	const struct kt_data *d = &ts->d;
 	struct utsname u;
-	char comm[sizeof(ts->comm) + 1];
+	char comm[sizeof(ts->comm) + 1], rule[96];
 	size_t i;
 
 	if (uname(&u))
@@ -570,7 +570,8 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 	ktau__meta_u64(f, "KTAU Kernel Charged ns", ktau__conv(d->kraw_total, d->mult, d->shift));
 	ktau__meta_u64(f, "KTAU Kernel Uncharged ns", ktau__conv(d->absorbed, d->mult, d->shift));
 	ktau__meta_u64(f, "KTAU Kernel Unlisted Routines", d->unlisted);
-	ktau__meta(f, "KTAU Throttle", ktau__throttle_rule());
+	ktau__throttle_rule(rule, sizeof(rule));
+	ktau__meta(f, "KTAU Throttle", rule);
 	ktau__meta_u64(f, "KTAU Throttled Calls", d->throttled_calls);
 	fputs("</metadata>\n", f);
 	for (i = 0; i < n; i++)

@@ -1040,8 +1040,8 @@ lib_declared() {
 # has no -finstrument-functions hooks and does not need capstone.
 c_lib_exports() {
 	lib_declared || return 1
-	for l in libktau:KTAU_1.0:reader libktau-runtime:KTAU_RUNTIME_1.0:rt; do
-		so=$O/${l%%:*}.so.1 ver=${l#*:} part=${ver#*:} ver=${ver%:*}
+	for l in libktau:KTAU_2.0:reader libktau-runtime:KTAU_RUNTIME_2.0:rt; do
+		so=$O/${l%%:*}.so.2 ver=${l#*:} part=${ver#*:} ver=${ver%:*}
 		[ -f "$so" ] || { echo "# no $so"; return 1; }
 		nm -D --defined-only "$so" | awk '$2 != "A" { print $3 }' >"$W/exp.txt"
 		grep -v "@@$ver\$" "$W/exp.txt" | sed "s/^/# $(basename "$so") exports, not as $ver: /" |
@@ -1052,14 +1052,14 @@ c_lib_exports() {
 		[ -s "$W/diff.txt" ] && { sed "s/^/# $(basename "$so") declared (left) or exported (right) only: /" \
 			"$W/diff.txt" | head -n 20; return 1; }
 	done
-	! nm -D --defined-only "$O/libktau.so.1" | grep -q __cyg_profile ||
+	! nm -D --defined-only "$O/libktau.so.2" | grep -q __cyg_profile ||
 		{ echo "# libktau.so defines the -finstrument-functions hooks"; return 1; }
-	nm -D --defined-only "$O/libktau-runtime.so.1" | grep -q '__cyg_profile_func_enter@@' ||
+	nm -D --defined-only "$O/libktau-runtime.so.2" | grep -q '__cyg_profile_func_enter@@' ||
 		{ echo "# libktau-runtime.so has no hooks"; return 1; }
-	! readelf -d "$O/libktau.so.1" | grep -q 'NEEDED.*capstone' ||
+	! readelf -d "$O/libktau.so.2" | grep -q 'NEEDED.*capstone' ||
 		{ echo "# libktau.so needs capstone"; return 1; }
-	readelf -d "$O/libktau.so.1" | grep -q 'SONAME.*\[libktau\.so\.1\]' || return 1
-	readelf -d "$O/libktau-runtime.so.1" | grep -q 'SONAME.*\[libktau-runtime\.so\.1\]'
+	readelf -d "$O/libktau.so.2" | grep -q 'SONAME.*\[libktau\.so\.2\]' || return 1
+	readelf -d "$O/libktau-runtime.so.2" | grep -q 'SONAME.*\[libktau-runtime\.so\.2\]'
 }
 
 # A profiler with -finstrument-functions hooks of its own in a shared
@@ -1137,8 +1137,8 @@ int main(void)
 EOT
 	# shellcheck disable=SC2086
 	$CC -std=gnu11 -finstrument-functions $KHDR_INCLUDES -o "$W/rt" "$W/rt.c" $flags || return 1
-	readelf -d "$W/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.1\]' ||
-		{ echo "# the program does not need libktau-runtime.so.1"; return 1; }
+	readelf -d "$W/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.2\]' ||
+		{ echo "# the program does not need libktau-runtime.so.2"; return 1; }
 	out=$(KTAU_PROFILE_DIR="$W/rtprof" LD_LIBRARY_PATH=$(dirname "$pcd") "$W/rt") ||
 		{ echo "# the program failed: $out"; return 1; }
 	[ "$out" = "$ver" ] || { echo "# ktau_version() '$out', .pc '$ver'"; return 1; }

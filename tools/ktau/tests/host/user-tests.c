@@ -524,8 +524,7 @@ static int t_depth_limit(void)
  * a call, stops being timed after its 101st call; its later calls are
  * counted as throttled, its row keeps 101 calls in TAU_USER|TAU_THROTTLED.
  * "slow" (20 us a call) and "outer" keep being timed. A start of "tiny"
- * nested in a throttled start (recursion) is skipped with its stop, and
- * a frame open before the throttling closes normally.
+ * nested in a throttled start (recursion) is skipped with its stop.
  */
 static int t_throttle(void)
 {
