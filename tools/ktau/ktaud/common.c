@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ktaud.h"
@@ -31,6 +32,14 @@ int usage_err(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'ktaud %s --help'.\n", cmd ? cmd : "");
 	return EX_KT_USAGE;
+}
+
+uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 int report(int err, const char *what)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "ktau-drill.h"
 
@@ -22,6 +23,8 @@ extern const char *prog;
 
 /* Print "ktaud: <cmd>: message" on stderr. */
 void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The clock @c now, in ns. */
+uint64_t now_ns(clockid_t c);
 /* Report a libktau error of an operation; returns the exit code for it. */
 int report(int err, const char *what);
 /* A usage error: message, hint to --help, EX_KT_USAGE. */

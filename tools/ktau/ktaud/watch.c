@@ -118,17 +118,9 @@ static unsigned long next_seq(const char *dir)
  * interval skips the times it missed. A signal ends the sleep; stop is
  * checked by the loop.
  */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_until_next(uint64_t start, uint64_t step, uint64_t *k)
 {
-	uint64_t now = mono_ns(), next;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), next;
 	struct timespec ts;
 
 	(*k)++;
@@ -300,7 +292,7 @@ int cmd_watch(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	seq = next_seq(dir);
-	start = mono_ns();
+	start = now_ns(CLOCK_MONOTONIC);
 	step = (uint64_t)(interval * 1e9);
 	while (!stop) {
 		ret = ktau_snapshot(k, flags, pids, npids, &cur);

@@ -4,6 +4,7 @@
 #define LIBKTAU_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define KTAU_PATH_VERSION	"/proc/ktau/version"
@@ -28,6 +29,8 @@ void ktau__meta_u64(FILE *f, const char *name, unsigned long long v);
 void ktau__clean_name(char *dst, size_t size, const char *src);
 /* write() all of buf, again after EINTR; 0 or -errno (-EIO: nothing written). */
 int ktau__write_all(int fd, const void *buf, size_t len);
+/* Kernel clock units in ns: units * mult >> shift (page.c). */
+uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift);
 /* asprintf()'s string; NULL when out of memory. */
 char *ktau__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

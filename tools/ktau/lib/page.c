@@ -109,9 +109,15 @@ uint32_t ktau_page_seq(const struct ktau_page *pg)
 	return atomic_load_explicit((const _Atomic uint32_t *)&pg->p->seq, memory_order_acquire);
 }
 
-static uint64_t units_ns(uint32_t mult, uint32_t shift, uint64_t units)
+uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift)
 {
-	return (uint64_t)(((unsigned __int128)units * mult) >> (shift < 96 ? shift : 95));
+	return (uint64_t)(((unsigned __int128)units * mult) >> shift);
+}
+
+/* The page's shift, bounded as the runtime bounds it. */
+static uint32_t page_shift(uint32_t shift)
+{
+	return shift < 96 ? shift : 95;
 }
 
 /*
@@ -144,20 +150,22 @@ int ktau_page_read(const struct ktau_page *pg, struct ktau_page_totals *t)
 {
 	struct ktau_shared c;
 	uint64_t off = 0, guest = 0, all = 0;
-	uint32_t seq, i;
+	uint32_t seq, i, mult, shift;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	err = page_copy(pg, &c, 0, sizeof(c), &seq);
 	if (err)
 		return err;
+	mult = c.clock_mult;
+	shift = page_shift(c.clock_shift);
 	t->seq = seq;
 	t->updates = c.updates;
 	t->unlisted = c.unlisted;
 	for (i = 0; i < KTAU_SHARED_GROUPS; i++) {
 		t->groups[i].count = c.groups[i].count;
-		t->groups[i].incl_ns = units_ns(c.clock_mult, c.clock_shift, c.groups[i].incl);
-		t->groups[i].excl_ns = units_ns(c.clock_mult, c.clock_shift, c.groups[i].excl);
+		t->groups[i].incl_ns = ktau__conv(c.groups[i].incl, mult, shift);
+		t->groups[i].excl_ns = ktau__conv(c.groups[i].excl, mult, shift);
 		all += c.groups[i].excl;
 	}
 	for (i = 0; i < c.nentries && i < KTAU_SHARED_ENTRIES; i++) {
@@ -166,16 +174,16 @@ int ktau_page_read(const struct ktau_page *pg, struct ktau_page_totals *t)
 		else if (KTAU_ID_IS_GUEST(c.entries[i].id))
 			guest += c.entries[i].excl;
 	}
-	t->offcpu_ns = units_ns(c.clock_mult, c.clock_shift, off);
-	t->guest_ns = units_ns(c.clock_mult, c.clock_shift, guest);
-	t->oncpu_ns = units_ns(c.clock_mult, c.clock_shift, all - off - guest);
+	t->offcpu_ns = ktau__conv(off, mult, shift);
+	t->guest_ns = ktau__conv(guest, mult, shift);
+	t->oncpu_ns = ktau__conv(all - off - guest, mult, shift);
 	return 0;
 }
 
 int ktau_page_routine(const struct ktau_page *pg, uint32_t id, struct ktau_page_routine *r)
 {
 	struct ktau_shared_entry e[KTAU_SHARED_ENTRIES];
-	uint32_t seq, n, i, mult = pg->p->clock_mult, shift = pg->p->clock_shift;
+	uint32_t seq, n, i, mult = pg->p->clock_mult, shift = page_shift(pg->p->clock_shift);
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -192,8 +200,8 @@ int ktau_page_routine(const struct ktau_page *pg, uint32_t id, struct ktau_page_
 			continue;
 		r->group = e[i].group;
 		r->count = e[i].count;
-		r->incl_ns = units_ns(mult, shift, e[i].incl);
-		r->excl_ns = units_ns(mult, shift, e[i].excl);
+		r->incl_ns = ktau__conv(e[i].incl, mult, shift);
+		r->excl_ns = ktau__conv(e[i].excl, mult, shift);
 		return 0;
 	}
 	return -ENOENT;

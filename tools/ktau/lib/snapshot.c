@@ -96,18 +96,17 @@ static int reserve(struct ktau *k, size_t cap)
 /* The boot this runs in, as the kernel names it ("" if it does not). */
 static void fill_boot_id(char *id, size_t size)
 {
-	ssize_t n = -1;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	char *text = NULL;
+	size_t n = 0;
 
-	if (fd >= 0) {
-		n = read(fd, id, size - 1);
-		close(fd);
-	}
-	if (n < 0)
-		n = 0;
-	while (n > 0 && (id[n - 1] == '\n' || id[n - 1] == ' '))
-		n--;
+	if (!ktau__slurp("/proc/sys/kernel/random/boot_id", &text, &n))
+		n = strcspn(text, "\n ");
+	if (n >= size)
+		n = size - 1;
+	if (n)
+		memcpy(id, text, n);
 	id[n] = '\0';
+	free(text);
 }
 
 void ktau_snap_fill_host(struct ktau_snap *s)

@@ -226,7 +226,6 @@ struct kt_tsnap {
 };
 void ktau__data_free(struct kt_data *d);
 void ktau__close_all(struct kt_data *d, uint64_t now);
-uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift);
 
 /* userwrite.c: one row of a profile file. */
 struct ktau__row {

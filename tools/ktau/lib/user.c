@@ -169,11 +169,6 @@ static inline uint64_t kt_clock(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift)
-{
-	return (uint64_t)(((unsigned __int128)units * mult) >> shift);
-}
-
 /* Rounded up: the kernel time taken off a frame is never less than what
  * its callpath children show (those are rounded down). */
 static inline uint64_t kt_conv_ceil(uint64_t units, uint32_t mult, uint32_t shift)
@@ -1349,8 +1344,9 @@ int ktau__stop_in(struct kt_thread *th, struct ktau_timer *t)
 	if (unlikely(atomic_load_explicit(&g.exiting, memory_order_relaxed)))
 		return -ESHUTDOWN;
 	th->d.events++;
-	if (unlikely(t->id < th->d.nflat &&
-		     KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped)) {
+	/* Only a throttled timer has starts that were skipped. */
+	if (unlikely(__atomic_load_n(&t->throttled, __ATOMIC_RELAXED)) && t->id < th->d.nflat &&
+	    KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped) {
 		/* The stop of a start that was not timed. */
 		KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped--;
 		return 0;
