@@ -612,6 +612,16 @@ c_demo_cxx() {
 	! grep -q '"_Z' "$f" || { echo "# mangled: $(grep -o '"_Z[^"]*' "$f" | head -3)"; return 1; }
 }
 
+# 'make' alone builds the libraries, ktaud and the examples, as the
+# Makefile's header says (a rule put before 'all' once made it build only
+# the Python module).
+c_make_default() {
+	"$MAKE" -n -C "$TOOLS" O="$W/mk" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	for f in ktaud ktau-merge-demo libktau.so. libktau-runtime.so.; do
+		grep -q -- "-o $W/mk/$f" "$LOG" || { echo "# 'make' does not build $f"; return 1; }
+	done
+}
+
 # ktaud diff: a run against itself changes nothing; a snapshot against
 # its own TAU export agrees (calls exactly, times to the files' rounding);
 # two runs give the change that their JSON exports say; bad input fails.
@@ -1150,7 +1160,7 @@ cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_ex
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_diff c_flame c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_make_default c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
