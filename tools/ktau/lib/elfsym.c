@@ -299,6 +299,21 @@ char *ktau__sym_name(struct kt_symbolizer *s, uintptr_t addr)
 	return out;
 }
 
+void ktau__sym_each(struct kt_symbolizer *s, void (*fn)(void *arg, uintptr_t addr, const char *name),
+		    void *arg)
+{
+	size_t i, j;
+
+	for (i = 0; s && i < s->nobjs; i++) {
+		struct kt_obj *o = &s->objs[i];
+
+		if (!o->loaded)
+			load_obj(o);
+		for (j = 0; j < o->nsyms; j++)
+			fn(arg, o->syms[j].addr, o->syms[j].name);
+	}
+}
+
 /*
  * Another process (samples of ktaud and libktau's sampling API): its
  * objects from the text of its /proc/PID/maps. The load bias of a mapping

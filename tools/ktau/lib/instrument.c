@@ -35,7 +35,7 @@ static inline NOINSTR struct ktau_timer *fn_timer(struct kt_thread *th, void *fn
 }
 
 /* An entry (stop 0) or exit (stop 1) of the function at fn. */
-static inline NOINSTR void fn_event(void *fn, int stop)
+static inline __attribute__((always_inline)) NOINSTR void fn_event(void *fn, int stop)
 {
 	struct kt_thread *th = ktau__self();
 	struct ktau_timer *t;

@@ -470,6 +470,11 @@ int ktau_write_json(FILE *f, const struct ktau_snap *snap,
  *                         (10), is no longer timed; its row keeps the calls
  *                         until then, in group TAU_USER|TAU_THROTTLED, and
  *                         "KTAU Throttled Calls" counts the calls not timed)
+ *   KTAU_SELECT_FILE=FILE include and exclude lists, TAU's selective
+ *                         instrumentation format (routine lists, '#' the
+ *                         wildcard); excluded routines are not timers
+ *                         (ktau_timer_start() on one returns 0 and times
+ *                         nothing); matched once, at the first event
  *   KTAU_TRACE_USER=DIR   also keep every completed routine (start, end)
  *                         and write them at exit to DIR/user.<pid>.ktuser
  *                         (ktaud trace sets it; ktau_trace_add_user reads it)

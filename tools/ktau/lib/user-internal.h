@@ -34,8 +34,11 @@ struct ktau_timer {
 	uintptr_t addr;
 	char *name;		/* NULL for an address not yet resolved */
 	struct ktau_timer *next;	/* hash chain (by name or by address) */
-	uint32_t throttled;	/* no longer timed (KTAU_THROTTLE) */
+	/* Not timed: one word, so that timed events test it once. */
+	uint32_t untimed;	/* KT_THROTTLED | KT_EXCLUDED */
 };
+#define KT_THROTTLED	1u	/* no longer timed (KTAU_THROTTLE) */
+#define KT_EXCLUDED	2u	/* never timed (KTAU_SELECT_FILE, select.c) */
 
 /* Kernel counters charged, in clock units. */
 struct kt_kcounts {
@@ -256,6 +259,20 @@ uint64_t ktau__start_us(void);
 /* A symbol's name as people read it (demangle.c); malloc()ed, or NULL. */
 char *ktau__demangle(const char *name);
 void ktau__sym_close(struct kt_symbolizer *s);
+/* Every function symbol of every object of @s, with its ELF name. */
+void ktau__sym_each(struct kt_symbolizer *s, void (*fn)(void *arg, uintptr_t addr, const char *name),
+		    void *arg);
+
+/* select.c: the include and exclude lists (KTAU_SELECT_FILE). */
+int ktau__select_parse(const char *path, char *err, size_t errlen);
+long ktau__select_resolve(void);
+int ktau__select_addr(uintptr_t addr);
+int ktau__select_name(const char *name);
+int ktau__select_match(const char *pat, const char *s);
+void ktau__select_reset(void);
+/* The file and what it listed, for the profile's metadata. */
+const char *ktau__select_file(void);
+uint32_t ktau__select_excluded(void);
 
 /*
  * Test hooks (tests/host/user-tests.c): a clock, a simulated page in

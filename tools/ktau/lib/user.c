@@ -87,6 +87,8 @@ static struct {
 	int throttle;
 	uint64_t thr_calls, thr_percall_ns;
 	int rank;			/* MPI rank from the launcher; -1: none */
+	char *select_file;		/* KTAU_SELECT_FILE, applied */
+	atomic_uint excluded;		/* timers made not timed by it */
 	int force;			/* KTAU_PROFILE_FORCE: write among others' files */
 	atomic_int reported;
 	atomic_int exiting;
@@ -429,6 +431,8 @@ static struct kt_atab *atab_grow(struct kt_atab *old)
 	return n;
 }
 
+static void kt_process_init(void);
+
 struct ktau_timer *ktau_timer_get(const char *name)
 {
 	struct ktau_timer *t;
@@ -443,6 +447,8 @@ struct ktau_timer *ktau_timer_get(const char *name)
 	if (t || kt_lock_busy())
 		return t;
 	len = strlen(name) + 1;
+	/* A timer made before the first event gets the select file too. */
+	pthread_once(&g.once, kt_process_init);
 	kt_lock();
 	t = find_name(h, name);
 	if (!t) {
@@ -451,6 +457,9 @@ struct ktau_timer *ktau_timer_get(const char *name)
 		if (t) {
 			memcpy(copy, name, len);
 			t->name = copy;
+			t->untimed = ktau__select_name(copy) ? KT_EXCLUDED : 0;
+			if (t->untimed)
+				atomic_fetch_add_explicit(&g.excluded, 1, memory_order_relaxed);
 			t->next = g.byname[h];
 			__atomic_store_n(&g.byname[h], t, __ATOMIC_RELEASE);
 		}
@@ -479,6 +488,9 @@ struct ktau_timer *ktau__timer_addr(uintptr_t addr)
 			h = hash_addr(addr) & tab->mask;
 			t->is_addr = 1;
 			t->addr = addr;
+			t->untimed = ktau__select_addr(addr) ? KT_EXCLUDED : 0;
+			if (t->untimed)
+				atomic_fetch_add_explicit(&g.excluded, 1, memory_order_relaxed);
 			t->next = tab->b[h];
 			__atomic_store_n(&tab->b[h], t, __ATOMIC_RELEASE);
 			g.naddr++;
@@ -571,6 +583,41 @@ static char *expand_dir(const char *tmpl)
 	return out;
 }
 
+/*
+ * KTAU_SELECT_FILE: the user asked for it, so what goes wrong is said on
+ * stderr whatever KTAU_VERBOSE says; the program then runs with every
+ * routine timed, and the profile's metadata say that no list applied.
+ */
+static void kt_select(const char *path)
+{
+	char err[256];
+	long n;
+
+	if (ktau__select_parse(path, err, sizeof(err))) {
+		fprintf(stderr, "libktau: KTAU_SELECT_FILE=%s: %s; timing every routine\n", path, err);
+		return;
+	}
+	n = ktau__select_resolve();
+	if (n < 0) {
+		fprintf(stderr, "libktau: KTAU_SELECT_FILE=%s: %s; timing every routine\n", path,
+			strerror((int)-n));
+		return;
+	}
+	g.select_file = strdup(path);
+	if (g.verbose)
+		fprintf(stderr, "libktau: KTAU_SELECT_FILE=%s: %ld routines listed\n", path, n);
+}
+
+const char *ktau__select_file(void)
+{
+	return g.select_file;
+}
+
+uint32_t ktau__select_excluded(void)
+{
+	return atomic_load_explicit(&g.excluded, memory_order_relaxed);
+}
+
 static void kt_process_init(void)
 {
 	const char *v;
@@ -605,6 +652,9 @@ static void kt_process_init(void)
 	v = getenv("KTAU_TRACE_USER");
 	if (v && *v)
 		g.trace_dir = strdup(v);
+	v = getenv("KTAU_SELECT_FILE");
+	if (v && *v)
+		kt_select(v);
 	v = getenv("KTAU_PROFILE_DIR");
 	if (!g.outdir)
 		g.outdir = expand_dir(v ? v : "ktau-profile");
@@ -1234,8 +1284,8 @@ static void kt_pop(struct kt_data *d, uint64_t now, int rule)
 		/* TAU's rule, once no frame of it is open in the thread. */
 		if (rule && g.throttle && fl->calls > g.thr_calls &&
 		    fl->incl < fl->calls * g.thr_percall_ns)
-			__atomic_store_n(&__atomic_load_n(&g.timers, __ATOMIC_ACQUIRE)[f->timer]->throttled,
-					 1, __ATOMIC_RELAXED);
+			__atomic_fetch_or(&__atomic_load_n(&g.timers, __ATOMIC_ACQUIRE)[f->timer]->untimed,
+					  KT_THROTTLED, __ATOMIC_RELAXED);
 	}
 	if (f->owns) {
 		struct kt_node *n = &KT_ITEMS(d->nodes, struct kt_node)[f->node];
@@ -1310,11 +1360,19 @@ static int kt_push(struct kt_thread *th, uint32_t timer, uint64_t now)
 	return 0;
 }
 
-/* A start of a throttled timer: counted, not timed; its stop is skipped. */
-static __attribute__((noinline)) int kt_skip_start(struct kt_thread *th, uint32_t timer)
+/*
+ * A start of a timer not timed: of an excluded one, nothing; of a
+ * throttled one, counted, and its stop is skipped.
+ */
+static __attribute__((noinline)) int kt_skip_start(struct kt_thread *th, uint32_t timer,
+						   uint32_t untimed)
 {
 	struct kt_data *d = &th->d;
 
+	/* An excluded routine is not measured: not even an event. */
+	if (untimed & KT_EXCLUDED)
+		return 0;
+	d->events++;
 	if (blk_reserve(th, &d->flat, timer, sizeof(struct kt_flat)))
 		return -ENOMEM;
 	if (d->nflat <= timer)
@@ -1326,11 +1384,14 @@ static __attribute__((noinline)) int kt_skip_start(struct kt_thread *th, uint32_
 
 int ktau__start_in(struct kt_thread *th, struct ktau_timer *t)
 {
+	uint32_t untimed;
+
 	if (unlikely(atomic_load_explicit(&g.exiting, memory_order_relaxed)))
 		return -ESHUTDOWN;
+	untimed = __atomic_load_n(&t->untimed, __ATOMIC_RELAXED);
+	if (unlikely(untimed))
+		return kt_skip_start(th, t->id, untimed);
 	th->d.events++;
-	if (unlikely(__atomic_load_n(&t->throttled, __ATOMIC_RELAXED)))
-		return kt_skip_start(th, t->id);
 	return kt_push(th, t->id, kt_event_time(th));
 }
 
@@ -1338,18 +1399,22 @@ int ktau__stop_in(struct kt_thread *th, struct ktau_timer *t)
 {
 	struct kt_frame *st;
 	uint64_t now;
-	uint32_t k;
+	uint32_t k, untimed;
 	int ret = 0;
 
 	if (unlikely(atomic_load_explicit(&g.exiting, memory_order_relaxed)))
 		return -ESHUTDOWN;
-	th->d.events++;
 	/* Only a throttled timer has starts that were skipped. */
-	if (unlikely(__atomic_load_n(&t->throttled, __ATOMIC_RELAXED)) && t->id < th->d.nflat &&
-	    KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped) {
-		/* The stop of a start that was not timed. */
-		KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped--;
+	untimed = __atomic_load_n(&t->untimed, __ATOMIC_RELAXED);
+	if (unlikely(untimed) && (untimed & KT_EXCLUDED))
 		return 0;
+	th->d.events++;
+	if (unlikely(untimed)) {
+		if (t->id < th->d.nflat && KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped) {
+			/* The stop of a start that was not timed. */
+			KT_ITEMS(th->d.flat, struct kt_flat)[t->id].skipped--;
+			return 0;
+		}
 	}
 	now = kt_event_time(th);
 	st = KT_ITEMS(th->d.stack, struct kt_frame);

@@ -224,7 +224,7 @@ static int throttled(uint32_t id)
 {
 	const struct ktau_timer *t = ktau__timer_by_id(id);
 
-	return t && __atomic_load_n(&t->throttled, __ATOMIC_RELAXED);
+	return t && (__atomic_load_n(&t->untimed, __ATOMIC_RELAXED) & KT_THROTTLED);
 }
 
 static const char *class_of(uint32_t group)
@@ -573,6 +573,8 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 	ktau__throttle_rule(rule, sizeof(rule));
 	ktau__meta(f, "KTAU Throttle", rule);
 	ktau__meta_u64(f, "KTAU Throttled Calls", d->throttled_calls);
+	ktau__meta(f, "KTAU Select File", ktau__select_file() ?: "none");
+	ktau__meta_u64(f, "KTAU Excluded Routines", ktau__select_excluded());
 	fputs("</metadata>\n", f);
 	for (i = 0; i < n; i++)
 		fprintf(f, "\"%s\" %llu %llu %.16G %.16G 0 GROUP=\"%s\"\n", rows[i].name,

@@ -622,6 +622,48 @@ c_make_default() {
 	done
 }
 
+# KTAU_SELECT_FILE (TAU's selective instrumentation format) on the
+# -finstrument-functions runtime: excluded routines are not timers and
+# their callees move up to the caller; an include list times only what it
+# names; names match demangled or mangled; a bad file is said on stderr
+# and then every routine is timed.
+c_select() {
+	f="$W/sel-cxx/profile.0.0.0"
+	printf '%s\n' '# the STL is noise here' BEGIN_EXCLUDE_LIST 'std::#' '__gnu_cxx::#' \
+		'bool __gnu_cxx::#' '_ZNK4demo4Grid5totalEv' END_EXCLUDE_LIST >"$W/sel-cxx.tau"
+	KTAU_SELECT_FILE="$W/sel-cxx.tau" "$CXX_DEMO" -o "$W/sel-cxx" -n 7 >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	! grep -q '^"\(std::\|__gnu_cxx::\|bool __gnu_cxx::\|demo::Grid::total\)' "$f" ||
+		{ echo "# excluded routines timed:"; grep '^"\(std\|__gnu\|bool\|demo::Grid::total\)' "$f" |
+		  head -3 | sed 's/^/#   /'; return 1; }
+	# step() calls only the STL: no callee left; sum() is main's now.
+	[ "$(fline "$f" "demo::Grid::step(int)" | cut -d' ' -f1-2)" = "7 0" ] ||
+		{ echo "# step: $(fline "$f" "demo::Grid::step(int)")"; return 1; }
+	r="main => double demo::sum<double>(std::vector<double, std::allocator<double> > const&)"
+	[ "$(fline "$f" "$r" | cut -d' ' -f1-2)" = "1 0" ] || { echo "# no '$r' without callees"; return 1; }
+	grep -q "<name>KTAU Select File</name><value>$W/sel-cxx.tau</value>" "$f" &&
+		grep -q "<name>KTAU Excluded Routines</name><value>[1-9][0-9]*</value>" "$f" ||
+		{ echo "# no select metadata in $f"; return 1; }
+	# An include list: main and the *_file routines; the threads, which
+	# ran none of them, write nothing.
+	printf '%s\n' BEGIN_INCLUDE_LIST main '"#_file"' END_INCLUDE_LIST >"$W/sel-inc.tau"
+	KTAU_SELECT_FILE="$W/sel-inc.tau" "$DEMO" -q -o "$W/sel-inc" -c 1000 -s 1 -S 1 -n 2 -m 2 \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(ls "$W/sel-inc")" = profile.0.0.0 ] || { echo "# $(ls "$W/sel-inc" | tr '\n' ' ')"; return 1; }
+	[ "$(grep -o '^"[^"]*"' "$W/sel-inc/profile.0.0.0" | LC_ALL=C sort | tr '\n' ' ')" = \
+		'"main => read_file" "main => write_file" "main" "read_file" "write_file" ' ] ||
+		{ grep -o '^"[^"]*"' "$W/sel-inc/profile.0.0.0" | sed 's/^/#   /'; return 1; }
+	# A file for TAU's source instrumentor: refused, said, all timed.
+	printf '%s\n' BEGIN_FILE_EXCLUDE_LIST '*.so' END_FILE_EXCLUDE_LIST >"$W/sel-bad.tau"
+	KTAU_SELECT_FILE="$W/sel-bad.tau" "$DEMO" -q -o "$W/sel-bad" -c 1000 -s 1 -S 1 -n 2 -m 2 \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "KTAU_SELECT_FILE=$W/sel-bad.tau: line 1: .*source file lists.*; timing every routine" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(fline "$W/sel-bad/profile.0.0.0" "main => compute" | cut -d' ' -f1)" = 1 ] ||
+		{ echo "# compute not timed after a refused file"; return 1; }
+	grep -q "<name>KTAU Select File</name><value>none</value>" "$W/sel-bad/profile.0.0.0"
+}
+
 # ktaud diff: a run against itself changes nothing; a snapshot against
 # its own TAU export agrees (calls exactly, times to the files' rounding);
 # two runs give the change that their JSON exports say; bad input fails.
@@ -1160,7 +1202,7 @@ cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_ex
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_make_default c_diff c_flame c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install

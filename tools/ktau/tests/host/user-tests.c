@@ -199,6 +199,29 @@ static void subdir(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", outdir, name);
 }
 
+/*
+ * The process's profile written to OUTDIR/@name: the metadata line (the
+ * second) of its first thread's file, or NULL.
+ */
+static const char *written_metadata(const char *name)
+{
+	static char text[1 << 16];
+	char dir[600], path[700];
+	FILE *f;
+	int ok;
+
+	subdir(dir, sizeof(dir), name);
+	if (ktau_user_write(dir) != 1)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	ok = fgets(text, sizeof(text), f) && fgets(text, sizeof(text), f);
+	fclose(f);
+	return ok ? text : NULL;
+}
+
 /* ---- Tests -------------------------------------------------------- */
 
 /* Inclusive, exclusive, calls, subrs and the callpath, no kernel. */
@@ -528,11 +551,9 @@ static int t_depth_limit(void)
  */
 static int t_throttle(void)
 {
-	static char text[1 << 16];
-	char dir[600], path[700];
+	const char *text;
 	uint64_t t = 0;
-	FILE *f;
-	int i, ok;
+	int i;
 
 	setenv("KTAU_THROTTLE_NUMCALLS", "100", 1);
 	CHECK(simulate(0, 0) == 0, "simulate");
@@ -562,19 +583,103 @@ static int t_throttle(void)
 	CHECK(!strcmp(row("slow")->group, "TAU_USER"), "slow: group %s", row("slow")->group);
 	CHECK(row("outer")->calls == 1 && row("outer")->subrs == 251, "outer: %llu subrs",
 	      (unsigned long long)row("outer")->subrs);
-	subdir(dir, sizeof(dir), "throttle");
-	CHECK(ktau_user_write(dir) == 1, "write");
-	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
-	f = fopen(path, "r");
-	CHECK(f, "no %s", path);
-	/* The metadata line (the second). */
-	ok = fgets(text, sizeof(text), f) && fgets(text, sizeof(text), f);
-	fclose(f);
-	CHECK(ok, "%s: no metadata", path);
+	text = written_metadata("throttle");
+	CHECK(text, "no metadata written");
 	/* 49 more calls and the two of the recursion. */
 	CHECK(strstr(text, "<name>KTAU Throttled Calls</name><value>51</value>"), "throttled calls");
 	CHECK(strstr(text, "<name>KTAU Throttle</name><value>over 100 calls under 10 us each</value>"),
 	      "the rule");
+	return 0;
+}
+
+/* TAU's '#' wildcard; the select file's syntax and its errors. */
+static int t_select_parse(void)
+{
+	static const struct {
+		const char *pat, *s;
+		int match;
+	} m[] = {
+		{ "compute", "compute", 1 }, { "compute", "compute2", 0 }, { "compute", "comput", 0 },
+		{ "#", "", 1 }, { "#", "anything", 1 }, { "sort_#(int *)", "sort_5elements(int *)", 1 },
+		{ "sort_#(int *)", "sort_5elements(int)", 0 }, { "#_file", "write_file", 1 },
+		{ "#_file", "write_filer", 0 }, { "a#b#c", "aXXbYYbc", 1 }, { "a#b#c", "aXXcYYb", 0 },
+		{ "demo::Grid::#", "demo::Grid::step(int)", 1 }, { "*", "x", 0 }, { "*", "*", 1 },
+		{ "##x", "yx", 1 }, { "", "", 1 }, { "", "x", 0 },
+	};
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{ "compute\n", "line 1: 'compute' is not a routine list" },
+		{ "BEGIN_FILE_EXCLUDE_LIST\n*.so\nEND_FILE_EXCLUDE_LIST\n", "source file lists" },
+		{ "BEGIN_EXCLUDE_LIST\nf\n", "ends inside a list" },
+		{ "BEGIN_EXCLUDE_LIST\nBEGIN_INCLUDE_LIST\n", "line 2: BEGIN_INCLUDE_LIST inside another list" },
+		{ "END_INCLUDE_LIST\n", "line 1: END_INCLUDE_LIST without its BEGIN" },
+		{ "BEGIN_EXCLUDE_LIST\nf\nEND_INCLUDE_LIST\n", "line 3: END_INCLUDE_LIST without" },
+		{ "BEGIN_EXCLUDE_LIST\n\"#x\nEND_EXCLUDE_LIST\n", "line 2: unbalanced quote" },
+	};
+	char path[600], err[256];
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		CHECK(ktau__select_match(m[i].pat, m[i].s) == m[i].match, "'%s' against '%s': %d",
+		      m[i].pat, m[i].s, !m[i].match);
+	snprintf(path, sizeof(path), "%s/select.tau", outdir);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = fopen(path, "w");
+		CHECK(f && fputs(bad[i].text, f) >= 0 && !fclose(f), "write %s", path);
+		err[0] = '\0';
+		CHECK(ktau__select_parse(path, err, sizeof(err)) == -EINVAL, "accepted: %s", bad[i].text);
+		CHECK(strstr(err, bad[i].err), "'%s', not '%s'", err, bad[i].err);
+		/* A refused file applies nothing. */
+		CHECK(!ktau__select_name("f") && !ktau__select_addr(1), "a refused file applied");
+	}
+	CHECK(ktau__select_parse("/nonexistent/select.tau", err, sizeof(err)) == -ENOENT, "missing");
+	CHECK(strstr(err, "cannot open it"), "'%s'", err);
+	/* Comments, blank lines, quotes, spaces and CRLF around names. */
+	f = fopen(path, "w");
+	CHECK(f && fputs("# c\n\nBEGIN_EXCLUDE_LIST\r\n  tiny  \r\n# not a name\n\"#_x\"\n"
+			 "END_EXCLUDE_LIST\nBEGIN_INCLUDE_LIST\n\touter\nt#\nEND_INCLUDE_LIST\n", f) >= 0 &&
+	      !fclose(f), "write %s", path);
+	CHECK(ktau__select_parse(path, err, sizeof(err)) == 0, "refused: %s", err);
+	CHECK(ktau__select_name("tiny") && ktau__select_name("a_x") && !ktau__select_name("outer") &&
+	      !ktau__select_name("top") && ktau__select_name("other"), "the lists");
+	ktau__select_reset();
+	CHECK(!ktau__select_name("tiny"), "reset");
+	return 0;
+}
+
+/*
+ * KTAU_SELECT_FILE: an excluded routine is not a timer (its time is its
+ * caller's, as if inlined); the profile says which file applied.
+ */
+static int t_select_exclude(void)
+{
+	const char *text;
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/select.tau", outdir);
+	f = fopen(path, "w");
+	CHECK(f && fputs("BEGIN_EXCLUDE_LIST\nti#\nEND_EXCLUDE_LIST\n", f) >= 0 && !fclose(f),
+	      "write %s", path);
+	setenv("KTAU_SELECT_FILE", path, 1);
+	CHECK(simulate(0, 0) == 0, "simulate");
+	at_start(0, "outer");
+	at_start(100, "tiny");
+	at_start(200, "inner");
+	at_stop(300, "inner");
+	CHECK(at_stop(400, "tiny") == 0, "the stop of an excluded routine");
+	at_stop(1000, "outer");
+	CHECK(take_rows() == 0, "rows");
+	CHECK(!row("tiny") && !row("outer => tiny") && !row("outer => tiny => inner"), "tiny timed");
+	WANT("outer", 1, 900, 1000);
+	WANT("inner", 1, 100, 100);
+	WANT("outer => inner", 1, 100, 100);
+	text = written_metadata("select");
+	CHECK(text, "no metadata written");
+	CHECK(strstr(text, "<name>KTAU Excluded Routines</name><value>1</value>"), "excluded count");
+	CHECK(strstr(text, "/select.tau</value>"), "no select file in the metadata");
 	return 0;
 }
 
@@ -1495,6 +1600,8 @@ static const struct host_test tests[] = {
 	{ "user_depth_limit", t_depth_limit },
 	{ "user_throttle", t_throttle },
 	{ "user_throttle_off", t_throttle_off },
+	{ "user_select_parse", t_select_parse },
+	{ "user_select_exclude", t_select_exclude },
 	{ "user_names", t_names },
 	{ "user_demangle", t_demangle },
 	{ "user_signal_nested", t_signal_nested },
