@@ -350,8 +350,6 @@ static int op_sample_other(struct pm_ctx *c)
 {
 	int ret;
 
-	if (!c->sampled)
-		return PM_SKIP;
 	ret = pm_sample_start(c, c->target, KTAU_SAMPLE_NO_KERNEL);
 
 	if (!ret && pm_sample_stop(c->target))
@@ -383,8 +381,6 @@ static int op_sample_other_signal(struct pm_ctx *c)
 {
 	int ret;
 
-	if (!c->sampled)
-		return PM_SKIP;
 	ret = pm_sample_start_sig(c, c->target, KTAU_SAMPLE_NO_KERNEL, SIGPROF);
 	if (!ret && pm_sample_stop(c->target))
 		ret = PM_BROKEN;
@@ -396,10 +392,8 @@ static int op_sample_other_signal(struct pm_ctx *c)
 /* The samples of a task root samples: stats only, nothing taken away. */
 static int op_sample_read_other(struct pm_ctx *c)
 {
-	struct ktau_sample_read r = { .size = sizeof(r), .tid = c->sampled };
+	struct ktau_sample_read r = { .size = sizeof(r), .tid = c->sampled ?: c->target };
 
-	if (!c->sampled)
-		return PM_SKIP;
 	return pm_abi11(c, pm_ioctl(KTAU_IOC_SAMPLE_READ, &r));
 }
 
@@ -797,6 +791,23 @@ static int pm_root_sample(pid_t tid)
  * where want_col says which column's cells hold (a non-dumpable target
  * turns the "[#d]" cells into those of "other uid").
  */
+/*
+ * Init and kthreadd, which root does not sample: reading their samples,
+ * where allowed, finds no sampler; a kernel thread is never sampled, for
+ * anyone (its flag is public in /proc/PID/stat, so EINVAL before the
+ * permission check tells nothing).
+ */
+static int pm_want_unsampled(const struct pm_ctx *c, pm_fn fn, int want)
+{
+	if (c->sampled)
+		return want;
+	if (fn == op_sample_read_other && !want)
+		return ENOENT;
+	if (c->target == 2 && (fn == op_sample_other || fn == op_sample_other_signal))
+		return EINVAL;
+	return want;
+}
+
 static void pm_run(struct __test_metadata *_metadata, const struct pm_env *env,
 		   enum pm_col col, pid_t target, pid_t sampled, uid_t member_uid,
 		   bool dumpable)
@@ -844,6 +855,7 @@ static void pm_run(struct __test_metadata *_metadata, const struct pm_env *env,
 		want = pm_cell(pm_rows[i].cell[col], &dump);
 		if (dump && !dumpable)
 			want = pm_cell(pm_rows[i].cell[C_OTHER], NULL);
+		want = pm_want_unsampled(&c, pm_rows[i].fn, want);
 		if (out[i] == PM_SKIP || out[i] == want)
 			continue;
 		bad++;
@@ -868,7 +880,10 @@ static void pm_column(struct __test_metadata *_metadata, const struct pm_env *en
 	t2 = pm_target(_metadata, uid, false, &s2);
 	pm_run(_metadata, env, col, t1, s1, uid, true);
 	pm_run(_metadata, env, col, t2, s2, uid, false);
-	/* Init and a kernel thread: root's, never "same uid"; not sampled. */
+	/*
+	 * Init and a kernel thread: root's, never "same uid"; root samples
+	 * neither (see pm_want_unsampled()).
+	 */
 	if (col != C_SAME) {
 		pm_run(_metadata, env, col, 1, 0, uid, true);
 		pm_run(_metadata, env, col, 2, 0, uid, true);
