@@ -155,14 +155,15 @@ static int t_registry_rejects_bad(void)
 	return 0;
 }
 
-static int t_decode_process(void)
+/* A raw snapshot of the process of @exp (fixtures/@bin), taken by ktaud dump --raw. */
+static int check_process(const char *bin, const char *exp)
 {
-	struct ktau_snap *s = fixture_snap("process.bin");
-	long pid = expect("process.expect", "pid"), n = expect("process.expect", "getppid_per_thread");
+	struct ktau_snap *s = fixture_snap(bin);
+	long pid = expect(exp, "pid"), n = expect(exp, "getppid_per_thread");
 	size_t i, j;
 
-	CHECK(s, "process.bin does not decode");
-	CHECK(s->ntasks == (size_t)expect("process.expect", "threads"), "%zu tasks", s->ntasks);
+	CHECK(s, "%s does not decode", bin);
+	CHECK(s->ntasks == (size_t)expect(exp, "threads"), "%zu tasks", s->ntasks);
 	for (i = 0; i < s->ntasks; i++) {
 		const struct ktau_task *t = &s->tasks[i];
 
@@ -177,6 +178,15 @@ static int t_decode_process(void)
 	}
 	CHECK(ktau_snap_find(s, pid) && !ktau_snap_aggregate(s), "find");
 	ktau_snap_free(s);
+	return 0;
+}
+
+static int t_decode_process(void)
+{
+	struct ktau_snap *s;
+
+	if (check_process("process.bin", "process.expect"))
+		return 1;
 	s = fixture_snap("all1.bin");
 	CHECK(s && ktau_snap_aggregate(s), "all1.bin: no aggregate");
 	CHECK(s->ntasks > 10, "all1.bin: %zu tasks", s->ntasks);
@@ -185,6 +195,18 @@ static int t_decode_process(void)
 }
 
 /* Every prefix that is not a record boundary is an error, never a crash. */
+
+/* Records of the first ABI (1.0, fixtures/abi-1.0) still decode. */
+static int t_decode_abi_1_0(void)
+{
+	char *v;
+	size_t len;
+
+	v = slurp("abi-1.0/version.txt", &len);
+	CHECK(v && !strncmp(v, "1.0\n", 4), "abi-1.0/version.txt is not 1.0");
+	free(v);
+	return check_process("abi-1.0/process.bin", "abi-1.0/process.expect");
+}
 static int t_decode_truncated(void)
 {
 	static const char *const files[] = { "process.bin", "all1.bin", "thread.bin" };
@@ -481,8 +503,8 @@ static int t_snapfile_wall_boot(void)
 	uint32_t hsz;
 	size_t len;
 
-	snprintf(path, sizeof(path), "%s/process.ktau", fx);
-	CHECK(ktau_snap_load(path, &s, &reg) == 0, "load process.ktau");
+	snprintf(path, sizeof(path), "%s/abi-1.0/process.ktau", fx);
+	CHECK(ktau_snap_load(path, &s, &reg) == 0, "load abi-1.0/process.ktau");
 	CHECK(s->wall_ns == 0 && s->boot_id[0] == '\0', "an old file has no wall time or boot id");
 	s->wall_ns = 1700000000123456789ull;
 	memcpy(s->boot_id, id, sizeof(id));
@@ -1430,6 +1452,7 @@ static const struct host_test tests[] = {
 	{ "registry_fixture", t_registry_fixture },
 	{ "registry_rejects_bad", t_registry_rejects_bad },
 	{ "decode_process", t_decode_process },
+	{ "decode_abi_1_0", t_decode_abi_1_0 },
 	{ "decode_truncated", t_decode_truncated },
 	{ "decode_garbled", t_decode_garbled },
 	{ "encode_roundtrip", t_encode_roundtrip },

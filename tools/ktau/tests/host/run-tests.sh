@@ -146,6 +146,9 @@ c_export_fixtures() {
 	[ "$(grep -c ';SYSCALL;getppid ' "$W/f")" -eq 3 ] || return 1
 	"$KTAUD" export "$FIXTURES/process.ktau" >"$W/tab" 2>"$LOG" || return 1
 	grep -q '^  getppid  *syscall  *3000 ' "$W/tab" || { sed 's/^/#   /' "$W/tab"; return 1; }
+	# A snapshot file of the first ABI (1.0, libktau 1.0's 192-byte header).
+	"$KTAUD" export "$FIXTURES/abi-1.0/process.ktau" >"$W/tab" 2>"$LOG" || return 1
+	grep -q '^  getppid  *syscall  *3000 ' "$W/tab" || { sed 's/^/#   /' "$W/tab"; return 1; }
 	# A garbled file is an error with a message, not a crash.
 	head -c 300 "$FIXTURES/process.ktau" >"$W/bad.ktau"
 	expect_rc 1 "$KTAUD" export "$W/bad.ktau" || return 1
@@ -208,18 +211,19 @@ c_fuzz_smoke() {
 # ---- The user-level runtime's example and ktaud merge ----
 
 # A TAU profile as TAU writes it (extra spaces, "TAU_CALLPATH | ..."
-# groups, user events): tau_file FILE PID [METRIC] (PID "": no pid metadata)
+# groups, user events): tau_file FILE PID [METRIC] (PID "": no pid metadata).
+# A run of 2 s: longer than the kernel time of any thread of run.ktau.
 tau_file() {
 	pidattr="<attribute><name>pid</name><value>$2</value></attribute>"
 	[ -n "$2" ] || pidattr=
 	cat >"$1" <<EOT
 6 templated_functions_MULTI_${3:-TIME}
 # Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name><value>${3:-TIME}</value></attribute>$pidattr<attribute><name>Executable</name><value>/bin/app &amp; co</value></attribute><attribute><name>CPU Cores</name><value> 2 </value></attribute></metadata>
-".TAU application  " 1 1 500.5 20000 0 GROUP="TAU_DEFAULT" 
-"main int (int, char **)  C" 1 1 1000 19000 0 GROUP="TAU_DEFAULT | TAU_USER" 
-"work" 10 0 18000 18000 0 GROUP="TAU_USER" 
-".TAU application   => main int (int, char **)  C" 1 1 1000 19000 0 GROUP="TAU_CALLPATH | TAU_DEFAULT" 
-".TAU application  => main int (int, char **)  C  => work" 10 0 18000 18000 0 GROUP="TAU_CALLPATH|TAU_USER" 
+".TAU application  " 1 1 500.5 2000000 0 GROUP="TAU_DEFAULT" 
+"main int (int, char **)  C" 1 1 1000 1999499.5 0 GROUP="TAU_DEFAULT | TAU_USER" 
+"work" 10 0 1998499.5 1998499.5 0 GROUP="TAU_USER" 
+".TAU application   => main int (int, char **)  C" 1 1 1000 1999499.5 0 GROUP="TAU_CALLPATH | TAU_DEFAULT" 
+".TAU application  => main int (int, char **)  C  => work" 10 0 1998499.5 1998499.5 0 GROUP="TAU_CALLPATH|TAU_USER" 
 "idle" 0 0 0 0 0 GROUP="TAU_USER" 
 0 aggregates
 1 userevents
@@ -228,13 +232,31 @@ tau_file() {
 EOT
 }
 
-# The processes of run.ktau: 55 (threads 55, 58), 56, 57, in start order.
+# run.ktau's processes and threads in start order: "pid tid kernel_ns".
+run_tasks() {
+	"$KTAUD" export --json "$FIXTURES/run.ktau" | "$PYTHON" -c '
+import json, sys
+for t in sorted(json.load(sys.stdin)["tasks"], key=lambda t: t["start_ns"]):
+    print(t["pid"], t["tid"], t["total_excl_ns"])'
+}
+run_tasks >"$W/run-tasks" || { echo "Bail out! cannot read $FIXTURES/run.ktau"; exit 1; }
+RP0=$(awk 'NR == 1 { print $1 }' "$W/run-tasks")
+RT1=$(awk -v p="$RP0" '$1 == p && $2 != p { print $2; exit }' "$W/run-tasks")
+RP1=$(awk -v p="$RP0" '$1 == $2 && $1 != p { print $1 }' "$W/run-tasks" | sed -n 1p)
+RP2=$(awk -v p="$RP0" '$1 == $2 && $1 != p { print $1 }' "$W/run-tasks" | sed -n 2p)
+RK2=$(awk -v p="$RP2" '$2 == p { print $3 }' "$W/run-tasks")
+[ -n "$RT1" ] && [ -n "$RP2" ] && [ -n "$RK2" ] ||
+	{ echo "Bail out! run.ktau is not one process with 2 threads and 2 children"; exit 1; }
+
+# The processes of run.ktau in start order, read from it (a re-capture
+# changes them): $RP0 (threads $RP0, $RT1), $RP1, $RP2; $RK2 the kernel
+# time of $RP2 (ns).
 make_tau_input() {
 	rm -rf "$IN/tau" && mkdir -p "$IN/tau" || return 1
 	tau_file "$IN/tau/profile.0.0.0" $1
 	tau_file "$IN/tau/profile.0.0.1" $1
-	tau_file "$IN/tau/profile.1.0.0" ${1:+56}
-	tau_file "$IN/tau/profile.2.0.0" ${1:+57}
+	tau_file "$IN/tau/profile.1.0.0" ${1:+$RP1}
+	tau_file "$IN/tau/profile.2.0.0" ${1:+$RP2}
 }
 
 # The function line of NAME in FILE: "calls subrs excl incl"
@@ -244,7 +266,7 @@ fline() {
 }
 
 c_merge_fixture() {
-	make_tau_input 55 || return 1
+	make_tau_input $RP0 || return 1
 	"$KTAUD" merge -o "$W/merged" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "4 TAU threads, 4 kernel threads; 4 merged" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
@@ -256,26 +278,26 @@ c_merge_fixture() {
 		grep -q '<name>KTAU Merge Match</name><value>pid metadata' "$p" || return 1
 		grep -q '"Message size" 4 10 1 5 120$' "$p" || return 1
 	done
-	grep -q '<name>KTAU Merge tid</name><value>58</value>' "$W/merged/profile.0.0.1" ||
-		{ echo "# profile.0.0.1 is not thread 58 (the second thread of 55 by start)"; return 1; }
+	grep -q "<name>KTAU Merge tid</name><value>$RT1</value>" "$W/merged/profile.0.0.1" ||
+		{ echo "# profile.0.0.1 is not thread $RT1 (the second thread of $RP0 by start)"; return 1; }
 	# The top-level routine's exclusive time is reduced by the kernel time
-	# (500.5 us less the 184.46 us of thread 57).
+	# (500.5 us less the kernel time of thread $RP2).
 	fline "$W/merged/profile.2.0.0" ".TAU application" |
-		awk '{ exit !($3 > 316.03 && $3 < 316.05) }' ||
+		awk -v k="$RK2" '{ d = $3 - (500.5 - k / 1000); exit !(d > -0.01 && d < 0.01) }' ||
 		{ fline "$W/merged/profile.2.0.0" ".TAU application" | sed 's/^/# /'; return 1; }
 }
 
 c_merge_options() {
-	make_tau_input 55 || return 1
+	make_tau_input $RP0 || return 1
 	"$KTAUD" merge -q -a node -o "$W/merged-node" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
 		return 1
 	[ "$(fline "$W/merged-node/profile.1.0.0" "[kernel] => getppid" | cut -d' ' -f1)" = 500 ] ||
 		return 1
 	[ "$(fline "$W/merged-node/profile.1.0.0" ".TAU application" | cut -d' ' -f3)" = 500.5 ] ||
 		{ echo "# --attach node changed the user routines"; return 1; }
-	"$KTAUD" merge -q --top work -m 0.0.0=58 -m 0.0.1=55 -o "$W/merged-map" "$IN/tau" \
+	"$KTAUD" merge -q --top work -m 0.0.0=$RT1 -m 0.0.1=$RP0 -o "$W/merged-map" "$IN/tau" \
 		"$FIXTURES/run.ktau" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q '<name>KTAU Merge tid</name><value>58</value>' "$W/merged-map/profile.0.0.0" ||
+	grep -q "<name>KTAU Merge tid</name><value>$RT1</value>" "$W/merged-map/profile.0.0.0" ||
 		return 1
 	grep -q '<name>KTAU Merge Match</name><value>--map</value>' "$W/merged-map/profile.0.0.1" ||
 		return 1
@@ -283,20 +305,20 @@ c_merge_options() {
 		return 1
 	# Without pid metadata: nodes 1 and 2 by --pid, node 0 in start order.
 	make_tau_input "" || return 1
-	"$KTAUD" merge -q --force-map -p 2=56 -p 1=57 -o "$W/merged-pid" "$IN/tau" \
+	"$KTAUD" merge -q --force-map -p 2=$RP1 -p 1=$RP2 -o "$W/merged-pid" "$IN/tau" \
 		"$FIXTURES/run.ktau" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q '<name>KTAU Merge pid</name><value>56</value>' "$W/merged-pid/profile.2.0.0" &&
-	grep -q '<name>KTAU Merge pid</name><value>57</value>' "$W/merged-pid/profile.1.0.0" &&
+	grep -q "<name>KTAU Merge pid</name><value>$RP1</value>" "$W/merged-pid/profile.2.0.0" &&
+	grep -q "<name>KTAU Merge pid</name><value>$RP2</value>" "$W/merged-pid/profile.1.0.0" &&
 	grep -q '<name>KTAU Merge Match</name><value>node and process in start order' \
 		"$W/merged-pid/profile.0.0.1" || { sed 's/^/#   /' "$LOG"; return 1; }
 	"$KTAUD" merge -q --force-map -o "$W/merged-order" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 &&
-	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-order/profile.2.0.0"
+	grep -q "<name>KTAU Merge tid</name><value>$RP2</value>" "$W/merged-order/profile.2.0.0"
 }
 
 c_merge_multi_metric() {
 	rm -rf "$IN/multi" && mkdir -p "$IN/multi/MULTI__TIME" "$IN/multi/MULTI__PAPI_TOT_CYC"
-	tau_file "$IN/multi/MULTI__TIME/profile.0.0.0" 57
-	tau_file "$IN/multi/MULTI__PAPI_TOT_CYC/profile.0.0.0" 57 PAPI_TOT_CYC
+	tau_file "$IN/multi/MULTI__TIME/profile.0.0.0" $RP2
+	tau_file "$IN/multi/MULTI__PAPI_TOT_CYC/profile.0.0.0" $RP2 PAPI_TOT_CYC
 	"$KTAUD" merge -q -o "$W/merged-multi" "$IN/multi" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(fline "$W/merged-multi/MULTI__TIME/profile.0.0.0" "SYSCALL" | cut -d' ' -f1)" -gt 0 ] &&
@@ -325,9 +347,9 @@ c_merge_mismatch() {
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	# Told explicitly: --map with a list, or --force-map.
 	make_tau_input 4242 || return 1
-	"$KTAUD" merge -q -m 0.0.0=55,0.0.1=58 -m 1.0.0=56,2.0.0=57 -o "$W/merged-maplist" \
+	"$KTAUD" merge -q -m 0.0.0=$RP0,0.0.1=$RT1 -m 1.0.0=$RP1,2.0.0=$RP2 -o "$W/merged-maplist" \
 		"$IN/tau" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q '<name>KTAU Merge tid</name><value>57</value>' "$W/merged-maplist/profile.2.0.0" ||
+	grep -q "<name>KTAU Merge tid</name><value>$RP2</value>" "$W/merged-maplist/profile.2.0.0" ||
 		return 1
 	"$KTAUD" merge -q --force-map -o "$W/merged-forced" "$IN/tau" "$R" >"$LOG" 2>&1 &&
 	grep -q 'in start order (--force-map)' "$W/merged-forced/profile.0.0.0"
@@ -338,7 +360,7 @@ c_merge_mismatch() {
 # our own earlier files are replaced; export, dump and merge alike.
 c_outdir_keeps_others() {
 	R=$FIXTURES/run.ktau
-	make_tau_input 55 || return 1
+	make_tau_input $RP0 || return 1
 	rm -rf "$IN/own" "$IN/own.orig" && mkdir -p "$IN/own" || return 1
 	tau_file "$IN/own/profile.0.0.0" 4242
 	echo "my notes" >"$IN/own/notes.txt"
@@ -352,7 +374,7 @@ c_outdir_keeps_others() {
 	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs replaced"; return 1; }
 	expect_rc 1 "$KTAUD" export --force --tau "$IN/own" "$R" || return 1
 	cmp -s "$IN/own/profile.0.0.0" "$IN/own.orig/profile.0.0.0" || { echo "# theirs removed"; return 1; }
-	expect_rc 1 "$KTAUD" merge -q -p 55 -o "$IN/own" "$IN/tau" "$R" || return 1
+	expect_rc 1 "$KTAUD" merge -q -p $RP0 -o "$IN/own" "$IN/tau" "$R" || return 1
 	grep -q "is not from an earlier output of this kind (merge)" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# A subdirectory of somebody's (not gone into): refused by its name.
 	rm -rf "$IN/sub" && mkdir -p "$IN/sub/data/deep" && echo x >"$IN/sub/data/deep/f"
@@ -364,7 +386,7 @@ c_outdir_keeps_others() {
 	[ "$(ls "$W/ours" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
 		{ echo "# files: $(ls "$W/ours")"; return 1; }
 	# Another writer's output (the runtime's, merge's) is not ours either.
-	"$KTAUD" merge -q -p 55 -o "$W/keep-merged" "$IN/tau" "$R" >"$LOG" 2>&1 || return 1
+	"$KTAUD" merge -q -p $RP0 -o "$W/keep-merged" "$IN/tau" "$R" >"$LOG" 2>&1 || return 1
 	expect_rc 1 "$KTAUD" export --tau "$W/keep-merged" "$R" || return 1
 	# Their notes among ours, with --force: kept, ours replaced.
 	echo "my notes" >"$W/ours/notes.txt"
@@ -494,8 +516,8 @@ c_combine_ranks() {
 	[ "$(ls "$W/combined-runs" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
 		{ echo "# again: $(ls "$W/combined-runs")"; return 1; }
 	rm -rf "$IN/two" && mkdir -p "$IN/two/MULTI__TIME" "$IN/two/MULTI__PAPI_TOT_CYC"
-	tau_file "$IN/two/MULTI__TIME/profile.0.0.0" 57
-	tau_file "$IN/two/MULTI__PAPI_TOT_CYC/profile.0.0.0" 57 PAPI_TOT_CYC
+	tau_file "$IN/two/MULTI__TIME/profile.0.0.0" $RP2
+	tau_file "$IN/two/MULTI__PAPI_TOT_CYC/profile.0.0.0" $RP2 PAPI_TOT_CYC
 	expect_rc 1 "$KTAUD" combine -o "$IN/cmb" "$IN/exp-a" "$IN/two" || return 1
 	grep -q "do not have the same metrics" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# Snapshot files, one per rank ('ktaud run --save prof-%r.ktau'), in
@@ -525,7 +547,7 @@ merge_err() {
 }
 
 c_merge_bad_inputs() {
-	make_tau_input 55 || return 1
+	make_tau_input $RP0 || return 1
 	R=$FIXTURES/run.ktau
 	merge_err 2 "give a TAU profile directory" "$IN/tau" || return 1
 	merge_err 2 "bad --map" -m 0.0=5 "$IN/tau" "$R" || return 1
@@ -547,8 +569,9 @@ c_merge_bad_inputs() {
 	head -c 300 "$R" >"$IN/trunc.ktau"
 	merge_err 1 "truncated or garbled" "$IN/tau" "$IN/trunc.ktau" || return 1
 	merge_err 1 "thread 4242 is not in the kernel profile" -m 0.0.0=4242 "$IN/tau" "$R" || return 1
-	merge_err 1 "there is no profile.7.0.0" -m 7.0.0=55 "$IN/tau" "$R" || return 1
-	merge_err 1 "threads summed" -p 39 "$IN/tau" "$FIXTURES/process.ktau" || return 1
+	merge_err 1 "there is no profile.7.0.0" -m 7.0.0=$RP0 "$IN/tau" "$R" || return 1
+	merge_err 1 "threads summed" -p "$(sed -n "s/^pid=//p" "$FIXTURES/process.expect")" "$IN/tau" \
+		"$FIXTURES/process.ktau" || return 1
 	merge_err 1 "no TAU thread matched" -p 0=999 -p 1=999 -p 2=999 "$IN/tau" "$R" || return 1
 	[ ! -e "$IN/out" ] || { echo "# output written after an error"; return 1; }
 }
@@ -769,9 +792,12 @@ PY
 
 # libktau's own profile without kernel data (KTAU_SHARED=0) merges too.
 c_merge_user_only() {
-	KTAU_SHARED=0 "$DEMO" -q -o "$IN/demo-user" -c 1000 -s 10 -S 1 -n 4 -m 4 >"$LOG" 2>&1 ||
-		return 1
-	"$KTAUD" merge -p 55 -o "$W/merged-demo" "$IN/demo-user" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
+	# main must run longer than the kernel time of run.ktau's main thread
+	# (twice it, in its sleep), or that time goes under "[kernel]".
+	k0=$(awk 'NR == 1 { print $3 }' "$W/run-tasks")
+	KTAU_SHARED=0 "$DEMO" -q -o "$IN/demo-user" -c 1000 -s $((k0 / 500000 + 10)) -S 1 -n 4 -m 4 \
+		>"$LOG" 2>&1 || return 1
+	"$KTAUD" merge -p $RP0 -o "$W/merged-demo" "$IN/demo-user" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "profile.0.0.2: not merged (the process has no thread left" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
