@@ -35,7 +35,8 @@
 
 struct kt_obj {
 	uintptr_t bias;
-	char *path;
+	char *path;		/* as named, " (deleted)" kept */
+	char *file;		/* the file read; NULL: none that is this object */
 	struct {
 		uintptr_t lo, hi;
 	} seg[MAX_SEGS];
@@ -66,8 +67,11 @@ static int add_obj(struct dl_phdr_info *info, size_t size, void *data)
 	memset(o, 0, sizeof(*o));
 	o->bias = info->dlpi_addr;
 	o->path = strdup(info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
-	if (!o->path)
+	o->file = o->path ? strdup(o->path) : NULL;
+	if (!o->file) {
+		free(o->path);
 		return 1;
+	}
 	for (i = 0; i < info->dlpi_phnum && o->nseg < MAX_SEGS; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -100,6 +104,7 @@ void ktau__sym_close(struct kt_symbolizer *s)
 		free(s->objs[i].syms);
 		free(s->objs[i].strtab);
 		free(s->objs[i].path);
+		free(s->objs[i].file);
 	}
 	free(s->objs);
 	free(s);
@@ -235,7 +240,9 @@ static void load_obj(struct kt_obj *o)
 	size_t len;
 
 	o->loaded = 1;
-	m = ktau__map_file(o->path, &len);
+	if (!o->file)
+		return;
+	m = ktau__map_file(o->file, &len);
 	if (!m)
 		return;
 	eh = ktau__elf_header(m, len);
@@ -352,9 +359,13 @@ static uintptr_t map_bias(const char *path, uintptr_t start, uint64_t off)
 	return bias;
 }
 
-/* One line of a maps file: its executable mapping of a file (or the vDSO). */
+/*
+ * One line of a maps file: its executable mapping of a file (or the vDSO).
+ * *deleted: the file was deleted or replaced since it was mapped (the
+ * path, which keeps its " (deleted)", names another file or none).
+ */
 static int maps_line(const char *line, uintptr_t *lo, uintptr_t *hi, uint64_t *off,
-		     char *path, size_t size)
+		     char *path, size_t size, int *deleted)
 {
 	unsigned long long a, b, o;
 	char perms[8];
@@ -367,8 +378,7 @@ static int maps_line(const char *line, uintptr_t *lo, uintptr_t *hi, uint64_t *o
 		return 0;
 	p = line + pos;
 	n = strcspn(p, "\n");
-	if (n >= 10 && !strncmp(p + n - 10, " (deleted)", 10))
-		n -= 10;
+	*deleted = n >= 10 && !strncmp(p + n - 10, " (deleted)", 10);
 	if (!n || n >= size || (p[0] != '/' && strncmp(p, "[vdso]", n > 6 ? n : 6)))
 		return 0;
 	memcpy(path, p, n);
@@ -379,7 +389,37 @@ static int maps_line(const char *line, uintptr_t *lo, uintptr_t *hi, uint64_t *o
 	return 1;
 }
 
-struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len)
+/*
+ * The file to read for a mapping: its path; for a deleted (or replaced)
+ * file, the mapped file itself through /proc/PID/map_files (which the
+ * kernel opens for CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE only), and
+ * otherwise none: the path names another file, whose symbols would be
+ * wrong names. NULL: none (or no memory).
+ */
+static char *map_file_of(const char *path, int deleted, pid_t pid, uintptr_t lo, uintptr_t hi)
+{
+	char *f = NULL;
+	int fd;
+
+	if (!deleted)
+		return path[0] == '/' ? strdup(path) : NULL;
+	if (pid < 0)
+		return NULL;
+	if (pid ? asprintf(&f, "/proc/%d/map_files/%lx-%lx", (int)pid, (unsigned long)lo,
+			   (unsigned long)hi) < 0 :
+		  asprintf(&f, "/proc/self/map_files/%lx-%lx", (unsigned long)lo,
+			   (unsigned long)hi) < 0)
+		return NULL;
+	fd = open(f, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(f);
+		return NULL;
+	}
+	close(fd);
+	return f;
+}
+
+struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pid)
 {
 	struct kt_symbolizer *s = calloc(1, sizeof(*s));
 	const char *line = maps, *end = maps + len, *eol;
@@ -387,6 +427,8 @@ struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len)
 	struct kt_obj *o, *n;
 	uintptr_t lo, hi, bias;
 	uint64_t off;
+	char *file;
+	int deleted;
 
 	if (!s)
 		return NULL;
@@ -398,23 +440,29 @@ struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len)
 			continue;
 		memcpy(lbuf, line, eol - line);
 		lbuf[eol - line] = '\0';
-		if (!maps_line(lbuf, &lo, &hi, &off, path, sizeof(path)))
+		if (!maps_line(lbuf, &lo, &hi, &off, path, sizeof(path), &deleted))
 			continue;
-		bias = path[0] == '/' ? map_bias(path, lo, off) : lo;
+		file = map_file_of(path, deleted, pid, lo, hi);
+		bias = file ? map_bias(file, lo, off) : path[0] == '/' ? lo - off : lo;
 		o = s->nobjs ? &s->objs[s->nobjs - 1] : NULL;
 		if (!o || strcmp(o->path, path) || o->bias != bias || o->nseg == MAX_SEGS) {
 			n = realloc(s->objs, (s->nobjs + 1) * sizeof(*n));
-			if (!n)
+			if (!n) {
+				free(file);
 				break;
+			}
 			s->objs = n;
 			o = &s->objs[s->nobjs];
 			memset(o, 0, sizeof(*o));
 			o->bias = bias;
 			o->path = strdup(path);
+			o->file = file;
+			file = NULL;
 			if (!o->path)
 				break;
 			s->nobjs++;
 		}
+		free(file);
 		o->seg[o->nseg].lo = lo;
 		o->seg[o->nseg].hi = hi;
 		o->nseg++;

@@ -19,9 +19,12 @@ int ktau__fd(const struct ktau *k);
  * elfsym.c: a symbolizer of another process, from the text of its maps
  * file: one object per file mapped, with the load bias of its mappings.
  * ktau__sym_name() and ktau__sym_close() of user-internal.h work on it.
+ * A deleted (or replaced) file is read through /proc/@pid/map_files (0:
+ * self) where the kernel allows it, and never through its old path: with
+ * @pid < 0, or no access, its addresses are named "<file> (deleted)+0x..".
  */
 struct kt_symbolizer;
-struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len);
+struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pid);
 /* 1 when addr is in a mapping of one of the objects. */
 int ktau__sym_covers(const struct kt_symbolizer *s, uintptr_t addr);
 

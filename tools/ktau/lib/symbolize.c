@@ -5,7 +5,8 @@
  * that kptr_restrict lets see them, as it does for the ip of a kernel
  * sample). User code from the ELF files a process has mapped, as its
  * /proc/PID/maps lists them, through the symbol tables of elfsym.c with
- * the load bias of each mapping; code outside them (a JIT's) from the
+ * the load bias of each mapping (a file deleted or replaced since it was
+ * mapped through /proc/PID/map_files, or not at all); code outside them (a JIT's) from the
  * process's perf map, /tmp/perf-PID.map; names are cached per address.
  */
 #include <errno.h>
@@ -382,7 +383,7 @@ void ktau_usyms_free(struct ktau_usyms *u)
 
 static int usyms_load(struct ktau_usyms *u, const char *maps, size_t len)
 {
-	struct kt_symbolizer *s = ktau__sym_open_maps(maps, len);
+	struct kt_symbolizer *s = ktau__sym_open_maps(maps, len, u->pid);
 
 	if (!s)
 		return -ENOMEM;

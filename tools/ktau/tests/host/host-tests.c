@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <linux/ktau.h>
 #include <json-c/json.h>
 
@@ -965,6 +966,110 @@ static int t_usyms_self(void)
 	return 0;
 }
 
+/* Copies @from to @to (mode 0755). 0 or -1. */
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			ret = -1;
+	if (in < 0 || out < 0)
+		ret = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		ret = -1;
+	return ret;
+}
+
+/*
+ * A mapping whose file was deleted or replaced ("(deleted)" in the maps):
+ * its old path names another file, which must never give the names.
+ * From text alone the addresses are "<file> (deleted)+0x..."; from a live
+ * process, the mapped file itself is read through /proc/PID/map_files
+ * where the kernel allows it (CAP_SYS_ADMIN), else the same.
+ */
+static int t_usyms_deleted(void)
+{
+	static const char other[] = "/bin/true";
+	uintptr_t fn = (uintptr_t)ktau_test_sampled_function;
+	char name[512], exe[4096], copy[600], line[4096];
+	struct ktau_usyms *u = NULL;
+	char *maps = NULL;
+	size_t len = 0;
+	ssize_t n;
+	FILE *f, *m;
+	int p[2], st, ret = 0;
+	pid_t pid;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	CHECK(n > 0, "readlink");
+	exe[n] = '\0';
+	/* This program's mappings, as if its file had been replaced by another. */
+	f = fopen("/proc/self/maps", "r");
+	m = open_memstream(&maps, &len);
+	CHECK(f && m, "maps");
+	while (fgets(line, sizeof(line), f)) {
+		char *path = strstr(line, exe);
+
+		if (path && !strcmp(path + strlen(exe), "\n"))
+			fprintf(m, "%.*s%s (deleted)\n", (int)(path - line), line, other);
+		else
+			fputs(line, m);
+	}
+	fclose(f);
+	fclose(m);
+	CHECK(ktau_usyms_parse_maps(maps, len, &u) == 0, "parse maps");
+	free(maps);
+	ktau_usyms_name(u, fn + 4, name, sizeof(name));
+	CHECK(!strncmp(name, "true (deleted)+0x", 17), "named from %s: '%s'", other, name);
+	ktau_usyms_free(u);
+	u = NULL;
+
+	/* A live process whose program file is then replaced. */
+	snprintf(copy, sizeof(copy), "%s/prog", tmpdir);
+	CHECK(copy_file(exe, copy) == 0, "copy %s", exe);
+	CHECK(pipe(p) == 0, "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		dup2(p[1], 1);
+		execl(copy, copy, "--usyms-child", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], line, sizeof(line) - 1);
+	close(p[0]);
+	if (n <= 0 || unlink(copy) || copy_file(other, copy)) {
+		ret = 1;
+		printf("# the child did not start, or %s could not be replaced\n", copy);
+		goto out;
+	}
+	line[n] = '\0';
+	fn = strtoull(line, NULL, 16);
+	if (ktau_usyms_open(pid, &u)) {
+		ret = 1;
+		printf("# cannot read the maps of %d\n", (int)pid);
+		goto out;
+	}
+	ktau_usyms_name(u, fn + 4, name, sizeof(name));
+	if (geteuid() == 0 ? strcmp(name, "ktau_test_sampled_function") :
+			     strncmp(name, "prog (deleted)+0x", 17)) {
+		ret = 1;
+		printf("# live, %s: '%s'\n", geteuid() ? "not root" : "root", name);
+	}
+out:
+	ktau_usyms_free(u);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return ret;
+}
+
 /*
  * JIT code named by a perf map: from text (later lines win, sizes bound
  * each entry, bad lines skipped), and a process's own /tmp/perf-PID.map,
@@ -1471,6 +1576,7 @@ static const struct host_test tests[] = {
 	{ "sample_decode", t_sample_decode },
 	{ "ksyms", t_ksyms },
 	{ "usyms_self", t_usyms_self },
+	{ "usyms_deleted", t_usyms_deleted },
 	{ "usyms_perf_map", t_usyms_perf_map },
 	{ "sample_profile_folded", t_sample_profile_folded },
 	{ "tau_samples", t_tau_samples },
@@ -1487,6 +1593,13 @@ int main(int argc, char **argv)
 	char cmd[300];
 	int ret;
 
+	/* The process of usyms_deleted whose program file is replaced. */
+	if (argc == 2 && !strcmp(argv[1], "--usyms-child")) {
+		printf("%lx\n", (unsigned long)(uintptr_t)ktau_test_sampled_function);
+		fflush(stdout);
+		pause();
+		return 0;
+	}
 	ret = test_args(argc, argv, tests, NTESTS(tests), "FIXTURE-DIR");
 	if (ret >= 0)
 		return ret;
