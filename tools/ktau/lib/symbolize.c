@@ -201,12 +201,36 @@ struct pmap_ent {
 struct ktau_usyms {
 	pid_t pid;		/* -1: from text, never refreshed */
 	struct kt_symbolizer *sym;
+	void *dw;		/* libdwfl's modules (dwname.c); NULL: elfsym.c only */
 	uint64_t refreshed_ns;
 	struct ucache *cache;
 	size_t ccap, cn;
 	struct pmap_ent *pm;	/* sorted by lo */
 	size_t npm;
 };
+
+/* ---- elfutils (dwname.c) ------------------------------------------------ */
+
+/*
+ * libdwfl names a live process's code where dwname.c is linked in: in
+ * libktau.so and in ktaud, not in static builds (the guest's busybox image)
+ * nor in libktau-runtime.so, which keep elfsym.c alone and do not depend
+ * on libdw. Weak: an archive does not pull dwname.o in for them.
+ */
+void *ktau__dw_report(pid_t pid, void *old) __attribute__((weak));
+char *ktau__dw_name(void *dw, uint64_t addr) __attribute__((weak));
+void ktau__dw_end(void *dw) __attribute__((weak));
+
+static void dw_report(struct ktau_usyms *u)
+{
+	if (ktau__dw_report)
+		u->dw = ktau__dw_report(u->pid ? u->pid : getpid(), u->dw);
+}
+
+static char *dw_name(struct ktau_usyms *u, uint64_t addr)
+{
+	return u->dw && ktau__dw_name ? ktau__dw_name(u->dw, addr) : NULL;
+}
 
 /* ---- Perf maps ------------------------------------------------------------ */
 
@@ -377,6 +401,8 @@ void ktau_usyms_free(struct ktau_usyms *u)
 	cache_clear(u);
 	free(u->cache);
 	ktau__sym_close(u->sym);
+	if (u->dw && ktau__dw_end)
+		ktau__dw_end(u->dw);
 	pmap_clear(u);
 	free(u);
 }
@@ -429,6 +455,8 @@ int ktau_usyms_refresh(struct ktau_usyms *u)
 		return ret == -ENOENT ? -ESRCH : ret;
 	ret = usyms_load(u, text, len);
 	free(text);
+	if (!ret)
+		dw_report(u);
 	return ret ? ret : pmap_load(u);
 }
 
@@ -515,7 +543,10 @@ int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size)
 	    mono_ns() - u->refreshed_ns >= REFRESH_NS)
 		ktau_usyms_refresh(u);
 	in_file = ktau__sym_covers(u->sym, addr);
-	if (in_file) {
+	name = in_file ? dw_name(u, addr) : NULL;
+	if (name) {
+		/* named by libdwfl */
+	} else if (in_file) {
 		name = ktau__sym_name(u->sym, addr);
 	} else if (pmap_find(u, addr)) {
 		/* JIT code its perf map names. */

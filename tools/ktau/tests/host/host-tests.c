@@ -1600,6 +1600,21 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
+	/* Names of addresses of a live process (c_sample_names_dwfl). */
+	if (argc >= 3 && !strcmp(argv[1], "--usyms-name")) {
+		struct ktau_usyms *u;
+		char name[512];
+		int i;
+
+		if (ktau_usyms_open(atoi(argv[2]), &u))
+			return 1;
+		for (i = 3; i < argc; i++) {
+			ktau_usyms_name(u, strtoull(argv[i], NULL, 16), name, sizeof(name));
+			printf("%s\n", name);
+		}
+		ktau_usyms_free(u);
+		return 0;
+	}
 	ret = test_args(argc, argv, tests, NTESTS(tests), "FIXTURE-DIR");
 	if (ret >= 0)
 		return ret;

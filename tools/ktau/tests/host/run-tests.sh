@@ -635,6 +635,34 @@ c_demo_cxx() {
 	! grep -q '"_Z' "$f" || { echo "# mangled: $(grep -o '"_Z[^"]*' "$f" | head -3)"; return 1; }
 }
 
+# Sample names through libdwfl (lib/dwname.c): a stripped program whose
+# debug information is in a build-id directory (KTAU_DEBUGINFO_PATH) gets
+# its static function's name and the inlined function at a call site;
+# without the debug information, only "<file>+0x<offset>".
+c_sample_names_dwfl() {
+	d=$W/dwfl
+	rm -rf "$d" && mkdir -p "$d" || return 1
+	$CC -std=gnu11 -Wall -Wextra -Werror -g -O1 -Wl,--build-id -o "$d/dwp" "$TOOLS/tests/host/dw-prog.c" ||
+		return 1
+	id=$(readelf -n "$d/dwp" | sed -n 's/.*Build ID: //p')
+	[ ${#id} -gt 2 ] || { echo "# no build-id in $d/dwp"; return 1; }
+	mkdir -p "$d/dbg/.build-id/$(echo "$id" | cut -c1-2)" &&
+		objcopy --only-keep-debug "$d/dwp" "$d/dbg/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-).debug" &&
+		strip --strip-all "$d/dwp" || return 1
+	"$d/dwp" >"$d/out" &
+	pid=$!
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$d/out" ] && break; sleep 0.1; done
+	read -r fn site v <"$d/out"
+	KTAU_DEBUGINFO_PATH=$d/dbg "$HOST_TEST" --usyms-name $pid "$fn" "$site" >"$d/with" 2>&1
+	"$HOST_TEST" --usyms-name $pid "$fn" "$site" >"$d/without" 2>&1
+	kill $pid
+	wait $pid 2>/dev/null
+	sed 's/^/# with debug information: /' "$d/with"
+	[ "$(cat "$d/with")" = "hidden_static
+inlined_here [inlined into outer_fn]" ] || return 1
+	grep -q '^dwp+0x' "$d/without" || { sed 's/^/# without: /' "$d/without"; return 1; }
+}
+
 # 'make' alone builds the libraries, ktaud and the examples, as the
 # Makefile's header says (a rule put before 'all' once made it build only
 # the Python module).
@@ -1228,7 +1256,7 @@ cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_ex
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_diff c_flame c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
