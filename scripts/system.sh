@@ -8,15 +8,17 @@
 #   1. the tools' packages (scripts/tools-deb.sh) and the small kernel's
 #      (scripts/kernel-deb.sh system), each rebuilt only when changed;
 #   2. a Debian 12 root file system with mmdebstrap (minbase plus systemd,
-#      udev, kmod, initramfs-tools, dbus, strace, jq and what the packages
-#      depend on), kept as a tarball in $KTAU_CACHE/system and made again
-#      only when that list changes. This needs the network (Debian's
-#      mirror, deb.debian.org, or KTAU_MIRROR);
+#      udev, kmod, initramfs-tools, dbus, strace, jq, MPICH's mpich and
+#      what the packages depend on), kept as a tarball in
+#      $KTAU_CACHE/system and made again only when that list changes. This
+#      needs the network (Debian's mirror, deb.debian.org, or KTAU_MIRROR);
 #   3. the image: the tarball unpacked, the packages installed in it with
 #      dpkg -i in a chroot (the kernel's postinst makes the initramfs with
-#      initramfs-tools), a user "ktauuser", the test and its unit, then an
-#      ext4 disk image made with mkfs.ext4 -d (no loop mount); kept in
-#      $KTAU_CACHE/system until one of those changes;
+#      initramfs-tools), a user "ktauuser", the test and its unit, two
+#      programs built here (ktau-kvm-demo; ktau-mpi-demo, with mpicc
+#      against the packages' libktau-runtime), then an ext4 disk image made
+#      with mkfs.ext4 -d (no loop mount); kept in $KTAU_CACHE/system until
+#      one of those changes;
 #   4. the boot: QEMU with the kernel and initramfs that the package
 #      installed in the image's /boot (copied out: -kernel/-initrd stand in
 #      for the boot loader), root=/dev/vda, -snapshot so the cached image
@@ -70,7 +72,9 @@ own=" $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')"
 
 # 2. The base system: what the test needs, plus what the packages depend
 # on (first alternatives), so that dpkg -i finds its dependencies there.
-inc="systemd systemd-sysv udev kmod initramfs-tools dbus strace jq procps"
+# mpich: MPICH's mpirun (hydra) and libmpich12 for ktau-mpi-demo, which is
+# built on the host (no compiler in the image).
+inc="systemd systemd-sysv udev kmod initramfs-tools dbus strace jq procps mpich"
 for p in $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Pre-Depends; dpkg-deb -f "$d" Depends; done |
 	tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g' | sort -u); do
 	case $own in *" $p "*) continue ;; esac
@@ -102,9 +106,28 @@ demo_src=$KTAU_TOP/tools/ktau/examples/kvm-demo.c
 demo=$S/ktau-kvm-demo
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$demo" "$demo_src" -pthread ||
 	fail_build "ktau-kvm-demo ($demo_src) does not build"
+# The MPI example, for the test of MPI ranks: built with the host's mpicc
+# (Debian 12's MPICH, as in the image) and -finstrument-functions against
+# libktau-dev and libktau-runtime2 as packaged (unpacked in a scratch
+# root), so that in the image it runs with the installed libktau-runtime.so.2.
+mpi_src=$KTAU_TOP/tools/ktau/examples/mpi-demo.c
+mpi_demo=$S/ktau-mpi-demo
+X=$S/mpi-root
+rm -rf "$X"
+for d in "${debs[@]}"; do
+	case ${d##*/} in libktau2_*|libktau-runtime2_*|libktau-dev_*) dpkg-deb -x "$d" "$X" ;; esac
+done
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+# shellcheck disable=SC2046
+mpicc -std=gnu11 -O2 -Wall -Wextra -Werror -finstrument-functions -o "$mpi_demo" "$mpi_src" \
+	$(PKG_CONFIG_SYSROOT_DIR=$X PKG_CONFIG_PATH=$X/usr/lib/$ma/pkgconfig pkg-config --cflags --libs libktau-runtime) ||
+	fail_build "ktau-mpi-demo ($mpi_src) does not build"
+readelf -d "$mpi_demo" | grep -q 'NEEDED.*\[libktau-runtime\.so\.2\]' ||
+	fail_build "ktau-mpi-demo does not need libktau-runtime.so.2"
+rm -rf "$X"
 img_id=$( {
 	echo "$base_id"
-	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$0" | cut -d' ' -f1
+	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$mpi_src" "$0" | cut -d' ' -f1
 	printf '%s\n' "$KTAU_CONSOLE_BAD"
 } | sha256sum | cut -c1-16)
 I=$S/image
@@ -135,6 +158,7 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 		rm -rf "$R/tmp/ktau-debs"
 		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
 		install -m 0755 "$demo" "$R/usr/local/bin/ktau-kvm-demo"
+		install -m 0755 "$mpi_demo" "$R/usr/local/bin/ktau-mpi-demo"
 		mkdir -p "$R/usr/local/share/ktau-system-test"
 		printf '%s\n' "$KTAU_CONSOLE_BAD" >"$R/usr/local/share/ktau-system-test/console-bad"
 		install -m 0644 "$unit" "$R/etc/systemd/system/"
