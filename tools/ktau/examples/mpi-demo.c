@@ -47,8 +47,10 @@
 
 static char block[BLOCK];
 
-/* The MPI calls of the program, timed by the hooks (MPI's own functions
- * are not compiled with -finstrument-functions). */
+/*
+ * The MPI calls of the program, timed by the hooks (MPI's own functions
+ * are not compiled with -finstrument-functions).
+ */
 NOINLINE int MPI_Init(int *argc, char ***argv)
 {
 	return PMPI_Init(argc, argv);
@@ -102,6 +104,7 @@ static NOINLINE unsigned long compute(unsigned long iters)
  */
 static NOINLINE long exchange(int rank, int size, long round)
 {
+	MPI_Status *st = MPI_STATUS_IGNORE;
 	long token = round;
 	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
 
@@ -109,11 +112,11 @@ static NOINLINE long exchange(int rank, int size, long round)
 		return token;
 	if (rank == 0) {
 		if (MPI_Send(&token, 1, MPI_LONG, next, 1, MPI_COMM_WORLD) != MPI_SUCCESS ||
-		    MPI_Recv(&token, 1, MPI_LONG, prev, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		    MPI_Recv(&token, 1, MPI_LONG, prev, 1, MPI_COMM_WORLD, st) != MPI_SUCCESS)
 			return -1;
 		return token;
 	}
-	if (MPI_Recv(&token, 1, MPI_LONG, prev, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+	if (MPI_Recv(&token, 1, MPI_LONG, prev, 1, MPI_COMM_WORLD, st) != MPI_SUCCESS)
 		return -1;
 	token += rank;
 	if (MPI_Send(&token, 1, MPI_LONG, next, 1, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -205,8 +208,10 @@ int main(int argc, char **argv)
 	}
 	memset(block, 'a' + rank % 26, sizeof(block));
 
-	/* The token comes back to rank 0 as round + 1 + 2 + ... + size - 1;
-	 * rank r sees round + 1 + ... + r; the sum is the same on all ranks. */
+	/*
+	 * The token comes back to rank 0 as round + 1 + 2 + ... + size - 1;
+	 * rank r sees round + 1 + ... + r; the sum is the same on all ranks.
+	 */
 	for (round = 0; round < rounds; round++) {
 		compute(iters * (unsigned long)(rank + 1));
 		token = exchange(rank, size, round);
