@@ -9,7 +9,7 @@ declare -A GROUP=(
 	[guest]="qemu-system-x86 busybox-static cpio gzip"
 	[tools]="gcc g++ make pkg-config libjson-c-dev libdw-dev libotf2-trace-dev otf2-tools libxml2-dev gnuplot-nox clang libclang-rt-14-dev libcapstone-dev libiberty-dev python3-dev python3-setuptools python3-pip strace"
 	[bench]="gcc make clang libbpf-dev libelf-dev zlib1g-dev gnuplot-nox busybox-static qemu-system-x86 cpio gzip"
-	[tools-deb]="dpkg-dev debhelper fakeroot lintian gcc pkgconf libjson-c-dev libcapstone-dev libiberty-dev libotf2-trace-dev dh-python python3-dev python3-setuptools"
+	[tools-deb]="dpkg-dev debhelper fakeroot lintian gcc pkgconf libjson-c-dev libdw-dev libcapstone-dev libiberty-dev libotf2-trace-dev dh-python python3-dev python3-setuptools"
 	[system]="dpkg-dev debhelper mmdebstrap e2fsprogs qemu-system-x86 libxml2-dev libmpich-dev pkgconf"
 )
 
