@@ -802,9 +802,9 @@ static int pm_want_unsampled(const struct pm_ctx *c, pm_fn fn, int want)
 	if (c->sampled)
 		return want;
 	if (fn == op_sample_read_other && !want)
-		return ENOENT;
-	if (c->target == 2 && (fn == op_sample_other || fn == op_sample_other_signal))
-		return EINVAL;
+		want = ENOENT;
+	else if (c->target == 2 && (fn == op_sample_other || fn == op_sample_other_signal))
+		want = EINVAL;
 	return want;
 }
 
