@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/ktau.h>
 #include <otf2/otf2.h>
 
 #include "ktaud.h"
@@ -28,6 +29,7 @@ struct cloc {
 	struct frame *stack;
 	size_t sp, cap;
 	uint64_t *count, *incl;		/* per region */
+	uint64_t *incl_all;		/* every activation's, per region ([other]) */
 	uint32_t *active;		/* activations open, per region */
 	uint64_t lost;			/* last value of the lost metric */
 	int seen;
@@ -164,8 +166,9 @@ static struct cloc *event_loc(struct cstate *s, uint64_t ref, uint64_t ts)
 		l->seen = 1;
 		l->count = calloc(s->nregions + 1, sizeof(*l->count));
 		l->incl = calloc(s->nregions + 1, sizeof(*l->incl));
+		l->incl_all = calloc(s->nregions + 1, sizeof(*l->incl_all));
 		l->active = calloc(s->nregions + 1, sizeof(*l->active));
-		if (!l->count || !l->incl || !l->active) {
+		if (!l->count || !l->incl || !l->incl_all || !l->active) {
 			s->err = -ENOMEM;
 			return NULL;
 		}
@@ -230,9 +233,15 @@ static OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp ts, void 
 	f = l->stack[--l->sp];
 	l->count[region]++;
 	s->res->user_pairs += s->region_user[region];
-	/* Inclusive time as profiles keep it: the outermost activation. */
+	/*
+	 * Inclusive time as profiles keep it: the outermost activation; and
+	 * every activation's, as the kernel keeps it for [other], whose
+	 * nested calls are of other routines (a page fault in a system call,
+	 * both without a slot of their own).
+	 */
 	if (!--l->active[region])
 		l->incl[region] += ts - f.ts;
+	l->incl_all[region] += ts - f.ts;
 	return OTF2_CALLBACK_SUCCESS;
 }
 
@@ -312,6 +321,7 @@ static void compare(struct cstate *s, struct cloc *l, struct ktau_trace *const *
 	for (r = 0; r < s->nregions; r++) {
 		const struct ktau_func_stat *e;
 		const char *name;
+		uint64_t incl;
 		uint32_t id;
 		int64_t d;
 
@@ -330,14 +340,15 @@ static void compare(struct cstate *s, struct cloc *l, struct ktau_trace *const *
 			s->res->count_mismatches++;
 			continue;
 		}
-		d = (int64_t)(l->incl[r] - e->incl_ns);
+		incl = id == KTAU_ID_OTHER ? l->incl_all[r] : l->incl[r];
+		d = (int64_t)(incl - e->incl_ns);
 		if ((d < 0 ? -d : d) > s->res->max_time_diff)
 			s->res->max_time_diff = d < 0 ? -d : d;
 		/* One nanosecond of rounding per call, at most. */
 		if ((uint64_t)(d < 0 ? -d : d) > e->count + 1) {
 			say(s, "thread %d (%.16s), %s: inclusive %" PRIu64 " ns in the trace, %" PRIu64
 			    " ns in the profile (%" PRIu64 " calls)", tid, pt->comm, name,
-			    l->incl[r], e->incl_ns, e->count);
+			    incl, e->incl_ns, e->count);
 			s->res->time_mismatches++;
 		}
 	}
@@ -476,6 +487,7 @@ out:
 		free(s.locs[k].stack);
 		free(s.locs[k].count);
 		free(s.locs[k].incl);
+		free(s.locs[k].incl_all);
 		free(s.locs[k].active);
 	}
 	free(s.locs);

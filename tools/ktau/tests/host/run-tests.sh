@@ -896,22 +896,22 @@ c_trace_synthetic() {
 	"$TRACE_SYNTH" nest "$IN/nest.ktrace" || return 1
 	"$KTAUD" trace --input "$IN/nest.ktrace" -o "$W/trace-nest" >"$LOG" 2>&1 ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q "3 threads in 2 processes, 17 records" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 threads in 2 processes, 19 records" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	for f in trace.ktrace traces.otf2 traces.def traces/100.evt trace.json profile.0.0.0 \
 		profile.0.0.1 profile.1.0.0; do
 		[ -s "$W/trace-nest/$f" ] || { echo "# no $f: $(ls "$W/trace-nest")"; return 1; }
 	done
 	cmp -s "$IN/nest.ktrace" "$W/trace-nest/trace.ktrace" || { echo "# raw copy differs"; return 1; }
 	"$KTAUD" trace --check "$W/trace-nest" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q "3 locations, 6 regions, 32 events, 15 enter/leave pairs (0 of user routines); nesting errors 0" "$LOG" &&
-	grep -q "3 threads compared (11 routines: 0 count and 0 time mismatches" "$LOG" ||
+	grep -q "3 locations, 7 regions, 36 events, 17 enter/leave pairs (0 of user routines); nesting errors 0" "$LOG" &&
+	grep -q "3 threads compared (12 routines: 0 count and 0 time mismatches" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	# otf2-print (otf2-tools) reads it too: the nested interrupt and its softirq.
 	if command -v otf2-print >/dev/null; then
 		otf2-print "$W/trace-nest/traces.otf2" >"$W/nest.print" 2>&1 ||
 			{ sed 's/^/#   /' "$W/nest.print" | head; return 1; }
-		[ "$(grep -c '^ENTER' "$W/nest.print")" = 15 ] &&
-		[ "$(grep -c '^LEAVE' "$W/nest.print")" = 15 ] &&
+		[ "$(grep -c '^ENTER' "$W/nest.print")" = 17 ] &&
+		[ "$(grep -c '^LEAVE' "$W/nest.print")" = 17 ] &&
 		grep -q 'ENTER  *100  *2100  Region: "softirq_TIMER"' "$W/nest.print" ||
 			{ sed 's/^/#   /' "$W/nest.print"; return 1; }
 	fi
@@ -922,7 +922,7 @@ d = json.load(open(sys.argv[1]))
 ev = d["traceEvents"]
 x = [e for e in ev if e["ph"] == "X"]
 i = [e for e in ev if e["ph"] == "i"]
-assert len(x) == 15 and len(i) == 2, (len(x), len(i))
+assert len(x) == 17 and len(i) == 2, (len(x), len(i))
 r = [e for e in x if e["name"] == "read" and e["tid"] == 100][0]
 assert r["ts"] == 0.5 and r["dur"] == 4.0 and r["cat"] == "syscall", r
 PY
@@ -962,7 +962,7 @@ c_trace_user() {
 	"$KTAUD" trace --check "$W/trace-user" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "nesting errors 0, time going back 0, left open 0" "$LOG" &&
 	grep -Eq "pairs \([1-9][0-9]* of user routines\)" "$LOG" &&
-	grep -q "3 threads compared (11 routines: 0 count" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 threads compared (12 routines: 0 count" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	"$PYTHON" - "$W/trace-user/trace.json" <<'PY' || return 1
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
@@ -1097,7 +1097,7 @@ c_trace_merge() {
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "3 ranks in" "$LOG" || return 1
 	"$KTAUD" trace --check "$IN/trace-merged" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q "9 locations, 6 regions, 96 events, 45 enter/leave pairs (0 of user routines)" "$LOG" &&
+	grep -q "9 locations, 7 regions, 108 events, 51 enter/leave pairs (0 of user routines)" "$LOG" &&
 	grep -q "9 threads compared" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	command -v otf2-print >/dev/null || return 0
 	otf2-print -G "$IN/trace-merged/traces.otf2" >"$W/m.print" 2>&1 || return 1

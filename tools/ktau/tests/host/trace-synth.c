@@ -9,7 +9,8 @@
  *                                   (a syscall with an interrupt, a softirq
  *                                   in it, a blocked stay), a recursive
  *                                   interrupt, an event, calls split over
- *                                   chunks, a thread that exited
+ *                                   chunks, a thread that exited, [other]
+ *                                   in [other]
  *   ktau-trace-synth lost FILE      the same, and a thread that lost records
  *   ktau-trace-synth badcount FILE  nest with one call count of the profile
  *                                   wrong (the check must fail)
@@ -34,6 +35,7 @@
 
 #include "libktau.h"
 
+#define ID_OTHER	1	/* "[other]": calls without a slot */
 #define ID_IRQ		2
 #define ID_BLOCKED	3
 #define ID_FAULT	5
@@ -44,6 +46,7 @@
 
 static const char functions[] =
 	"# id group name\n"
+	"1 dynamic [other]\n"
 	"2 irq irq\n"
 	"3 sched sched_blocked\n"
 	"5 fault page_fault_user\n"
@@ -103,7 +106,10 @@ static int put_chunk(struct ktau_trace_file *tf, const struct thr *t, size_t fro
 	return ktau_trace_file_append_thread(tf, &th, from, to, flags);
 }
 
-/* The profile of a thread: counts and outermost inclusive times. */
+/*
+ * The profile of a thread: counts and outermost inclusive times; for
+ * [other], every call's (its nested calls are of other routines).
+ */
 static void profile_of(const struct thr *t, struct ktau_task *task, struct ktau_func_stat *e)
 {
 	size_t i, j, n = 0;
@@ -121,7 +127,7 @@ static void profile_of(const struct thr *t, struct ktau_task *task, struct ktau_
 
 		if (r->kind != KTAU_LIB_TRACE_CALL)
 			continue;
-		for (j = 0; j < t->n; j++)
+		for (j = 0; j < t->n && r->id != ID_OTHER; j++)
 			if (j != i && t->r[j].id == r->id && t->r[j].kind == KTAU_LIB_TRACE_CALL &&
 			    t->r[j].s <= r->s && t->r[j].e >= r->e && t->r[j].depth < r->depth)
 				outer = 0;
@@ -177,6 +183,9 @@ static void nest(struct thr *th, size_t *nth)
 	*c = (struct thr){ .tid = 200, .pid = 200, .comm = "child", .flags = KTAU_LIB_TRACE_EXITED };
 	add(c, 4000, 4100, ID_FAULT, 0, KTAU_LIB_TRACE_CALL);
 	add(c, 4200, 4900, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+	/* [other] in [other]: a fault in a system call, neither with a slot. */
+	add(c, 5000, 6000, ID_OTHER, 0, KTAU_LIB_TRACE_CALL);
+	add(c, 5200, 5400, ID_OTHER, 1, KTAU_LIB_TRACE_CALL);
 }
 
 /* big: 4 threads, n reads each, an irq in every 4th; profile to match. */
