@@ -37,6 +37,7 @@ struct kt_obj {
 	uintptr_t bias;
 	char *path;		/* as named, " (deleted)" kept */
 	char *file;		/* the file read; NULL: none that is this object */
+	unsigned long long inode;	/* from the maps: two deleted files can share a path */
 	struct {
 		uintptr_t lo, hi;
 	} seg[MAX_SEGS];
@@ -365,15 +366,15 @@ static uintptr_t map_bias(const char *path, uintptr_t start, uint64_t off)
  * path, which keeps its " (deleted)", names another file or none).
  */
 static int maps_line(const char *line, uintptr_t *lo, uintptr_t *hi, uint64_t *off,
-		     char *path, size_t size, int *deleted)
+		     char *path, size_t size, int *deleted, unsigned long long *inode)
 {
-	unsigned long long a, b, o;
+	unsigned long long a, b, o, ino;
 	char perms[8];
 	const char *p;
 	size_t n;
 	int pos = 0;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &o, &pos) < 4 ||
+	if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &a, &b, perms, &o, &ino, &pos) < 5 ||
 	    !pos || strlen(perms) < 3 || perms[2] != 'x' || b <= a)
 		return 0;
 	p = line + pos;
@@ -386,6 +387,7 @@ static int maps_line(const char *line, uintptr_t *lo, uintptr_t *hi, uint64_t *o
 	*lo = a;
 	*hi = b;
 	*off = o;
+	*inode = ino;
 	return 1;
 }
 
@@ -427,6 +429,7 @@ struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pi
 	struct kt_obj *o, *n;
 	uintptr_t lo, hi, bias;
 	uint64_t off;
+	unsigned long long inode;
 	char *file;
 	int deleted;
 
@@ -440,12 +443,13 @@ struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pi
 			continue;
 		memcpy(lbuf, line, eol - line);
 		lbuf[eol - line] = '\0';
-		if (!maps_line(lbuf, &lo, &hi, &off, path, sizeof(path), &deleted))
+		if (!maps_line(lbuf, &lo, &hi, &off, path, sizeof(path), &deleted, &inode))
 			continue;
 		file = map_file_of(path, deleted, pid, lo, hi);
 		bias = file ? map_bias(file, lo, off) : path[0] == '/' ? lo - off : lo;
 		o = s->nobjs ? &s->objs[s->nobjs - 1] : NULL;
-		if (!o || strcmp(o->path, path) || o->bias != bias || o->nseg == MAX_SEGS) {
+		if (!o || strcmp(o->path, path) || o->inode != inode || o->bias != bias ||
+		    o->nseg == MAX_SEGS) {
 			n = realloc(s->objs, (s->nobjs + 1) * sizeof(*n));
 			if (!n) {
 				free(file);
@@ -455,6 +459,7 @@ struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pi
 			o = &s->objs[s->nobjs];
 			memset(o, 0, sizeof(*o));
 			o->bias = bias;
+			o->inode = inode;
 			o->path = strdup(path);
 			o->file = file;
 			file = NULL;

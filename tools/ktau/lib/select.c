@@ -45,6 +45,11 @@
 
 #define SEL_LINE_MAX	4096
 
+/*
+ * active is set (release) once the lists are whole, and read (acquire)
+ * before them: a named timer may be made on another thread while the
+ * process is set up (ktau_timer_get() does not wait for it).
+ */
 static struct {
 	int active;
 	char **excl, **incl;
@@ -149,10 +154,15 @@ int ktau__select_parse(const char *path, char *err, size_t errlen)
 		char *s = line, *e;
 
 		ln++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err, errlen, "line %u: longer than %d bytes", ln, SEL_LINE_MAX - 2);
-			ret = -EINVAL;
-			break;
+		if (!strchr(line, '\n')) {
+			int c = getc(f);	/* the end of the file, or more of the line */
+
+			if (c != EOF) {
+				snprintf(err, errlen, "line %u: longer than %d bytes", ln,
+					 SEL_LINE_MAX - 2);
+				ret = -EINVAL;
+				break;
+			}
 		}
 		while (*s == ' ' || *s == '\t')
 			s++;
@@ -211,7 +221,7 @@ int ktau__select_parse(const char *path, char *err, size_t errlen)
 	if (ret)
 		sel_free();
 	else
-		sel.active = 1;
+		__atomic_store_n(&sel.active, 1, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -260,14 +270,12 @@ long ktau__select_resolve(void)
 	if (!sel.active)
 		return 0;
 	s = ktau__sym_open();
-	if (!s) {
-		sel_free();
-		return -ENOMEM;
-	}
-	ktau__sym_each(s, add_sym, NULL);
+	if (s)
+		ktau__sym_each(s, add_sym, NULL);
 	ktau__sym_close(s);
-	if (sel.oom) {
-		sel_free();
+	if (!s || sel.oom) {
+		/* Off; the lists stay: another thread may be reading them. */
+		__atomic_store_n(&sel.active, 0, __ATOMIC_RELEASE);
 		return -ENOMEM;
 	}
 	qsort(sel.addrs, sel.naddrs, sizeof(*sel.addrs), cmp_addr);
@@ -294,7 +302,7 @@ static int addr_listed(uintptr_t addr)
 /* 1: the function at @addr is not timed. Async-signal-safe. */
 int ktau__select_addr(uintptr_t addr)
 {
-	if (!sel.active)
+	if (!__atomic_load_n(&sel.active, __ATOMIC_ACQUIRE))
 		return 0;
 	return sel.nincl ? !addr_listed(addr) : addr_listed(addr);
 }
@@ -302,7 +310,13 @@ int ktau__select_addr(uintptr_t addr)
 /* 1: the named timer @name is not timed. Async-signal-safe. */
 int ktau__select_name(const char *name)
 {
-	return sel.active && names_excluded(name, NULL);
+	return __atomic_load_n(&sel.active, __ATOMIC_ACQUIRE) && names_excluded(name, NULL);
+}
+
+/* 1: the lists have an include list (only what it names is timed). */
+int ktau__select_includes(void)
+{
+	return __atomic_load_n(&sel.active, __ATOMIC_ACQUIRE) && sel.nincl;
 }
 
 /* Test hook: drop the lists. */

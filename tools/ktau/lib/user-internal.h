@@ -268,6 +268,7 @@ int ktau__select_parse(const char *path, char *err, size_t errlen);
 long ktau__select_resolve(void);
 int ktau__select_addr(uintptr_t addr);
 int ktau__select_name(const char *name);
+int ktau__select_includes(void);
 int ktau__select_match(const char *pat, const char *s);
 void ktau__select_reset(void);
 /* The file and what it listed, for the profile's metadata. */

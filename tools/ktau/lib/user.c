@@ -431,8 +431,6 @@ static struct kt_atab *atab_grow(struct kt_atab *old)
 	return n;
 }
 
-static void kt_process_init(void);
-
 struct ktau_timer *ktau_timer_get(const char *name)
 {
 	struct ktau_timer *t;
@@ -447,8 +445,6 @@ struct ktau_timer *ktau_timer_get(const char *name)
 	if (t || kt_lock_busy())
 		return t;
 	len = strlen(name) + 1;
-	/* A timer made before the first event gets the select file too. */
-	pthread_once(&g.once, kt_process_init);
 	kt_lock();
 	t = find_name(h, name);
 	if (!t) {
@@ -590,7 +586,9 @@ static char *expand_dir(const char *tmpl)
  */
 static void kt_select(const char *path)
 {
+	struct ktau_timer *t;
 	char err[256];
+	uint32_t i;
 	long n;
 
 	if (ktau__select_parse(path, err, sizeof(err))) {
@@ -604,7 +602,23 @@ static void kt_select(const char *path)
 		return;
 	}
 	g.select_file = strdup(path);
-	if (g.verbose)
+	/*
+	 * Named timers made before the process was set up (ktau_timer_get()
+	 * does not set it up: it may run in a signal handler) get the lists
+	 * now; those made from here on, when they are made.
+	 */
+	kt_lock();
+	for (i = 0; i < KT_HBUCKETS; i++)
+		for (t = g.byname[i]; t; t = t->next)
+			if (!(t->untimed & KT_EXCLUDED) && ktau__select_name(t->name)) {
+				__atomic_fetch_or(&t->untimed, KT_EXCLUDED, __ATOMIC_RELAXED);
+				atomic_fetch_add_explicit(&g.excluded, 1, memory_order_relaxed);
+			}
+	kt_unlock();
+	if (!n && ktau__select_includes())
+		fprintf(stderr, "libktau: KTAU_SELECT_FILE=%s: its include list names no routine of "
+			"the program's objects: only named timers it names are timed\n", path);
+	else if (g.verbose)
 		fprintf(stderr, "libktau: KTAU_SELECT_FILE=%s: %ld routines listed\n", path, n);
 }
 

@@ -704,6 +704,11 @@ c_select() {
 	[ "$(grep -o '^"[^"]*"' "$W/sel-inc/profile.0.0.0" | LC_ALL=C sort | tr '\n' ' ')" = \
 		'"main => read_file" "main => write_file" "main" "read_file" "write_file" ' ] ||
 		{ grep -o '^"[^"]*"' "$W/sel-inc/profile.0.0.0" | sed 's/^/#   /'; return 1; }
+	# An include list that names no routine of the program: said.
+	printf '%s\n' BEGIN_INCLUDE_LIST 'int main(int, char **) C' END_INCLUDE_LIST >"$W/sel-none.tau"
+	KTAU_SELECT_FILE="$W/sel-none.tau" "$DEMO" -q -o "$W/sel-none" -c 1000 -s 1 -S 1 -n 2 -m 2 \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "sel-none.tau: its include list names no routine" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# A file for TAU's source instrumentor: refused, said, all timed.
 	printf '%s\n' BEGIN_FILE_EXCLUDE_LIST '*.so' END_FILE_EXCLUDE_LIST >"$W/sel-bad.tau"
 	KTAU_SELECT_FILE="$W/sel-bad.tau" "$DEMO" -q -o "$W/sel-bad" -c 1000 -s 1 -S 1 -n 2 -m 2 \

@@ -634,6 +634,14 @@ static int t_select_parse(void)
 		/* A refused file applies nothing. */
 		CHECK(!ktau__select_name("f") && !ktau__select_addr(1), "a refused file applied");
 	}
+	/* A last line of the longest length, without its newline. */
+	f = fopen(path, "w");
+	CHECK(f && fputs("BEGIN_EXCLUDE_LIST\n", f) >= 0, "write %s", path);
+	for (i = 0; i < 4094; i++)
+		fputc('a', f);
+	CHECK(!fclose(f), "close");
+	CHECK(ktau__select_parse(path, err, sizeof(err)) == -EINVAL && strstr(err, "ends inside a list"),
+	      "a last line of 4094 bytes: '%s'", err);
 	CHECK(ktau__select_parse("/nonexistent/select.tau", err, sizeof(err)) == -ENOENT, "missing");
 	CHECK(strstr(err, "cannot open it"), "'%s'", err);
 	/* Comments, blank lines, quotes, spaces and CRLF around names. */
@@ -665,6 +673,12 @@ static int t_select_exclude(void)
 	      "write %s", path);
 	setenv("KTAU_SELECT_FILE", path, 1);
 	CHECK(simulate(0, 0) == 0, "simulate");
+	/*
+	 * Made before the first event, which sets the process up (making a
+	 * timer does not: it may be done in a signal handler): the lists
+	 * reach it then.
+	 */
+	CHECK(ktau_timer_get("tiny"), "tiny");
 	at_start(0, "outer");
 	at_start(100, "tiny");
 	at_start(200, "inner");
