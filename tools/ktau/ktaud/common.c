@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "ktaud.h"
 
 const char *prog = "ktaud";
@@ -381,6 +383,23 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 				strerror(-ret));
 			return EX_KT_FAIL;
 		}
+	}
+	return EX_KT_OK;
+}
+
+int write_json_doc(struct json_object *o, const char *path)
+{
+	int to_file = path && strcmp(path, "-");
+	FILE *f = to_file ? fopen(path, "w") : stdout;
+
+	if (!f) {
+		err_msg("cannot write %s: %s", path, strerror(errno));
+		return EX_KT_FAIL;
+	}
+	if (fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY), f) < 0 ||
+	    fputc('\n', f) == EOF || (to_file && fclose(f))) {
+		err_msg("cannot write JSON to %s: %s", to_file ? path : "stdout", strerror(errno));
+		return EX_KT_FAIL;
 	}
 	return EX_KT_OK;
 }

@@ -24,8 +24,9 @@ static void help(FILE *f)
 "  -A, --aggregate      the system-wide totals (needs CAP_PERFMON)\n"
 "  -s, --sort KEY       excl (default), incl, calls, avg, name, id\n"
 "  -n, --top N          at most N routines per task (0: all)\n"
-"  -j, --json           JSON on stdout instead of tables\n"
-"      --folded         folded stacks on stdout (flame graphs)\n"
+"  -j, --json[=FILE]    JSON on stdout instead of tables, or into FILE\n"
+"      --folded[=FILE]  folded stacks (flame graphs) on stdout instead of\n"
+"                       tables, or into FILE\n"
 "  -T, --tau DIR        also write a TAU profile directory\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "      --raw FILE       also write the binary records (ABI of <linux/ktau.h>)\n"
@@ -83,8 +84,8 @@ int cmd_dump(int argc, char **argv)
 		{ "aggregate", no_argument, NULL, 'A' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "top", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "folded", no_argument, NULL, 'F' },
+		{ "json", optional_argument, NULL, 'j' },
+		{ "folded", optional_argument, NULL, 'F' },
 		{ "tau", required_argument, NULL, 'T' },
 		{ "save", required_argument, NULL, 'S' },
 		{ "raw", required_argument, NULL, 'R' },
@@ -93,7 +94,8 @@ int cmd_dump(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int threads = 0, tids = 0, all = 0, agg = 0, json = 0, folded = 0, quiet = 0;
+	int threads = 0, tids = 0, all = 0, agg = 0, json = 0, folded = 0, quiet = 0, to_stdout;
+	const char *json_path = NULL, *folded_path = NULL;
 	struct table_opts to = { .sort = "excl", .top = 0 };
 	struct out_opts oo = { 0 };
 	const char *raw = NULL;
@@ -123,8 +125,8 @@ int cmd_dump(int argc, char **argv)
 			if (parse_uint(optarg, &to.top))
 				return usage_err("dump", "bad --top '%s': a number", optarg);
 			break;
-		case 'j': json = 1; break;
-		case 'F': folded = 1; break;
+		case 'j': json = 1; json_path = optarg ? optarg : "-"; break;
+		case 'F': folded = 1; folded_path = optarg ? optarg : "-"; break;
 		case 'T': oo.tau_dir = optarg; break;
 		case 'S': oo.save_path = optarg; break;
 		case 'R': raw = optarg; break;
@@ -139,8 +141,10 @@ int cmd_dump(int argc, char **argv)
 		return usage_err("dump", "give one or more pids, --all or --aggregate");
 	if (npids && all)
 		return usage_err("dump", "give pids or --all, not both");
-	if (json && folded)
-		return usage_err("dump", "--json and --folded both write to stdout: choose one");
+	if (json && folded && !strcmp(json_path, "-") && !strcmp(folded_path, "-"))
+		return usage_err("dump", "--json and --folded both write to stdout: choose one, "
+				 "or give one a file (--json=FILE)");
+	to_stdout = (json && !strcmp(json_path, "-")) || (folded && !strcmp(folded_path, "-"));
 	if (npids) {
 		pids = calloc(npids, sizeof(*pids));
 		if (!pids)
@@ -208,17 +212,18 @@ int cmd_dump(int argc, char **argv)
 	free_outputs(&oo);
 	if (ret)
 		rc = ret;
-	if (json)
-		oo = (struct out_opts){ .json_path = "-" };
-	else if (folded)
-		oo = (struct out_opts){ .folded_path = "-" };
 	if (json || folded) {
-		ret = write_outputs(shown, reg, &oo);
+		oo = (struct out_opts){ .json_path = json ? json_path : NULL,
+					.folded_path = folded ? folded_path : NULL };
+		ret = expand_outputs(&oo);
+		if (!ret)
+			ret = write_outputs(shown, reg, &oo);
+		free_outputs(&oo);
 		if (ret)
 			rc = ret;
-	} else if (!quiet) {
-		print_tables(stdout, shown, reg, &to);
 	}
+	if (!to_stdout && !quiet)
+		print_tables(stdout, shown, reg, &to);
 out:
 	if (fflush(stdout) && rc == EX_KT_OK)
 		rc = EX_KT_FAIL;

@@ -23,8 +23,8 @@ static void help(FILE *f)
 "baseline and the deltas of a 'ktaud watch' directory give the totals at\n"
 "the last snapshot; with --deltas-only, what happened while it watched.\n\n"
 "  -T, --tau DIR        a TAU profile directory\n"
-"  -j, --json           JSON on stdout\n"
-"      --folded         folded stacks on stdout\n"
+"  -j, --json[=FILE]    JSON on stdout, or into FILE\n"
+"      --folded[=FILE]  folded stacks on stdout, or into FILE\n"
 "      --save FILE      one snapshot file with the sum\n"
 "  -t, --threads        keep threads apart (default: as saved)\n"
 "  -P, --processes      sum threads into processes\n"
@@ -193,8 +193,8 @@ int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "tau", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "folded", no_argument, NULL, 'F' },
+		{ "json", optional_argument, NULL, 'j' },
+		{ "folded", optional_argument, NULL, 'F' },
 		{ "save", required_argument, NULL, 'S' },
 		{ "threads", no_argument, NULL, 't' },
 		{ "processes", no_argument, NULL, 'P' },
@@ -207,14 +207,16 @@ int cmd_export(int argc, char **argv)
 	struct table_opts to = { .sort = "excl" };
 	struct ktau_snap *sum = NULL, *shown = NULL;
 	struct series s;
-	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret, tset = 0;
+	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret, tset = 0, to_stdout;
+	const char *json_path = NULL, *folded_path = NULL;
+	int files;
 	size_t i;
 
 	while ((c = getopt_long(argc, argv, "T:jtPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'T': oo.tau_dir = optarg; break;
-		case 'j': json = 1; break;
-		case 'F': folded = 1; break;
+		case 'j': json = 1; json_path = optarg ? optarg : "-"; break;
+		case 'F': folded = 1; folded_path = optarg ? optarg : "-"; break;
 		case 'S': oo.save_path = optarg; break;
 		case 't': procs = 0; tset |= 1; break;
 		case 'P': procs = 1; tset |= 2; break;
@@ -226,8 +228,10 @@ int cmd_export(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_err("export", "give snapshot files or directories");
-	if (json && folded)
-		return usage_err("export", "--json and --folded both write to stdout: choose one");
+	if (json && folded && !strcmp(json_path, "-") && !strcmp(folded_path, "-"))
+		return usage_err("export", "--json and --folded both write to stdout: choose one, "
+				 "or give one a file (--json=FILE)");
+	to_stdout = (json && !strcmp(json_path, "-")) || (folded && !strcmp(folded_path, "-"));
 	if (tset == 3)
 		return usage_err("export", "--threads and --processes contradict each other: "
 				 "choose one");
@@ -254,21 +258,24 @@ int cmd_export(int argc, char **argv)
 		rc = report(ret, "export");
 		goto out;
 	}
+	files = oo.tau_dir || oo.save_path || json || folded;
 	rc = expand_outputs(&oo);
 	if (!rc)
 		rc = write_outputs(shown, s.reg, &oo);
 	free_outputs(&oo);
-	if (json)
-		oo = (struct out_opts){ .json_path = "-" };
-	else if (folded)
-		oo = (struct out_opts){ .folded_path = "-" };
 	if (json || folded) {
-		ret = write_outputs(shown, s.reg, &oo);
+		oo = (struct out_opts){ .json_path = json ? json_path : NULL,
+					.folded_path = folded ? folded_path : NULL };
+		ret = expand_outputs(&oo);
+		if (!ret)
+			ret = write_outputs(shown, s.reg, &oo);
+		free_outputs(&oo);
 		if (ret)
 			rc = ret;
-	} else if (!oo.tau_dir && !oo.save_path) {
-		print_tables(stdout, shown, s.reg, &to);
 	}
+	/* Tables when nothing else was asked for. */
+	if (!files && !to_stdout)
+		print_tables(stdout, shown, s.reg, &to);
 out:
 	ktau_snap_free(sum);
 	ktau_snap_free(shown);

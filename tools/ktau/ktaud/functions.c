@@ -15,7 +15,7 @@ static void help(FILE *f)
 "name. IDs of interrupt sources and dynamic points differ from boot to boot.\n\n"
 "  -g, --group GROUP    only this group (syscall, irq, softirq, sched, fault,\n"
 "                       signal, dynamic)\n"
-"  -j, --json           JSON array on stdout\n"
+"  -j, --json[=FILE]    a JSON array on stdout instead of the table, or into FILE\n"
 "  -h, --help           this help\n");
 }
 
@@ -23,14 +23,15 @@ int cmd_functions(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "group", required_argument, NULL, 'g' },
-		{ "json", no_argument, NULL, 'j' },
+		{ "json", optional_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ktau_registry *reg = NULL;
 	char *text = NULL, *line, *save;
 	size_t len;
-	int c, ret, group = -2, json = 0;
+	int c, ret, group = -2, json = 0, table = 1;
+	const char *json_path = NULL;
 	json_object *arr = NULL;
 
 	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
@@ -41,7 +42,12 @@ int cmd_functions(int argc, char **argv)
 				return usage_err("functions", "unknown group '%s': syscall, irq, "
 						 "softirq, sched, fault, signal or dynamic", optarg);
 			break;
-		case 'j': json = 1; break;
+		case 'j':
+			json = 1;
+			json_path = optarg;
+			/* JSON on stdout takes the table's place. */
+			table = optarg && strcmp(optarg, "-");
+			break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("functions", "bad option");
 		}
@@ -58,7 +64,7 @@ int cmd_functions(int argc, char **argv)
 	}
 	if (json)
 		arr = json_object_new_array();
-	else
+	if (table)
 		printf("%6s %-8s %s\n", "id", "group", "name");
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long id;
@@ -77,15 +83,16 @@ int cmd_functions(int argc, char **argv)
 			json_object_object_add(o, "group", json_object_new_string(sp + 1));
 			json_object_object_add(o, "name", json_object_new_string(sp2 + 1));
 			json_object_array_add(arr, o);
-		} else {
-			printf("%6lu %-8s %s\n", id, sp + 1, sp2 + 1);
 		}
+		if (table)
+			printf("%6lu %-8s %s\n", id, sp + 1, sp2 + 1);
 	}
+	ret = EX_KT_OK;
 	if (json) {
-		puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+		ret = write_json_doc(arr, json_path);
 		json_object_put(arr);
 	}
 	free(text);
 	ktau_registry_free(reg);
-	return fflush(stdout) ? EX_KT_FAIL : EX_KT_OK;
+	return fflush(stdout) ? EX_KT_FAIL : ret;
 }

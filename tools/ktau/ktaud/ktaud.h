@@ -89,6 +89,13 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 /* A gnuplot string literal of s (plot.c). */
 void gp_string(FILE *f, const char *s);
 
+/*
+ * --json[=FILE]: @o as pretty JSON into @path (NULL or "-": stdout); an
+ * exit code. Frees nothing.
+ */
+struct json_object;
+int write_json_doc(struct json_object *o, const char *path);
+
 int cmd_dump(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_watch(int argc, char **argv);

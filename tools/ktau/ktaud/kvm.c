@@ -28,7 +28,7 @@ static void help(FILE *f)
 "('ktaud control kvm on').\n\n"
 "  -i, --input FILE     a snapshot saved with 'ktaud dump --save' or\n"
 "                       'ktaud run --save' (on this machine or another)\n"
-"  -j, --json           JSON on stdout\n"
+"  -j, --json[=FILE]    JSON on stdout instead of the tables, or into FILE\n"
 "  -h, --help           this help\n\n"
 "Exit: 0 ok, 1 no vCPU thread found or an unreadable input, 2 bad argument,\n"
 "3 no KTAU, 4 not permitted, 5 no such process.\n");
@@ -180,7 +180,7 @@ int cmd_kvm(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "json", no_argument, NULL, 'j' },
+		{ "json", optional_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -192,12 +192,18 @@ int cmd_kvm(int argc, char **argv)
 	pid_t *pids = NULL, last = -1;
 	size_t npids, i, found = 0;
 	uint32_t ioctl_id;
-	int c, ret, json = 0, rc = EX_KT_OK;
+	int c, ret, json = 0, table = 1, rc = EX_KT_OK;
+	const char *json_path = NULL;
 
 	while ((c = getopt_long(argc, argv, "i:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': input = optarg; break;
-		case 'j': json = 1; break;
+		case 'j':
+			json = 1;
+			json_path = optarg;
+			/* JSON on stdout takes the tables' place. */
+			table = optarg && strcmp(optarg, "-");
+			break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("kvm", "bad option");
 		}
@@ -262,17 +268,19 @@ int cmd_kvm(int argc, char **argv)
 				json_object_object_add(cur, "pid", json_object_new_int(t->pid));
 				json_object_object_add(cur, "vcpu_threads", vcpus);
 				json_object_array_add(procs, cur);
-			} else {
-				printf("process %d\n", t->pid);
 			}
+			if (table)
+				printf("process %d\n", t->pid);
 		}
 		if (json)
 			json_object_array_add(vcpus, json_vcpu(&s, reg));
-		else
+		if (table)
 			print_vcpu(&s, reg);
 	}
 	if (json) {
-		puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+		ret = write_json_doc(root, json_path);
+		if (ret)
+			rc = ret;
 		json_object_put(root);
 	}
 	if (!found) {

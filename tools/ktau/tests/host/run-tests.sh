@@ -663,6 +663,23 @@ inlined_here [inlined into outer_fn]" ] || return 1
 	grep -q '^dwp+0x' "$d/without" || { sed 's/^/# without: /' "$d/without"; return 1; }
 }
 
+# --json[=FILE] and --folded[=FILE]: into a file, the same bytes as on
+# stdout; one on stdout and the other into a file together; both on
+# stdout refused.
+c_json_file_forms() {
+	R=$FIXTURES/run.ktau
+	"$KTAUD" export --json "$R" >"$W/j-out" 2>"$LOG" || return 1
+	"$KTAUD" export --json="$W/j-file" "$R" >"$W/j-stdout" 2>"$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$W/j-out" "$W/j-file" || { echo "# --json=FILE differs from --json"; return 1; }
+	[ ! -s "$W/j-stdout" ] || { echo "# --json=FILE also wrote to stdout"; return 1; }
+	"$KTAUD" export --folded "$R" >"$W/f-out" 2>"$LOG" || return 1
+	"$KTAUD" export -j --folded="$W/f-file" "$R" >"$W/j-out2" 2>"$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$W/f-out" "$W/f-file" && cmp -s "$W/j-out" "$W/j-out2" ||
+		{ echo "# --json with --folded=FILE: not the same outputs"; return 1; }
+	expect_rc 2 "$KTAUD" export --json --folded "$R" || return 1
+	grep -q "both write to stdout" "$LOG"
+}
+
 # 'make' alone builds the libraries, ktaud and the examples, as the
 # Makefile's header says (a rule put before 'all' once made it build only
 # the Python module).
@@ -1261,7 +1278,7 @@ cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_ex
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_diff c_flame c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
