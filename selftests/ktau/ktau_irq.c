@@ -125,33 +125,47 @@ static void timer_and_net_load(struct __test_metadata *_metadata)
 
 /*
  * Over a timer and network load, the aggregate count of each softirq
- * vector grows as /proc/softirqs does, within 2% + 5 (the two are not
- * read at the same instant).
+ * vector grows as /proc/softirqs does. The two cannot be read at the same
+ * instant, so /proc/softirqs is read on both sides of each snapshot: its
+ * growth over the inner window (after the first snapshot, before the
+ * second) and over the outer one bracket KTAU's. /proc/softirqs counts a
+ * softirq when it starts and KTAU when it ends: one in progress on each
+ * CPU at a snapshot may fall on either side (slack of 2 per CPU). The
+ * old check, one window and 2% + 5, failed once on the debug kernel,
+ * whose aggregate snapshots take long (RCU: KTAU +122, /proc +131).
  */
 TEST_F_TIMEOUT(irq, softirqs_match_proc_softirqs, 30)
 {
-	unsigned long long p0[KTAU_NR_SOFTIRQS], p1[KTAU_NR_SOFTIRQS], dp, total = 0;
+	unsigned long long p0[KTAU_NR_SOFTIRQS], p0b[KTAU_NR_SOFTIRQS];
+	unsigned long long p1[KTAU_NR_SOFTIRQS], p1b[KTAU_NR_SOFTIRQS];
+	unsigned long long inner, outer, total = 0;
 	const struct ktau_task_rec *ra, *rb;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct ktau_val dk;
-	__u64 tol;
 	int vec;
 
+	ASSERT_LT(0, ncpu);
 	ASSERT_EQ(0, read_proc_softirqs(p0));
 	ra = ktau_must_snap_aggregate(_metadata, self->fd, &self->a);
+	ASSERT_EQ(0, read_proc_softirqs(p0b));
 	timer_and_net_load(_metadata);
-	rb = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
 	ASSERT_EQ(0, read_proc_softirqs(p1));
+	rb = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
+	ASSERT_EQ(0, read_proc_softirqs(p1b));
 
 	for (vec = 0; vec < KTAU_NR_SOFTIRQS; vec++) {
 		dk = ktau_val_delta(ra, rb, KTAU_ID_SOFTIRQ_BASE + vec);
-		dp = p1[vec] - p0[vec];
-		total += dp;
-		tol = dp / 50 + 5;
-		TH_LOG("softirq %-8s /proc/softirqs +%llu, KTAU +%llu calls %llu ns",
-		       ktau_softirq_name(vec), dp, dk.count, dk.incl);
-		EXPECT_GE(tol, ktau_absdiff(dk.count, dp))
-			TH_LOG("softirq %s: KTAU +%llu, /proc/softirqs +%llu",
-			       ktau_softirq_name(vec), dk.count, dp);
+		inner = p1[vec] - p0b[vec];
+		outer = p1b[vec] - p0[vec];
+		total += inner;
+		TH_LOG("softirq %-8s /proc/softirqs +%llu..+%llu, KTAU +%llu calls %llu ns",
+		       ktau_softirq_name(vec), inner, outer, dk.count, dk.incl);
+		EXPECT_LE(inner, dk.count + 2 * ncpu)
+			TH_LOG("softirq %s: KTAU +%llu, /proc/softirqs +%llu inside its window",
+			       ktau_softirq_name(vec), dk.count, inner);
+		EXPECT_LE(dk.count, outer + 2 * ncpu)
+			TH_LOG("softirq %s: KTAU +%llu, /proc/softirqs +%llu around its window",
+			       ktau_softirq_name(vec), dk.count, outer);
 		/* Totals are rounded down to ns one by one: a delta may gain 1 ns. */
 		EXPECT_LE(dk.excl, dk.incl + 1);
 	}
