@@ -324,11 +324,59 @@ void free_outputs(struct out_opts *o)
 	}
 }
 
+/* What one output gets: a snapshot and its registry, or a JSON document. */
+struct out_job {
+	const struct ktau_snap *snap;
+	const struct ktau_registry *reg;
+	struct json_object *doc;
+};
+
+static int put_json(FILE *f, const struct out_job *j)
+{
+	return ktau_write_json(f, j->snap, j->reg, 1);
+}
+
+static int put_folded(FILE *f, const struct out_job *j)
+{
+	return ktau_write_folded(f, j->snap, j->reg, 0);
+}
+
+static int put_doc(FILE *f, const struct out_job *j)
+{
+	return fputs(json_object_to_json_string_ext(j->doc, JSON_C_TO_STRING_PRETTY), f) < 0 ||
+	       fputc('\n', f) == EOF ? -EIO : 0;
+}
+
+/*
+ * @put into @path (NULL or "-": stdout); an exit code, what went wrong
+ * said as "cannot write @what to @path".
+ */
+static int write_to(const char *path, const char *what,
+		    int (*put)(FILE *f, const struct out_job *j), const struct out_job *j)
+{
+	int to_file = path && strcmp(path, "-");
+	FILE *f = to_file ? fopen(path, "w") : stdout;
+	int ret;
+
+	if (!f) {
+		err_msg("cannot write %s: %s", path, strerror(errno));
+		return EX_KT_FAIL;
+	}
+	ret = put(f, j);
+	if (to_file && fclose(f) && !ret)
+		ret = -errno;
+	if (ret) {
+		err_msg("cannot write %s to %s: %s", what, path ? path : "-", strerror(-ret));
+		return EX_KT_FAIL;
+	}
+	return EX_KT_OK;
+}
+
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		  const struct out_opts *o)
 {
+	const struct out_job job = { .snap = snap, .reg = reg };
 	struct ktau_tau_opts topts = { 0 };
-	FILE *f;
 	int ret;
 
 	if (o->tau_opts)
@@ -355,51 +403,41 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 			return EX_KT_FAIL;
 		}
 	}
-	if (o->json_path) {
-		f = strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
-		if (!f) {
-			err_msg("cannot write %s: %s", o->json_path, strerror(errno));
-			return EX_KT_FAIL;
-		}
-		ret = ktau_write_json(f, snap, reg, 1);
-		if (f != stdout && fclose(f) && !ret)
-			ret = -errno;
-		if (ret) {
-			err_msg("cannot write JSON to %s: %s", o->json_path, strerror(-ret));
-			return EX_KT_FAIL;
-		}
-	}
-	if (o->folded_path) {
-		f = strcmp(o->folded_path, "-") ? fopen(o->folded_path, "w") : stdout;
-		if (!f) {
-			err_msg("cannot write %s: %s", o->folded_path, strerror(errno));
-			return EX_KT_FAIL;
-		}
-		ret = ktau_write_folded(f, snap, reg, 0);
-		if (f != stdout && fclose(f) && !ret)
-			ret = -errno;
-		if (ret) {
-			err_msg("cannot write folded stacks to %s: %s", o->folded_path,
-				strerror(-ret));
-			return EX_KT_FAIL;
-		}
-	}
+	if (o->json_path && write_to(o->json_path, "JSON", put_json, &job))
+		return EX_KT_FAIL;
+	if (o->folded_path && write_to(o->folded_path, "folded stacks", put_folded, &job))
+		return EX_KT_FAIL;
 	return EX_KT_OK;
 }
 
 int write_json_doc(struct json_object *o, const char *path)
 {
-	int to_file = path && strcmp(path, "-");
-	FILE *f = to_file ? fopen(path, "w") : stdout;
+	return write_to(path, "JSON", put_doc, &(struct out_job){ .doc = o });
+}
 
-	if (!f) {
-		err_msg("cannot write %s: %s", path, strerror(errno));
-		return EX_KT_FAIL;
-	}
-	if (fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY), f) < 0 ||
-	    fputc('\n', f) == EOF || (to_file && fclose(f))) {
-		err_msg("cannot write JSON to %s: %s", to_file ? path : "stdout", strerror(errno));
-		return EX_KT_FAIL;
-	}
+int write_json_folded(const struct ktau_snap *snap, const struct ktau_registry *reg,
+		      const char *json_path, const char *folded_path)
+{
+	struct out_opts oo = { .json_path = json_path, .folded_path = folded_path };
+	int ret = EX_KT_OK;
+
+	if (!json_path && !folded_path)
+		return ret;
+	ret = expand_outputs(&oo);
+	if (!ret)
+		ret = write_outputs(snap, reg, &oo);
+	free_outputs(&oo);
+	return ret;
+}
+
+int json_folded_to_stdout(const char *cmd, const char *json_path, const char *folded_path,
+			  int *to_stdout)
+{
+	int j = json_path && !strcmp(json_path, "-"), f = folded_path && !strcmp(folded_path, "-");
+
+	if (j && f)
+		return usage_err(cmd, "--json and --folded both write to stdout: choose one, "
+				 "or give one a file (--json=FILE)");
+	*to_stdout = j || f;
 	return EX_KT_OK;
 }

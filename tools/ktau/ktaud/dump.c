@@ -94,7 +94,7 @@ int cmd_dump(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int threads = 0, tids = 0, all = 0, agg = 0, json = 0, folded = 0, quiet = 0, to_stdout;
+	int threads = 0, tids = 0, all = 0, agg = 0, quiet = 0, to_stdout;
 	const char *json_path = NULL, *folded_path = NULL;
 	struct table_opts to = { .sort = "excl", .top = 0 };
 	struct out_opts oo = { 0 };
@@ -125,8 +125,8 @@ int cmd_dump(int argc, char **argv)
 			if (parse_uint(optarg, &to.top))
 				return usage_err("dump", "bad --top '%s': a number", optarg);
 			break;
-		case 'j': json = 1; json_path = optarg ? optarg : "-"; break;
-		case 'F': folded = 1; folded_path = optarg ? optarg : "-"; break;
+		case 'j': json_path = optarg ? optarg : "-"; break;
+		case 'F': folded_path = optarg ? optarg : "-"; break;
 		case 'T': oo.tau_dir = optarg; break;
 		case 'S': oo.save_path = optarg; break;
 		case 'R': raw = optarg; break;
@@ -141,10 +141,8 @@ int cmd_dump(int argc, char **argv)
 		return usage_err("dump", "give one or more pids, --all or --aggregate");
 	if (npids && all)
 		return usage_err("dump", "give pids or --all, not both");
-	if (json && folded && !strcmp(json_path, "-") && !strcmp(folded_path, "-"))
-		return usage_err("dump", "--json and --folded both write to stdout: choose one, "
-				 "or give one a file (--json=FILE)");
-	to_stdout = (json && !strcmp(json_path, "-")) || (folded && !strcmp(folded_path, "-"));
+	if (json_folded_to_stdout("dump", json_path, folded_path, &to_stdout))
+		return EX_KT_USAGE;
 	if (npids) {
 		pids = calloc(npids, sizeof(*pids));
 		if (!pids)
@@ -212,16 +210,9 @@ int cmd_dump(int argc, char **argv)
 	free_outputs(&oo);
 	if (ret)
 		rc = ret;
-	if (json || folded) {
-		oo = (struct out_opts){ .json_path = json ? json_path : NULL,
-					.folded_path = folded ? folded_path : NULL };
-		ret = expand_outputs(&oo);
-		if (!ret)
-			ret = write_outputs(shown, reg, &oo);
-		free_outputs(&oo);
-		if (ret)
-			rc = ret;
-	}
+	ret = write_json_folded(shown, reg, json_path, folded_path);
+	if (ret)
+		rc = ret;
 	if (!to_stdout && !quiet)
 		print_tables(stdout, shown, reg, &to);
 out:

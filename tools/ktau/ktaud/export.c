@@ -207,7 +207,7 @@ int cmd_export(int argc, char **argv)
 	struct table_opts to = { .sort = "excl" };
 	struct ktau_snap *sum = NULL, *shown = NULL;
 	struct series s;
-	int c, json = 0, folded = 0, procs = 0, deltas = 0, rc = EX_KT_OK, ret, tset = 0, to_stdout;
+	int c, procs = 0, deltas = 0, rc = EX_KT_OK, ret, tset = 0, to_stdout;
 	const char *json_path = NULL, *folded_path = NULL;
 	int files;
 	size_t i;
@@ -215,8 +215,8 @@ int cmd_export(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "T:jtPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'T': oo.tau_dir = optarg; break;
-		case 'j': json = 1; json_path = optarg ? optarg : "-"; break;
-		case 'F': folded = 1; folded_path = optarg ? optarg : "-"; break;
+		case 'j': json_path = optarg ? optarg : "-"; break;
+		case 'F': folded_path = optarg ? optarg : "-"; break;
 		case 'S': oo.save_path = optarg; break;
 		case 't': procs = 0; tset |= 1; break;
 		case 'P': procs = 1; tset |= 2; break;
@@ -228,10 +228,8 @@ int cmd_export(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_err("export", "give snapshot files or directories");
-	if (json && folded && !strcmp(json_path, "-") && !strcmp(folded_path, "-"))
-		return usage_err("export", "--json and --folded both write to stdout: choose one, "
-				 "or give one a file (--json=FILE)");
-	to_stdout = (json && !strcmp(json_path, "-")) || (folded && !strcmp(folded_path, "-"));
+	if (json_folded_to_stdout("export", json_path, folded_path, &to_stdout))
+		return EX_KT_USAGE;
 	if (tset == 3)
 		return usage_err("export", "--threads and --processes contradict each other: "
 				 "choose one");
@@ -258,21 +256,14 @@ int cmd_export(int argc, char **argv)
 		rc = report(ret, "export");
 		goto out;
 	}
-	files = oo.tau_dir || oo.save_path || json || folded;
+	files = oo.tau_dir || oo.save_path || json_path || folded_path;
 	rc = expand_outputs(&oo);
 	if (!rc)
 		rc = write_outputs(shown, s.reg, &oo);
 	free_outputs(&oo);
-	if (json || folded) {
-		oo = (struct out_opts){ .json_path = json ? json_path : NULL,
-					.folded_path = folded ? folded_path : NULL };
-		ret = expand_outputs(&oo);
-		if (!ret)
-			ret = write_outputs(shown, s.reg, &oo);
-		free_outputs(&oo);
-		if (ret)
-			rc = ret;
-	}
+	ret = write_json_folded(shown, s.reg, json_path, folded_path);
+	if (ret)
+		rc = ret;
 	/* Tables when nothing else was asked for. */
 	if (!files && !to_stdout)
 		print_tables(stdout, shown, s.reg, &to);

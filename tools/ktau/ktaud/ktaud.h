@@ -95,6 +95,15 @@ void gp_string(FILE *f, const char *s);
  */
 struct json_object;
 int write_json_doc(struct json_object *o, const char *path);
+/*
+ * --json[=FILE] and --folded[=FILE] of dump and export (NULL: not asked;
+ * "-": stdout): write them; refuse both on stdout, and say whether one
+ * takes stdout (the tables' place). Exit codes.
+ */
+int write_json_folded(const struct ktau_snap *snap, const struct ktau_registry *reg,
+		      const char *json_path, const char *folded_path);
+int json_folded_to_stdout(const char *cmd, const char *json_path, const char *folded_path,
+			  int *to_stdout);
 
 int cmd_dump(int argc, char **argv);
 int cmd_run(int argc, char **argv);

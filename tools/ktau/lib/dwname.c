@@ -26,6 +26,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "internal.h"
+#include "sample-internal.h"
 #include "user-internal.h"
 
 static char *dw_debuginfo_path;
@@ -44,11 +45,6 @@ static void dw_init_path(void)
 		dw_debuginfo_path = strdup(v);
 }
 
-void *ktau__dw_report(pid_t pid, void *old);
-char *ktau__dw_name(void *dw, uint64_t addr);
-void ktau__dw_end(void *dw);
-
-/* The modules of @pid now (again in @old, if any); NULL: none. */
 void *ktau__dw_report(pid_t pid, void *old)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -96,7 +92,6 @@ static const char *dw_inlined(Dwfl_Module *mod, Dwarf_Addr addr)
 	return name;
 }
 
-/* The name of @addr (malloc()ed), or NULL. */
 char *ktau__dw_name(void *dw, uint64_t addr)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dw, addr);

@@ -25,6 +25,19 @@ int ktau__fd(const struct ktau *k);
  */
 struct kt_symbolizer;
 struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pid);
+/*
+ * dwname.c: libdwfl names a live process's code where dwname.c is linked
+ * in: in libktau.so and in ktaud, not in static builds (the guest's busybox
+ * image) nor in libktau-runtime.so, which keep elfsym.c alone and do not
+ * depend on libdw. Weak: an archive does not pull dwname.o in for them,
+ * and then they are NULL. ktau__dw_report(): the modules of @pid now
+ * (again in @old, if any), NULL if none; ktau__dw_name(): the name of
+ * @addr, malloc()ed, or NULL.
+ */
+void *ktau__dw_report(pid_t pid, void *old) __attribute__((weak));
+char *ktau__dw_name(void *dw, uint64_t addr) __attribute__((weak));
+void ktau__dw_end(void *dw) __attribute__((weak));
+
 /* 1 when addr is in a mapping of one of the objects. */
 int ktau__sym_covers(const struct kt_symbolizer *s, uintptr_t addr);
 

@@ -211,16 +211,6 @@ struct ktau_usyms {
 
 /* ---- elfutils (dwname.c) ------------------------------------------------ */
 
-/*
- * libdwfl names a live process's code where dwname.c is linked in: in
- * libktau.so and in ktaud, not in static builds (the guest's busybox image)
- * nor in libktau-runtime.so, which keep elfsym.c alone and do not depend
- * on libdw. Weak: an archive does not pull dwname.o in for them.
- */
-void *ktau__dw_report(pid_t pid, void *old) __attribute__((weak));
-char *ktau__dw_name(void *dw, uint64_t addr) __attribute__((weak));
-void ktau__dw_end(void *dw) __attribute__((weak));
-
 static void dw_report(struct ktau_usyms *u)
 {
 	if (ktau__dw_report)

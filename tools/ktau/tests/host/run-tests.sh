@@ -690,6 +690,12 @@ c_make_default() {
 	done
 }
 
+# The C example with KTAU_SELECT_FILE=$W/NAME.tau, its profile in $W/NAME.
+sel_demo() {
+	KTAU_SELECT_FILE="$W/$1.tau" "$DEMO" -q -o "$W/$1" -c 1000 -s 1 -S 1 -n 2 -m 2 >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
 # KTAU_SELECT_FILE (TAU's selective instrumentation format) on the
 # -finstrument-functions runtime: excluded routines are not timers and
 # their callees move up to the caller; an include list times only what it
@@ -715,21 +721,18 @@ c_select() {
 	# An include list: main and the *_file routines; the threads, which
 	# ran none of them, write nothing.
 	printf '%s\n' BEGIN_INCLUDE_LIST main '"#_file"' END_INCLUDE_LIST >"$W/sel-inc.tau"
-	KTAU_SELECT_FILE="$W/sel-inc.tau" "$DEMO" -q -o "$W/sel-inc" -c 1000 -s 1 -S 1 -n 2 -m 2 \
-		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	sel_demo sel-inc || return 1
 	[ "$(ls "$W/sel-inc")" = profile.0.0.0 ] || { echo "# $(ls "$W/sel-inc" | tr '\n' ' ')"; return 1; }
 	[ "$(grep -o '^"[^"]*"' "$W/sel-inc/profile.0.0.0" | LC_ALL=C sort | tr '\n' ' ')" = \
 		'"main => read_file" "main => write_file" "main" "read_file" "write_file" ' ] ||
 		{ grep -o '^"[^"]*"' "$W/sel-inc/profile.0.0.0" | sed 's/^/#   /'; return 1; }
 	# An include list that names no routine of the program: said.
 	printf '%s\n' BEGIN_INCLUDE_LIST 'int main(int, char **) C' END_INCLUDE_LIST >"$W/sel-none.tau"
-	KTAU_SELECT_FILE="$W/sel-none.tau" "$DEMO" -q -o "$W/sel-none" -c 1000 -s 1 -S 1 -n 2 -m 2 \
-		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	sel_demo sel-none || return 1
 	grep -q "sel-none.tau: its include list names no routine" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# A file for TAU's source instrumentor: refused, said, all timed.
 	printf '%s\n' BEGIN_FILE_EXCLUDE_LIST '*.so' END_FILE_EXCLUDE_LIST >"$W/sel-bad.tau"
-	KTAU_SELECT_FILE="$W/sel-bad.tau" "$DEMO" -q -o "$W/sel-bad" -c 1000 -s 1 -S 1 -n 2 -m 2 \
-		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	sel_demo sel-bad || return 1
 	grep -q "KTAU_SELECT_FILE=$W/sel-bad.tau: line 1: .*source file lists.*; timing every routine" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(fline "$W/sel-bad/profile.0.0.0" "main => compute" | cut -d' ' -f1)" = 1 ] ||
