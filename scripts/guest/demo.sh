@@ -6,7 +6,7 @@ echo "== kernel $(uname -r), KTAU ABI $(cat /proc/ktau/version)"
 mkdir -p /tmp/demo
 cd /tmp/demo || exit 1
 echo "== ktaud run -- sh -c 'find, gzip, sleep, ls in a pipe'"
-ktaud run -o tau --save run.ktau --json run.json -- sh -c '
+ktaud run -o tau --save run.ktau --json=run.json -- sh -c '
 	find / -xdev >/dev/null 2>&1
 	dd if=/dev/zero bs=64k count=64 2>/dev/null | gzip -1 >/dev/null
 	sleep 0.2

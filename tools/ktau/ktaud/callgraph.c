@@ -19,13 +19,13 @@ static void help(FILE *f)
 "The kernel functions each function calls directly: the direct calls and\n"
 "tail jumps of its code in VMLINUX (an x86-64 vmlinux with its symbol\n"
 "table, as the kernel build leaves it), or of a call graph file written\n"
-"before. Without -c, writes the call graph file: a first line\n"
+"before. Without --callees, writes the call graph file: a first line\n"
 "'# ktau-callgraph 1', then one line per function that calls others,\n"
 "'caller callee callee ...' ('ktaud drill --callgraph' reads it).\n"
 "Static functions that share a name are one function with the callees of\n"
 "all of them.\n\n"
 "  -o, --output FILE    write the call graph file to FILE (default: stdout)\n"
-"  -c, --callees FUNC   print the callees of FUNC instead, one a line\n"
+"      --callees FUNC   print the callees of FUNC instead, one a line\n"
 "                       (may be repeated)\n"
 "  -q, --quiet          no summary on stderr\n"
 "  -h, --help           this help\n");
@@ -60,7 +60,7 @@ int cmd_callgraph(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
-		{ "callees", required_argument, NULL, 'c' },
+		{ "callees", required_argument, NULL, 'C' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -75,10 +75,11 @@ int cmd_callgraph(int argc, char **argv)
 	funcs = calloc(argc, sizeof(*funcs));
 	if (!funcs)
 		return report(-ENOMEM, "callgraph");
-	while ((c = getopt_long(argc, argv, "o:c:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:cqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
-		case 'c': funcs[nfuncs++] = optarg; break;
+		case 'c': return moved_short("callgraph", c, "--callees");
+		case 'C': funcs[nfuncs++] = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); free(funcs); return EX_KT_OK;
 		default: free(funcs); return usage_err("callgraph", "bad option");
@@ -90,7 +91,7 @@ int cmd_callgraph(int argc, char **argv)
 	}
 	if (out && nfuncs) {
 		free(funcs);
-		return usage_err("callgraph", "-o writes the whole graph; -c prints callees: "
+		return usage_err("callgraph", "-o writes the whole graph; --callees prints callees: "
 				 "give one of them");
 	}
 	ret = load_callgraph(argv[optind], &g);

@@ -36,6 +36,36 @@ int usage_err(const char *cmd, const char *fmt, ...)
 	return EX_KT_USAGE;
 }
 
+/*
+ * A short option means one thing in every command that has it (as in perf
+ * and git); the letters below once meant something else in some commands.
+ */
+int moved_short(const char *cmd, int c, const char *instead)
+{
+	static const struct { char c; const char *name; } common[] = {
+		{ 'a', "--all" }, { 'c', "--count" }, { 'D', "--daemon" },
+		{ 'i', "--interval" }, { 's', "--sort" }, { 't', "--threads" },
+	};
+	const char *name = "?";
+	size_t i;
+
+	for (i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+		if (common[i].c == c)
+			name = common[i].name;
+	return usage_err(cmd, "-%c is %s in every ktaud command that has it; here write %s",
+			 c, name, instead);
+}
+
+int bare_before_command(const char *cmd, char **argv, int optind_now, int bare_end)
+{
+	if (!bare_end || bare_end != optind_now || !argv[optind_now])
+		return EX_KT_OK;
+	return usage_err(cmd, "%s '%s': a bare %s writes to stdout, and '%s' would be the command; "
+			 "write %s=%s, or end the options with --", argv[bare_end - 1],
+			 argv[optind_now], argv[bare_end - 1], argv[optind_now], argv[bare_end - 1],
+			 argv[optind_now]);
+}
+
 uint64_t now_ns(clockid_t c)
 {
 	struct timespec ts;

@@ -26,12 +26,13 @@ static void help(FILE *f)
 "A and B are snapshot files (ktaud run --save, dump --save, watch) or TAU\n"
 "profile directories (ktaud run, merge, TAU). The routines of every task\n"
 "of a side are summed by name (the runs have other pids); callpaths are\n"
-"left out unless -c, and so are the group totals of KTAU's TAU profiles\n"
+"left out unless --callpaths, and so are the group totals of KTAU's TAU profiles\n"
 "(SYSCALL, IRQ, ...: sums of the rows).\n\n"
 "  -n, --top N          the N largest changes (default 25; 0: all)\n"
 "  -s, --sort KEY       excl (default), incl, calls or name\n"
-"  -c, --callpaths      also the callpath rows of TAU profiles (A => B)\n"
-"  -j, --json FILE      the whole comparison as JSON (- for stdout)\n"
+"      --callpaths      also the callpath rows of TAU profiles (A => B)\n"
+"  -j FILE, --json[=FILE]  the whole comparison as JSON into FILE (--json\n"
+"                       alone, or -j -: on stdout instead of the table)\n"
 "  -h, --help           this help\n\n"
 "Exit status: 0, 1 when a side cannot be read, 2 for a usage error.\n");
 }
@@ -317,8 +318,8 @@ int cmd_diff(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "top", required_argument, NULL, 'n' },
 		{ "sort", required_argument, NULL, 's' },
-		{ "callpaths", no_argument, NULL, 'c' },
-		{ "json", required_argument, NULL, 'j' },
+		{ "callpaths", no_argument, NULL, 'C' },
+		{ "json", optional_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -327,7 +328,7 @@ int cmd_diff(int argc, char **argv)
 	unsigned long top = 25;
 	const char *json = NULL;
 	char ta[32], tb[32];
-	int c, s, ret = 0, callpaths = 0;
+	int c, s, ret = 0, callpaths = 0, bare = 0;
 	size_t i, w = 7, shown, changed = 0;
 
 	sort_key = 0;
@@ -350,12 +351,20 @@ int cmd_diff(int argc, char **argv)
 				return usage_err("diff", "unknown sort key '%s': excl, incl, calls or "
 						 "name", optarg);
 			break;
-		case 'c': callpaths = 1; break;
-		case 'j': json = optarg; break;
+		case 'c': return moved_short("diff", c, "--callpaths");
+		case 'C': callpaths = 1; break;
+		/* --json alone: stdout; -j takes FILE (the next word). */
+		case 'j':
+			json = optarg ? optarg : "-";
+			bare = !optarg;
+			break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("diff", "bad option");
 		}
 	}
+	if (argc - optind == 3 && bare)
+		return usage_err("diff", "three operands: a bare --json writes to stdout; "
+				 "write --json=%s for a file", argv[optind]);
 	if (argc - optind != 2)
 		return usage_err("diff", "two runs are needed: ktaud diff A B");
 	memset(ds, 0, sizeof(ds));

@@ -70,12 +70,12 @@ static void help(FILE *f)
 "                       /usr/lib/debug/boot/vmlinux-RELEASE,\n"
 "                       /lib/modules/RELEASE/build/vmlinux,\n"
 "                       /ktau/share/vmlinux.calls\n"
-"  -t, --threshold F    share of the current function's inclusive time a\n"
+"      --threshold F    share of the current function's inclusive time a\n"
 "                       callee needs to be descended into: 0.5 or 50%%\n"
 "                       (default 50%%)\n"
-"  -D, --depth N        at most N functions on the path (default 8)\n"
+"      --depth N        at most N functions on the path (default 8)\n"
 "  -r, --runs N         runs per step, the median of each value (default 1)\n"
-"  -s, --start FUNC     start at kernel function FUNC instead\n"
+"      --start FUNC     start at kernel function FUNC instead\n"
 "  -o, --output DIR     the TAU profile of the last run (default ktau-drill)\n"
 "  -p, --pid PID        drill a running process: each step measures it for\n"
 "  -d, --duration S     S seconds (default 5)\n"
@@ -1147,10 +1147,10 @@ int cmd_drill(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "vmlinux", required_argument, NULL, 'V' },
 		{ "callgraph", required_argument, NULL, 'G' },
-		{ "threshold", required_argument, NULL, 't' },
-		{ "depth", required_argument, NULL, 'D' },
+		{ "threshold", required_argument, NULL, 'X' },
+		{ "depth", required_argument, NULL, 'E' },
 		{ "runs", required_argument, NULL, 'r' },
-		{ "start", required_argument, NULL, 's' },
+		{ "start", required_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -1165,7 +1165,7 @@ int cmd_drill(int argc, char **argv)
 	int c, ret, verdict = KTAU_DRILL_NONE, dur_given = 0;
 	size_t i;
 
-	while ((c = getopt_long(argc, argv, "+t:D:r:s:o:p:d:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+tDsr:o:p:d:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'V':
 		case 'G':
@@ -1173,12 +1173,15 @@ int cmd_drill(int argc, char **argv)
 				return usage_err("drill", "give one of --vmlinux and --callgraph");
 			d.graph_path = optarg;
 			break;
-		case 't':
+		case 't': return moved_short("drill", c, "--threshold");
+		case 'D': return moved_short("drill", c, "--depth");
+		case 's': return moved_short("drill", c, "--start");
+		case 'X':
 			if (parse_threshold(optarg, &d.threshold))
 				return usage_err("drill", "bad --threshold '%s': a share above 0, "
 						 "at most 1 (0.5) or 100%% (50%%)", optarg);
 			break;
-		case 'D':
+		case 'E':
 			if (parse_uint(optarg, &d.depth) || !d.depth || d.depth > MAX_DEPTH)
 				return usage_err("drill", "bad --depth '%s': 1 to %d", optarg,
 						 MAX_DEPTH);
@@ -1188,7 +1191,7 @@ int cmd_drill(int argc, char **argv)
 				return usage_err("drill", "bad --runs '%s': 1 to %d", optarg,
 						 MAX_RUNS);
 			break;
-		case 's':
+		case 'S':
 			if (!*optarg || strlen(optarg) >= NAME_LEN)
 				return usage_err("drill", "bad --start '%s': a kernel function",
 						 optarg);

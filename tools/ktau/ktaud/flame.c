@@ -31,7 +31,7 @@ static void help(FILE *f)
 "callpaths, exclusive time: the kernel routines above the user routines\n"
 "that caused them; - reads folded stacks from stdin.\n\n"
 "  -o, --output FILE    the SVG (default flame.svg; an existing file is kept)\n"
-"  -t, --title TEXT     the title (default: the input's name)\n"
+"      --title TEXT     the title (default: the input's name)\n"
 "  -w, --width PX       the width (default 1200)\n"
 "  -u, --unit NAME      what the values count (default: samples for folded\n"
 "                       stacks, ns for snapshots, us for TAU profiles)\n"
@@ -377,7 +377,7 @@ int cmd_flame(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
-		{ "title", required_argument, NULL, 't' },
+		{ "title", required_argument, NULL, 'T' },
 		{ "width", required_argument, NULL, 'w' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
@@ -392,10 +392,11 @@ int cmd_flame(int argc, char **argv)
 	size_t len = 0;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "o:t:w:u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:tw:u:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
-		case 't': title = optarg; break;
+		case 't': return moved_short("flame", c, "--title");
+		case 'T': title = optarg; break;
 		case 'w':
 			if (parse_uint(optarg, &width) || width < 100 || width > 100000)
 				return usage_err("flame", "-w needs a width of 100 to 100000 px, "

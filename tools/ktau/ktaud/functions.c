@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* ktaud functions: the function ID registry (/proc/ktau/functions). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,9 @@ static void help(FILE *f)
 "Usage: ktaud functions [options]\n\n"
 "List the function IDs of the running kernel's KTAU registry: ID, group and\n"
 "name. IDs of interrupt sources and dynamic points differ from boot to boot.\n\n"
-"  -g, --group GROUP    only this group (syscall, irq, softirq, sched, fault,\n"
-"                       signal, dynamic)\n"
+"  -g, --groups LIST    only these groups, comma-separated (syscall, irq,\n"
+"                       softirq, sched, fault, signal, dynamic; as 'ktaud\n"
+"                       trace -g'); --group is the same\n"
 "  -j, --json[=FILE]    a JSON array on stdout instead of the table, or into FILE\n"
 "  -h, --help           this help\n");
 }
@@ -22,6 +24,7 @@ static void help(FILE *f)
 int cmd_functions(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "groups", required_argument, NULL, 'g' },
 		{ "group", required_argument, NULL, 'g' },
 		{ "json", optional_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -30,18 +33,32 @@ int cmd_functions(int argc, char **argv)
 	struct ktau_registry *reg = NULL;
 	char *text = NULL, *line, *save;
 	size_t len;
-	int c, ret, group = -2, json = 0, table = 1;
+	int c, ret, json = 0, table = 1;
+	unsigned int groups = 0;	/* bit per group; 0: all */
 	const char *json_path = NULL;
 	json_object *arr = NULL;
 
 	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'g':
-			group = ktau_group_parse(optarg);
-			if (group < 0)
-				return usage_err("functions", "unknown group '%s': syscall, irq, "
-						 "softirq, sched, fault, signal or dynamic", optarg);
+		case 'g': {
+			char *list = strdup(optarg), *g, *gsave;
+			int group = 0;
+
+			if (!list)
+				return report(-ENOMEM, "functions");
+			for (g = strtok_r(list, ",", &gsave); g; g = strtok_r(NULL, ",", &gsave)) {
+				group = ktau_group_parse(g);
+				if (group < 0 || group >= 32)
+					break;
+				groups |= 1U << group;
+			}
+			free(list);
+			if (group < 0 || group >= 32 || !groups)
+				return usage_err("functions", "unknown group in '%s': syscall, irq, "
+						 "softirq, sched, fault, signal or dynamic, "
+						 "comma-separated", optarg);
 			break;
+		}
 		case 'j':
 			json = 1;
 			json_path = optarg;
@@ -74,7 +91,8 @@ int cmd_functions(int argc, char **argv)
 			continue;
 		*sp = *sp2 = '\0';
 		id = strtoul(line, NULL, 10);
-		if (group >= 0 && ktau_group_parse(sp + 1) != group)
+		c = ktau_group_parse(sp + 1);
+		if (groups && (c < 0 || c >= 32 || !(groups & (1U << c))))
 			continue;
 		if (json) {
 			json_object *o = json_object_new_object();

@@ -29,6 +29,14 @@ uint64_t now_ns(clockid_t c);
 int report(int err, const char *what);
 /* A usage error: message, hint to --help, EX_KT_USAGE. */
 int usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A short option @c given where it means nothing: say which long one is meant. */
+int moved_short(const char *cmd, int c, const char *instead);
+/*
+ * A bare --json or --folded (stdout) that ended at @bare_end (getopt's optind
+ * after it, 0: none) directly before the command at @optind_now: the old
+ * "--json FILE" form, refused with what to write instead.
+ */
+int bare_before_command(const char *cmd, char **argv, int optind_now, int bare_end);
 
 /* Parse a pid (positive decimal); 0 on success. */
 int parse_pid(const char *s, pid_t *pid);

@@ -26,7 +26,7 @@ static void help(FILE *f)
 "nested in them) and off the CPU, then its exits by reason: count, total\n"
 "and average time, share of the exits' time. Needs the kvm group on\n"
 "('ktaud control kvm on').\n\n"
-"  -i, --input FILE     a snapshot saved with 'ktaud dump --save' or\n"
+"      --input FILE     a snapshot saved with 'ktaud dump --save' or\n"
 "                       'ktaud run --save' (on this machine or another)\n"
 "  -j, --json[=FILE]    JSON on stdout instead of the tables, or into FILE\n"
 "  -h, --help           this help\n\n"
@@ -179,7 +179,7 @@ static json_object *json_vcpu(const struct vcpu_sum *s, const struct ktau_regist
 int cmd_kvm(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "input", required_argument, NULL, 'i' },
+		{ "input", required_argument, NULL, 'I' },
 		{ "json", optional_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -195,9 +195,10 @@ int cmd_kvm(int argc, char **argv)
 	int c, ret, json = 0, table = 1, rc = EX_KT_OK;
 	const char *json_path = NULL;
 
-	while ((c = getopt_long(argc, argv, "i:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ijh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i': input = optarg; break;
+		case 'i': return moved_short("kvm", c, "--input");
+		case 'I': input = optarg; break;
 		case 'j':
 			json = 1;
 			json_path = optarg;

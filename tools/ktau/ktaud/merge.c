@@ -59,9 +59,9 @@ static void help(FILE *f)
 "                       (without: refused)\n"
 "  -f, --force          write into a directory that holds files merge did not\n"
 "                       write (none of them is replaced)\n"
-"  -a, --attach WHERE   top: under the top-level routine (default);\n"
+"      --attach WHERE   top: under the top-level routine (default);\n"
 "                       node: under a separate \"[kernel]\" routine\n"
-"  -t, --top NAME       the top-level routine (default: the largest inclusive)\n"
+"      --top NAME       the top-level routine (default: the largest inclusive)\n"
 "  -q, --quiet          no summary\n"
 "  -h, --help           this help\n\n"
 "Threads without a match are copied without kernel data; the summary on\n"
@@ -735,8 +735,8 @@ int cmd_merge(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "map", required_argument, NULL, 'm' },
 		{ "pid", required_argument, NULL, 'p' },
-		{ "attach", required_argument, NULL, 'a' },
-		{ "top", required_argument, NULL, 't' },
+		{ "attach", required_argument, NULL, 'A' },
+		{ "top", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "force-map", no_argument, NULL, 'M' },
@@ -769,7 +769,7 @@ int cmd_merge(int argc, char **argv)
 		rc = report(-ENOMEM, "merge");
 		goto out;
 	}
-	while ((c = getopt_long(argc, argv, "o:m:p:a:t:qfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:m:p:atqfh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			outdir = optarg;
@@ -803,7 +803,9 @@ int cmd_merge(int argc, char **argv)
 			}
 			npids++;
 			break;
-		case 'a':
+		case 'a': return moved_short("merge", c, "--attach");
+		case 't': return moved_short("merge", c, "--top");
+		case 'A':
 			if (!strcmp(optarg, "top")) {
 				mo.attach_node = 0;
 			} else if (!strcmp(optarg, "node")) {
@@ -813,7 +815,7 @@ int cmd_merge(int argc, char **argv)
 				goto out;
 			}
 			break;
-		case 't': mo.top = optarg; break;
+		case 'T': mo.top = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h':
 			help(stdout);

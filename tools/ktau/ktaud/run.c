@@ -37,8 +37,9 @@ static void help(FILE *f)
 "                       the MPI rank, %%p ktaud's pid, %%h the host name\n"
 "  -f, --force          write DIR even when it holds files ktaud did not write\n"
 "                       (none of them is replaced)\n"
-"  -j, --json FILE      also write JSON (- for stdout)\n"
-"      --folded FILE    also write folded stacks\n"
+"  -j FILE, --json[=FILE]  also write JSON into FILE (--json alone, or -j -:\n"
+"                       on stdout)\n"
+"      --folded[=FILE]  also write folded stacks (alone: on stdout)\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "  -n, --top N          routines in the summary (default 5)\n"
 "  -q, --quiet          no summary\n"
@@ -155,8 +156,9 @@ int run_output_option(struct run_args *ra, int c, const char *arg)
 {
 	switch (c) {
 	case 'o': ra->oo.tau_dir = arg; break;
-	case 'j': ra->oo.json_path = arg; break;
-	case 'F': ra->oo.folded_path = arg; break;
+	/* --json and --folded alone: stdout; -j takes FILE (the next word). */
+	case 'j': ra->oo.json_path = arg ? arg : "-"; break;
+	case 'F': ra->oo.folded_path = arg ? arg : "-"; break;
 	case 'S': ra->oo.save_path = arg; break;
 	case 'n':
 		if (parse_uint(arg, &ra->top))
@@ -183,10 +185,12 @@ int cmd_run(int argc, char **argv)
 			       .cmd_name = "run" };
 	const char *spec = NULL;
 	double interval = 0.1;
-	int c, ret;
+	int c, ret, bare_end = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:j:n:qfh", opts, NULL)) != -1) {
 		ret = run_output_option(&ra, c, optarg);
+		if ((c == 'j' || c == 'F') && !optarg)
+			bare_end = optind;
 		if (ret >= 0) {
 			if (ret)
 				return ret;
@@ -210,6 +214,12 @@ int cmd_run(int argc, char **argv)
 		return usage_err("run", "-o needs a directory name");
 	if (ra.sample_folded && !spec)
 		return usage_err("run", "--sample-folded needs --sample");
+	ret = bare_before_command("run", argv, optind, bare_end);
+	if (ret)
+		return ret;
+	ret = json_folded_to_stdout("run", ra.oo.json_path, ra.oo.folded_path, &c);
+	if (ret)
+		return ret;
 	ra.cmd = argv + optind;
 	ret = prepare_outputs(&ra.oo);
 	if (!ret && spec)

@@ -685,18 +685,19 @@ static void help(FILE *f)
 "                       to 65536 (default: two intervals of samples)\n"
 "  -p, --pid ID[,ID]    sample running processes: all their threads, also new\n"
 "                       ones; until they exit, --duration or SIGINT/SIGTERM\n"
-"  -t, --tid            the IDs of -p are threads, not processes\n"
+"      --tid            the IDs of -p are threads, not processes\n"
 "  -d, --duration S     with -p: stop after S seconds\n"
 "  -o, --output DIR     the TAU profile directory (default ktau-profile); %%r\n"
 "                       the MPI rank, %%p ktaud's pid, %%h the host name; under\n"
 "                       an MPI launcher files are on node RANK (as 'ktaud run')\n"
 "  -f, --force          write DIR even when it holds files ktaud did not write\n"
 "                       (none of them is replaced)\n"
-"      --folded FILE    folded stacks of the samples (default DIR/samples.folded,\n"
+"      --folded[=FILE]  folded stacks of the samples (default DIR/samples.folded,\n"
 "                       DIR/samples.RANK.folded under an MPI launcher;\n"
-"                       - for stdout): \"comm;function N\" for user code,\n"
+"                       alone: stdout): \"comm;function N\" for user code,\n"
 "                       \"comm;[k] routine;function N\" for the kernel\n"
-"  -j, --json FILE      also write the kernel profile as JSON (- for stdout)\n"
+"  -j FILE, --json[=FILE]  also write the kernel profile as JSON into FILE\n"
+"                       (--json alone, or -j -: on stdout)\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "  -n, --top N          entries in the summaries (default 5)\n"
 "  -q, --quiet          no summary\n"
@@ -847,7 +848,7 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 			return EX_KT_GONE;
 		}
 		if (!aa->tids && pid != aa->ids[i]) {
-			err_msg("%d is a thread of process %d, not a process: give -t to sample "
+			err_msg("%d is a thread of process %d, not a process: give --tid to sample "
 				"that thread only, or -p %d", (int)aa->ids[i], (int)pid, (int)pid);
 			return EX_KT_USAGE;
 		}
@@ -982,11 +983,11 @@ int cmd_sample(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", no_argument, NULL, 't' },
+		{ "tid", no_argument, NULL, 'I' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "folded", required_argument, NULL, 'F' },
-		{ "json", required_argument, NULL, 'j' },
+		{ "folded", optional_argument, NULL, 'F' },
+		{ "json", optional_argument, NULL, 'j' },
 		{ "save", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -1000,7 +1001,7 @@ int cmd_sample(int argc, char **argv)
 	unsigned long capacity = 0;
 	double interval = 0.1;
 	struct ssess *s = NULL;
-	int c, ret;
+	int c, ret, bare_end = 0;
 
 	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j:n:qfh", opts, NULL)) != -1) {
 		switch (c) {
@@ -1025,7 +1026,8 @@ int cmd_sample(int argc, char **argv)
 						 optarg);
 			}
 			break;
-		case 't': aa.tids = 1; break;
+		case 't': free(aa.ids); return moved_short("sample", c, "--tid");
+		case 'I': aa.tids = 1; break;
 		case 'd':
 			if (parse_seconds(optarg, &aa.duration)) {
 				free(aa.ids);
@@ -1033,8 +1035,15 @@ int cmd_sample(int argc, char **argv)
 			}
 			break;
 		case 'o': ra.oo.tau_dir = optarg; break;
-		case 'F': ra.sample_folded = optarg; break;
-		case 'j': ra.oo.json_path = optarg; break;
+		/* --folded and --json alone: stdout; -j takes FILE (the next word). */
+		case 'F':
+			ra.sample_folded = optarg ? optarg : "-";
+			bare_end = optarg ? bare_end : optind;
+			break;
+		case 'j':
+			ra.oo.json_path = optarg ? optarg : "-";
+			bare_end = optarg ? bare_end : optind;
+			break;
 		case 'S': ra.oo.save_path = optarg; break;
 		case 'n':
 			if (parse_uint(optarg, &ra.top)) {
@@ -1057,6 +1066,10 @@ int cmd_sample(int argc, char **argv)
 			  "or -p PID");
 	else if ((aa.tids || aa.duration) && !aa.nids)
 		usage_err("sample", "--tid and --duration go with -p");
+	else if ((ret = json_folded_to_stdout("sample", ra.oo.json_path, ra.sample_folded, &c)))
+		;
+	else if ((ret = bare_before_command("sample", argv, optind, bare_end)))
+		;
 	else if (!(ret = prepare_outputs(&ra.oo)))
 		ret = ssess_new("sample", spec, interval, capacity, &s);
 	if (!ret) {

@@ -28,8 +28,8 @@ int run_command(struct run_args *ra);
 /* The output options of 'ktaud run' (getopt "o:j:n:q"), for the commands that run one. */
 #define RUN_OUTPUT_OPTIONS \
 	{ "output", required_argument, NULL, 'o' }, \
-	{ "json", required_argument, NULL, 'j' }, \
-	{ "folded", required_argument, NULL, 'F' }, \
+	{ "json", optional_argument, NULL, 'j' }, \
+	{ "folded", optional_argument, NULL, 'F' }, \
 	{ "save", required_argument, NULL, 'S' }, \
 	{ "top", required_argument, NULL, 'n' }, \
 	{ "quiet", no_argument, NULL, 'q' }, \

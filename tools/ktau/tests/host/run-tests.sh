@@ -69,6 +69,42 @@ c_options_anywhere() {
 	grep -q "contradict" "$LOG"
 }
 
+# A short option means one thing in every command (issue 14: -t meant
+# threads, tid, top, title and threshold); the old letters say what to write.
+c_options_one_meaning() {
+	local c clash
+	for c in $(awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' \
+		   <<<"$("$KTAUD" --help 2>&1)"); do
+		"$KTAUD" "$c" --help | grep -oE -- '^ +-[a-zA-Z]( [A-Z]+)?, --[a-z-]+' |
+			sed -E "s/^ +-([a-zA-Z])( [A-Z]+)?, (--[a-z-]+)/\1 \3 $c/"
+	done >"$W/shorts"
+	[ "$(wc -l <"$W/shorts")" -gt 40 ] || { echo "# too few options parsed"; return 1; }
+	clash=$(awk '{ if ($1 in m && m[$1] != $2) print $1 ": " m[$1] " (" w[$1] "), " $2 " (" $3 ")";
+		       m[$1] = $2; w[$1] = $3 }' "$W/shorts")
+	[ -z "$clash" ] || { echo "# one letter, two meanings: $clash"; return 1; }
+	expect_rc 2 "$KTAUD" drill -t 0.3 true || return 1
+	grep -q -- "-t is --threads in every ktaud command that has it; here write --threshold" \
+		"$LOG" || return 1
+	expect_rc 2 "$KTAUD" sample -t -p 1 || return 1
+	grep -q "here write --tid" "$LOG" || return 1
+	expect_rc 2 "$KTAUD" merge -a node x y || return 1
+	expect_rc 2 "$KTAUD" kvm -i x || return 1
+	grep -q "here write --input" "$LOG" || return 1
+	# --json alone is stdout everywhere; the old "--json FILE" before a
+	# command is refused, not run as the command.
+	expect_rc 2 "$KTAUD" run --json out.json -- true || return 1
+	grep -q "write --json=out.json, or end the options with --" "$LOG" || return 1
+	[ ! -e out.json ] || return 1
+	expect_rc 2 "$KTAUD" sample --folded f.folded -- true || return 1
+	grep -q "write --folded=f.folded" "$LOG" || return 1
+	expect_rc 2 "$KTAUD" diff --json x.json "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" || return 1
+	"$KTAUD" diff --json "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >"$W/dj" 2>"$LOG" &&
+		"$PYTHON" -c 'import json,sys; d = json.load(open(sys.argv[1])); assert d["format"] == "ktau-diff"' \
+			"$W/dj" || { echo "# diff --json: not JSON on stdout"; return 1; }
+	"$KTAUD" diff -j "$W/dj2" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >/dev/null 2>"$LOG" &&
+		cmp -s "$W/dj" "$W/dj2" || { echo "# diff -j FILE differs from --json"; return 1; }
+}
+
 c_bad_arguments() {
 	expect_rc 2 "$KTAUD" || return 1
 	expect_rc 2 "$KTAUD" nonsense || return 1
@@ -102,15 +138,15 @@ c_bad_arguments() {
 	expect_rc 2 "$KTAUD" probe remove || return 1
 	expect_rc 2 "$KTAUD" probe list x || return 1
 	expect_rc 2 "$KTAUD" drill || return 1
-	expect_rc 2 "$KTAUD" drill -t 0 true || return 1
-	expect_rc 2 "$KTAUD" drill -t 150% true || return 1
-	expect_rc 2 "$KTAUD" drill -D 0 true || return 1
+	expect_rc 2 "$KTAUD" drill --threshold 0 true || return 1
+	expect_rc 2 "$KTAUD" drill --threshold 150% true || return 1
+	expect_rc 2 "$KTAUD" drill --depth 0 true || return 1
 	expect_rc 2 "$KTAUD" drill -r 0 true || return 1
 	expect_rc 2 "$KTAUD" drill -p 1 true || return 1
 	expect_rc 2 "$KTAUD" drill -d 3 true || return 1
 	expect_rc 2 "$KTAUD" drill --vmlinux a --callgraph b true || return 1
 	expect_rc 2 "$KTAUD" callgraph || return 1
-	expect_rc 2 "$KTAUD" callgraph -o x -c f "$CG_SAMPLE" || return 1
+	expect_rc 2 "$KTAUD" callgraph -o x --callees f "$CG_SAMPLE" || return 1
 	expect_rc 2 "$KTAUD" trace || return 1
 	expect_rc 2 "$KTAUD" trace -b 1000 true || return 1
 	expect_rc 2 "$KTAUD" trace -g nogroup true || return 1
@@ -176,11 +212,11 @@ c_callgraph() {
 	[ "$(head -1 "$W/cg.calls")" = "# ktau-callgraph 1" ] || return 1
 	grep -qx "top mid tail_target" "$W/cg.calls" || return 1
 	# From the ELF file and from the call graph file: the same callees.
-	"$KTAUD" callgraph -c helper "$CG_SAMPLE" >"$W/c1" 2>"$LOG" || return 1
-	"$KTAUD" callgraph -c helper "$W/cg.calls" >"$W/c2" 2>"$LOG" || return 1
+	"$KTAUD" callgraph --callees helper "$CG_SAMPLE" >"$W/c1" 2>"$LOG" || return 1
+	"$KTAUD" callgraph --callees helper "$W/cg.calls" >"$W/c2" 2>"$LOG" || return 1
 	[ "$(tr '\n' ' ' <"$W/c1")" = "leaf_a leaf_b " ] && cmp -s "$W/c1" "$W/c2" ||
 		{ echo "# helper: $(cat "$W/c1")"; return 1; }
-	expect_rc 1 "$KTAUD" callgraph -c nosuchfunction "$W/cg.calls" || return 1
+	expect_rc 1 "$KTAUD" callgraph --callees nosuchfunction "$W/cg.calls" || return 1
 	grep -q "no function nosuchfunction" "$LOG" || return 1
 	expect_rc 1 "$KTAUD" callgraph "$CG_SAMPLE.stripped" || return 1
 	grep -q "stripped" "$LOG" || return 1
@@ -289,7 +325,7 @@ c_merge_fixture() {
 
 c_merge_options() {
 	make_tau_input $RP0 || return 1
-	"$KTAUD" merge -q -a node -o "$W/merged-node" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
+	"$KTAUD" merge -q --attach node -o "$W/merged-node" "$IN/tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 ||
 		return 1
 	[ "$(fline "$W/merged-node/profile.1.0.0" "[kernel] => getppid" | cut -d' ' -f1)" = 500 ] ||
 		return 1
@@ -794,7 +830,7 @@ PY
 # inclusive time; an existing file is kept; bad input writes nothing.
 c_flame() {
 	printf 'main;compute 30\nmain;io;write_[k] 10\n# a comment\nmain 10\n' >"$W/f.folded"
-	"$KTAUD" flame -o "$W/f.svg" -t 'a <test> & "more"' "$W/f.folded" >"$LOG" 2>&1 || return 1
+	"$KTAUD" flame -o "$W/f.svg" --title 'a <test> & "more"' "$W/f.folded" >"$LOG" 2>&1 || return 1
 	"$KTAUD" flame -o "$W/s.svg" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
 	"$KTAUD" export --json "$FIXTURES/run.ktau" >"$W/s.json" 2>/dev/null || return 1
 	"$DEMO" -q -o "$W/flame-demo" -c 1000 -s 1 -S 1 -n 4 -m 4 >"$LOG" 2>&1 || return 1
@@ -1277,7 +1313,7 @@ EOT
 		{ echo "# no 'main => work' with 5 calls in $W/rtprof"; ls "$W/rtprof" | sed 's/^/#   /'; return 1; }
 }
 
-cli="c_help c_help_and_version c_options_anywhere c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
+cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
