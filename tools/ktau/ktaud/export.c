@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "internal.h"
 #include "ktaud.h"
 #include "series.h"
 
@@ -21,7 +22,9 @@ static void help(FILE *f)
 "Read snapshot files (a directory: its snap-*.ktau and *.ktau files, in name\n"
 "order) and write them as one profile. Several files are added up: the\n"
 "baseline and the deltas of a 'ktaud watch' directory give the totals at\n"
-"the last snapshot; with --deltas-only, what happened while it watched.\n\n"
+"the last snapshot; with --deltas-only, what happened while it watched.\n"
+"Files of another boot (or host) than the first are added by routine name:\n"
+"IDs of interrupts and dynamic points differ from boot to boot.\n\n"
 "  -T, --tau DIR        a TAU profile directory\n"
 "  -j, --json[=FILE]    JSON on stdout, or into FILE\n"
 "      --folded[=FILE]  folded stacks on stdout, or into FILE\n"
@@ -54,6 +57,17 @@ void series_free(struct series *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/*
+ * Were @a and @b taken in different boots? Known boot ids decide; files
+ * without one (ABI 1.0) are of one boot unless their hosts differ.
+ */
+static int other_boot(const struct ktau_snap *a, const struct ktau_snap *b)
+{
+	if (a->boot_id[0] && b->boot_id[0])
+		return strcmp(a->boot_id, b->boot_id) != 0;
+	return a->hostname[0] && b->hostname[0] && strcmp(a->hostname, b->hostname);
+}
+
 static int series_add_file(struct series *s, const char *path)
 {
 	struct ktau_registry *reg = NULL;
@@ -68,7 +82,15 @@ static int series_add_file(struct series *s, const char *path)
 			err_msg("cannot read %s: %s", path, strerror(-ret));
 		return ret;
 	}
-	ret = ktau_registry_merge(&s->reg, reg);
+	if (s->n && other_boot(s->snaps[0], snap)) {
+		/* Its IDs of IRQs and dynamic points mean other routines. */
+		fprintf(stderr, "ktaud: note: %s was taken in another boot than %s (%s): its "
+			"routines are matched by name\n", path, s->names[0],
+			snap->boot_id[0] ? snap->boot_id : snap->hostname);
+		ret = ktau__registry_renumber(&s->reg, reg, snap);
+	} else {
+		ret = ktau_registry_merge(&s->reg, reg);
+	}
 	ktau_registry_free(reg);
 	if (!ret) {
 		void *a = realloc(s->snaps, (s->n + 1) * sizeof(*s->snaps));

@@ -15,9 +15,14 @@
 #define KTAU_PATH_PROBES	"/proc/ktau/probes"
 
 struct ktau_task;
+struct ktau_snap;
+struct ktau_registry;
 void ktau__task_release(struct ktau_task *t);
 /* Read a whole file (NUL-terminated); -errno. */
 int ktau__slurp(const char *path, char **text, size_t *len);
+/* registry.c: renumber @snap (taken in another boot, registry @src) to the IDs of *@dstp. */
+int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_registry *src,
+			    struct ktau_snap *snap);
 /* TAU metadata: one <attribute> with its name and value XML-escaped. */
 void ktau__meta(FILE *f, const char *name, const char *value);
 void ktau__meta_u64(FILE *f, const char *name, unsigned long long v);

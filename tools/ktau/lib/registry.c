@@ -379,3 +379,114 @@ int ktau_registry_merge(struct ktau_registry **dstp, const struct ktau_registry 
 		dst->n = n;
 	return 0;
 }
+
+static int cmp_stat(const void *a, const void *b)
+{
+	const struct ktau_func_stat *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Is @id named in @reg or one of the fixed IDs every boot has? */
+static int id_taken(const struct ktau_registry *reg, uint32_t id)
+{
+	return reg_find(reg, id) || ktau_func_group(NULL, id) >= 0;
+}
+
+/*
+ * @snap was taken in another boot than the snapshots whose registry is
+ * *@dstp: IDs of interrupt sources and dynamic points are not the same
+ * there. Give each routine of @snap the ID its name has in *@dstp (a name
+ * *@dstp lacks keeps its ID if that is free, else gets a new one, added
+ * to *@dstp with @src's group), so that adding the snapshots adds up
+ * routines by name. Entries that end up with one ID are summed.
+ */
+int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_registry *src,
+			    struct ktau_snap *snap)
+{
+	struct ktau_registry *dst = *dstp;
+	uint32_t next = 1, *from = NULL, *to = NULL;
+	size_t nmap = 0, cap = 0, t, i, j, k;
+	int ret = 0;
+
+	if (!dst) {
+		dst = calloc(1, sizeof(*dst));
+		if (!dst)
+			return -ENOMEM;
+		*dstp = dst;
+	}
+	for (i = 0; i < dst->n; i++)
+		if (dst->v[i].id >= next)
+			next = dst->v[i].id + 1;
+	for (i = 0; src && i < src->n; i++)
+		if (src->v[i].id >= next)
+			next = src->v[i].id + 1;
+	for (t = 0; t < snap->ntasks && !ret; t++) {
+		struct ktau_task *tk = &snap->tasks[t];
+
+		for (i = 0; i < tk->nentries; i++) {
+			uint32_t id = tk->entries[i].id, nid;
+			char name[NAME_MAX_LEN];
+			struct reg_func *nv;
+
+			for (j = 0; j < nmap && from[j] != id; j++)
+				;
+			if (j < nmap) {
+				tk->entries[i].id = to[j];
+				continue;
+			}
+			snprintf(name, sizeof(name), "%s", ktau_func_name(src, id));
+			nid = ktau_func_id(dst, name);
+			if (!nid) {
+				nid = id_taken(dst, id) ? next++ : id;
+				nv = realloc(dst->v, (dst->n + 1) * sizeof(*nv));
+				if (!nv) {
+					ret = -ENOMEM;
+					break;
+				}
+				dst->v = nv;
+				nv[dst->n].id = nid;
+				nv[dst->n].group = ktau_func_group(src, id);
+				memcpy(nv[dst->n].name, name, sizeof(name));
+				dst->n++;
+				qsort(dst->v, dst->n, sizeof(*dst->v), cmp_func);
+			}
+			if (nmap == cap) {
+				uint32_t *a, *b;
+
+				cap = cap ? cap * 2 : 64;
+				a = realloc(from, cap * sizeof(*from));
+				if (a)
+					from = a;
+				b = a ? realloc(to, cap * sizeof(*to)) : NULL;
+				if (b)
+					to = b;
+				if (!a || !b) {
+					ret = -ENOMEM;
+					break;
+				}
+			}
+			from[nmap] = id;
+			to[nmap++] = nid;
+			tk->entries[i].id = nid;
+		}
+		/* Sorted by ID again; two IDs of one name become one entry. */
+		qsort(tk->entries, tk->nentries, sizeof(*tk->entries), cmp_stat);
+		for (i = 0, k = 0; i < tk->nentries; i++) {
+			struct ktau_func_stat *e = &tk->entries[i];
+
+			if (k && tk->entries[k - 1].id == e->id) {
+				tk->entries[k - 1].count += e->count;
+				tk->entries[k - 1].incl_ns += e->incl_ns;
+				tk->entries[k - 1].excl_ns += e->excl_ns;
+				tk->entries[k - 1].samples += e->samples;
+			} else {
+				tk->entries[k++] = *e;
+			}
+		}
+		tk->nentries = k;
+	}
+	free(from);
+	free(to);
+	return ret;
+}

@@ -132,6 +132,70 @@ static int t_registry_fixture(void)
 	return 0;
 }
 
+static int cmp_entry_id(const void *a, const void *b)
+{
+	const struct ktau_func_stat *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * c_export_other_boot: @in as if taken in another boot of the same kernel:
+ * another boot id, and the registry's IDs in reverse order (the entries
+ * renumbered the same way), so that every ID names another routine than
+ * in @in while the profile means the same. Written to @out.
+ */
+static int other_boot_copy(const char *in, const char *out)
+{
+	struct ktau_registry *reg = NULL, *perm = NULL;
+	struct ktau_snap *snap = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0, len, i, j, t;
+	char *text = NULL, *line, *save, *nt = NULL;
+	FILE *f;
+	int ret = 1;
+
+	if (ktau_snap_load(in, &snap, &reg) || !reg ||
+	    ktau_registry_format(reg, NULL, &text, &len))
+		goto out;
+	ids = calloc(len, sizeof(*ids));
+	f = open_memstream(&nt, &len);
+	if (!ids || !f)
+		goto out;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (line[0] != '#')
+			ids[n++] = strtoul(line, NULL, 10);
+	/* ids[] is sorted (format()'s order): ids[i] becomes ids[n - 1 - i]. */
+	for (i = 0; i < n; i++)
+		fprintf(f, "%u %s %s\n", ids[n - 1 - i],
+			ktau_group_name(ktau_func_group(reg, ids[i])) ?: "unknown",
+			ktau_func_name(reg, ids[i]));
+	if (fclose(f) || ktau_registry_parse(nt, len, &perm))
+		goto out;
+	for (t = 0; t < snap->ntasks; t++) {
+		struct ktau_task *tk = &snap->tasks[t];
+
+		for (i = 0; i < tk->nentries; i++) {
+			for (j = 0; j < n && ids[j] != tk->entries[i].id; j++)
+				;
+			if (j < n)
+				tk->entries[i].id = ids[n - 1 - j];
+		}
+		qsort(tk->entries, tk->nentries, sizeof(*tk->entries), cmp_entry_id);
+	}
+	snprintf(snap->boot_id, sizeof(snap->boot_id), "00000000-0000-4000-8000-0000000000b2");
+	ret = ktau_snap_save(out, snap, perm) ? 1 : 0;
+	printf("%zu IDs renumbered\n", n);
+out:
+	free(ids);
+	free(text);
+	free(nt);
+	ktau_registry_free(reg);
+	ktau_registry_free(perm);
+	ktau_snap_free(snap);
+	return ret;
+}
+
 static int t_registry_rejects_bad(void)
 {
 	static const char *const bad[] = {
@@ -1593,6 +1657,8 @@ int main(int argc, char **argv)
 	char cmd[300];
 	int ret;
 
+	if (argc == 4 && !strcmp(argv[1], "--other-boot"))
+		return other_boot_copy(argv[2], argv[3]);
 	/* The process of usyms_deleted whose program file is replaced. */
 	if (argc == 2 && !strcmp(argv[1], "--usyms-child")) {
 		printf("%lx\n", (unsigned long)(uintptr_t)ktau_test_sampled_function);

@@ -699,6 +699,39 @@ inlined_here [inlined into outer_fn]" ] || return 1
 	grep -q '^dwp+0x' "$d/without" || { sed 's/^/# without: /' "$d/without"; return 1; }
 }
 
+# Snapshot files of two boots: IDs of IRQs and dynamic points (and of
+# anything, in general) name other routines there. export adds them up by
+# name: a copy of run.ktau whose IDs are all permuted, with another boot
+# id, adds exactly the same values to every routine.
+c_export_other_boot() {
+	"$HOST_TEST" --other-boot "$FIXTURES/run.ktau" "$W/ob.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" export --json "$FIXTURES/run.ktau" >"$W/ob1.json" 2>"$LOG" || return 1
+	"$KTAUD" export --json "$W/ob.ktau" >"$W/ob2.json" 2>"$LOG" || return 1
+	"$KTAUD" export --json "$FIXTURES/run.ktau" "$W/ob.ktau" >"$W/ob12.json" 2>"$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "ob.ktau was taken in another boot than .*: its routines are matched by name" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$PYTHON" - "$W" <<'PY'
+import json, sys
+def byname(path):
+    s = {}
+    for t in json.load(open(path))["tasks"]:
+        for e in t["entries"]:
+            k = (t["tid"], e["name"], e["group"])
+            c = s.setdefault(k, [0, 0, 0])
+            c[0] += e["count"]; c[1] += e["excl_ns"]; c[2] += e["incl_ns"]
+    return s
+w = sys.argv[1]
+a, b, ab = byname(w + "/ob1.json"), byname(w + "/ob2.json"), byname(w + "/ob12.json")
+assert a == b, "the copy does not mean the same profile: %s" % sorted(set(a.items()) ^ set(b.items()))[:4]
+want = {k: [2 * x for x in v] for k, v in a.items()}
+bad = [(k, ab.get(k), v) for k, v in want.items() if ab.get(k) != v]
+bad += [(k, v, None) for k, v in ab.items() if k not in want]
+assert not bad, "%d routines wrong, e.g. %s" % (len(bad), bad[:3])
+print("# %d routines, each twice" % len(want))
+PY
+}
+
 # --json[=FILE] and --folded[=FILE]: into a file, the same bytes as on
 # stdout; one on stdout and the other into a file together; both on
 # stdout refused.
@@ -1317,7 +1350,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_bad_ar
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_json_file_forms c_diff c_flame c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
