@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # Boot a built kernel with the guest image in QEMU (TCG).
 # Usage: scripts/boot.sh [--kernel NAME] [--mode check|demo|shell]
-#                        [--timeout S] [--icount] [--smp N] [--append ARGS]
-#                        [--out DIR]
+#                        [--timeout S] [--icount] [--smp N] [--mttcg]
+#                        [--append ARGS] [--out DIR]
+# --mttcg: multi-threaded TCG (vCPUs run in parallel host threads; every
+# other run uses one host thread). Only for runs that patch no kernel text
+# after boot (see mttcg_append in scripts/check.sh).
 # The serial console goes to DIR/console.log and the guest's results (second
 # serial port) to DIR/results.log. Exit status: 0 when the guest finished and
 # the console is clean, 1 when the console shows a kernel problem, the kernel
@@ -13,7 +16,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$KTAU_TOP/scripts/check-lib.sh"
 
-kname=ktau mode=check timeout=600 icount=0 smp=1 append="" out=""
+kname=ktau mode=check timeout=600 icount=0 smp=1 append="" out="" tcg=single
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kname=$2; shift 2 ;;
@@ -21,6 +24,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--icount) icount=1; shift ;;
 	--smp) smp=$2; shift 2 ;;
+	--mttcg) tcg=multi; shift ;;
 	--append) append=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	*) die "boot.sh: unknown argument '$1' (see the header of scripts/boot.sh)" ;;
@@ -63,7 +67,7 @@ cmdline="console=ttyS0 panic=-1 oops=panic ktaurun=$mode $append"
 # run a stale translation of code that another vCPU's static key patching
 # (text_poke_bp(), int3) has already restored, and trap on an int3 the
 # kernel no longer knows: an "Oops: int3" that real CPUs cannot produce.
-qemu=(qemu-system-x86_64 -machine pc -accel tcg,thread=single -cpu max -m 1024
+qemu=(qemu-system-x86_64 -machine pc -accel tcg,thread=$tcg -cpu max -m 1024
 	-smp "$smp,sockets=$smp,cores=1,threads=1"
 	-kernel "$kernel" -initrd "$img" -no-reboot -display none -nodefaults)
 # -icount makes one guest instruction one virtual nanosecond (benchmarks).

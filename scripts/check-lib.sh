@@ -17,6 +17,10 @@
 #                            ktau.slots= (ktau_boot expects what they say);
 #                            bootparam-bad: the same with ktau=none and a
 #                            ktau.slots= out of range
+#   mttcg: PROG: CASE        the same cases again, 2 CPUs running in
+#                            parallel (multi-threaded TCG); its
+#                            "mttcg: ktau-hold: CASE" (nothing switched,
+#                            keys held) are cases of their own
 #   debug: PROG: CASE        the same cases again, on the debug kernel
 #   anything else            a gate: lint, builds, checkpatch, smoke, and
 #                            the verdicts on a run as a whole ("guest: PROG"
@@ -25,8 +29,8 @@
 # case | rerun | gate, from a result name (see above).
 check_class() {	# name
 	case $1 in
-	"guest: "*": "*|"host: "*|"debug: kmemleak: "*|"system: "*": "*) echo case ;;
-	"smp: "*": "*|"tsc-unstable: "*": "*|"bootparam: "*": "*|"bootparam-bad: "*": "*|"debug: "*": "*) echo rerun ;;
+	"guest: "*": "*|"host: "*|"debug: kmemleak: "*|"system: "*": "*|"mttcg: ktau-hold: "*) echo case ;;
+	"smp: "*": "*|"mttcg: "*": "*|"tsc-unstable: "*": "*|"bootparam: "*": "*|"bootparam-bad: "*": "*|"debug: "*": "*) echo rerun ;;
 	*) echo gate ;;
 	esac
 }
@@ -50,7 +54,7 @@ check_summary() {	# results.tsv
 		printf '%d ' $(( ${cnt[$c.PASS]:-0} + ${cnt[$c.FAIL]:-0} + ${cnt[$c.SKIP]:-0} ))
 		case $c in
 		case) printf 'distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): ' ;;
-		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): ' ;;
+		rerun) printf 're-runs of those cases (smp: the 2-CPU pass, mttcg: 2 CPUs in parallel threads, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): ' ;;
 		gate) printf 'gates (lint, builds, checkpatch, smoke, run and console verdicts): ' ;;
 		esac
 		printf '%d passed, %d failed, %d skipped\n' "${cnt[$c.PASS]:-0}" "${cnt[$c.FAIL]:-0}" "${cnt[$c.SKIP]:-0}"

@@ -19,6 +19,18 @@ for t in $(echo "$only" | tr ',' ' '); do
 	echo "# ktau-selftest-end $t rc=1"
 	rc=1
 done
+# ktauhold (the multi-threaded TCG pass): nothing may patch kernel text
+# while the tests run there (see tools/ktau/tests/hold.c); a holder takes
+# the keys the tests would switch, before they start, and the groups must
+# be the same at the end (no test switched one).
+hold_pid=""
+if grep -qw ktauhold /proc/cmdline; then
+	groups0=$(grep -E ' (on|off)$|^clock ' /proc/ktau/control 2>/dev/null | tr '\n' ' ')
+	mkfifo /tmp/hold.fifo
+	/ktau/bin/ktau-test-hold >/tmp/hold.fifo 2>/tmp/hold.err &
+	hold_pid=$!
+	read -r hold_ready </tmp/hold.fifo
+fi
 # Every executable in a directory, each between markers with its status.
 run_dir() {
 	cd "$1" || { rc=1; return; }
@@ -35,6 +47,28 @@ run_dir() {
 run_dir /ktau/selftests
 # Tests of the tools (tools/ktau/tests/guest), also KTAP.
 [ -d /ktau/tests ] && run_dir /ktau/tests
+if grep -qw ktauhold /proc/cmdline; then
+	echo "# ktau-selftest-begin ktau-hold"
+	echo "TAP version 13"
+	echo "1..2"
+	if [ "$hold_ready" = ready ] && kill -0 "$hold_pid" 2>/dev/null; then
+		echo "ok 1 keys_held_from_start_to_end"
+	else
+		echo "# ktau-test-hold: $(cat /tmp/hold.err)"
+		echo "not ok 1 keys_held_from_start_to_end"
+		rc=1
+	fi
+	groups1=$(grep -E ' (on|off)$|^clock ' /proc/ktau/control 2>/dev/null | tr '\n' ' ')
+	if [ -n "$groups0" ] && [ "$groups0" = "$groups1" ]; then
+		echo "ok 2 no_group_switched"
+	else
+		echo "# groups at the start: '$groups0', at the end: '$groups1'"
+		echo "not ok 2 no_group_switched"
+		rc=1
+	fi
+	kill "$hold_pid" 2>/dev/null
+	echo "# ktau-selftest-end ktau-hold rc=$rc"
+fi
 # Debug kernels: a kmemleak scan after everything, which must find nothing
 # (two scans: an object must look unreferenced twice to be reported).
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null

@@ -130,6 +130,8 @@ t_classes() {
 	host: taucheck: good/basic|case
 	debug: kmemleak: kmemleak_finds_nothing|case
 	smp: ktau_churn: churn_readers|rerun
+	mttcg: ktau_shared: reader_never_sees_torn_page|rerun
+	mttcg: ktau-hold: no_group_switched|case
 	bootparam: ktau_boot: table_size_as_booted|rerun
 	bootparam: console clean|gate
 	bootparam-bad: ktau_boot: groups_as_booted|rerun
@@ -159,7 +161,7 @@ t_summary() {
 	printf 'PASS\tbuild: KTAU kernel\t\nPASS\tguest: console clean\t\nMAYBE\tguest: b: odd\t\n' >>"$T/r.tsv"
 	local want got rc=0
 	want="3 distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): 1 passed, 1 failed, 1 skipped
-2 re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): 1 passed, 1 failed, 0 skipped
+2 re-runs of those cases (smp: the 2-CPU pass, mttcg: 2 CPUs in parallel threads, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): 1 passed, 1 failed, 0 skipped
 2 gates (lint, builds, checkpatch, smoke, run and console verdicts): 2 passed, 0 failed, 0 skipped
 4 passed, 2 failed, 1 skipped"
 	got=$(check_summary "$T/r.tsv") || rc=$?
