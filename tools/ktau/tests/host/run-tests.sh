@@ -32,13 +32,18 @@ expect_rc() {
 	[ $rc -eq "$want" ] || { echo "# '$*' exited $rc, not $want"; sed 's/^/#   /' "$LOG"; return 1; }
 }
 
+# The commands that 'ktaud --help' lists, one a line.
+ktaud_commands() {
+	"$KTAUD" --help 2>&1 |
+		awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }'
+}
+
 # 'ktaud help CMD' is 'ktaud CMD --help' for every command the usage
 # lists; -V, --version and version print the version.
 c_help_and_version() {
 	local c
 	"$KTAUD" --help >"$W/usage.txt" 2>&1 || return 1
-	for c in $(awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' \
-		"$W/usage.txt"); do
+	for c in $(ktaud_commands); do
 		"$KTAUD" help "$c" >"$W/h1.txt" 2>&1 || { echo "# ktaud help $c failed"; return 1; }
 		"$KTAUD" "$c" --help >"$W/h2.txt" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 		cmp -s "$W/h1.txt" "$W/h2.txt" || { echo "# ktaud help $c differs"; return 1; }
@@ -73,8 +78,7 @@ c_options_anywhere() {
 # threads, tid, top, title and threshold); the old letters say what to write.
 c_options_one_meaning() {
 	local c clash
-	for c in $(awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' \
-		   <<<"$("$KTAUD" --help 2>&1)"); do
+	for c in $(ktaud_commands); do
 		"$KTAUD" "$c" --help | grep -oE -- '^ +-[a-zA-Z]( [A-Z]+)?, --[a-z-]+' |
 			sed -E "s/^ +-([a-zA-Z])( [A-Z]+)?, (--[a-z-]+)/\1 \3 $c/"
 	done >"$W/shorts"
@@ -587,7 +591,7 @@ c_merge_bad_inputs() {
 	R=$FIXTURES/run.ktau
 	merge_err 2 "give a TAU profile directory" "$IN/tau" || return 1
 	merge_err 2 "bad --map" -m 0.0=5 "$IN/tau" "$R" || return 1
-	merge_err 2 "bad --attach" -a middle "$IN/tau" "$R" || return 1
+	merge_err 2 "bad --attach" --attach middle "$IN/tau" "$R" || return 1
 	merge_err 2 "bad --pid" -p x "$IN/tau" "$R" || return 1
 	"$KTAUD" merge -q -o "$IN/tau" "$IN/tau" "$R" >"$LOG" 2>&1
 	[ $? -eq 2 ] && grep -q "is the input TAU directory" "$LOG" || return 1
