@@ -109,6 +109,31 @@ c_options_one_meaning() {
 		cmp -s "$W/dj" "$W/dj2" || { echo "# diff -j FILE differs from --json"; return 1; }
 }
 
+# The man page gives each command the options 'ktaud CMD --help' lists (issue
+# 14): every option of the help ("-o, --output DIR", as spelled there) is a
+# tagged paragraph (.TP) in the command's .SS section of ktaud.1, and every
+# tag there is an option of the help.
+c_man_options() {
+	local c
+	awk '/^\.SH/ { cmds = ($2 == "COMMANDS"); cmd = ""; tag = 0; next }
+	     cmds && /^\.SS/ { cmd = $2; tag = 0; next }
+	     tag && cmd != "" {
+		t = $0; gsub(/\\f[BIRP]/, "", t); gsub(/\\-/, "-", t)
+		gsub(/[ \t]+/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
+		print cmd ": " t
+	     }
+	     { tag = /^\.TP/ }' "$TOOLS/man/ktaud.1" | sort >"$W/man-opts"
+	for c in $(ktaud_commands); do
+		# Option lines: indented, "-x ..." or "--name ...", up to two spaces.
+		"$KTAUD" "$c" --help | sed -n 's/^  *\(-[^ ].*\)/\1/p' |
+			sed -e 's/  .*//' -e "s/^/$c: /"
+	done | sort >"$W/help-opts"
+	[ "$(wc -l <"$W/help-opts")" -gt 100 ] || { echo "# too few options in the help texts"; return 1; }
+	comm -23 "$W/help-opts" "$W/man-opts" | sed "s/^/# ktaud --help, not a tag in ktaud.1: /" >"$LOG"
+	comm -13 "$W/help-opts" "$W/man-opts" | sed "s/^/# a tag in ktaud.1, not in ktaud --help: /" >>"$LOG"
+	[ ! -s "$LOG" ] || { cat "$LOG"; return 1; }
+}
+
 c_bad_arguments() {
 	expect_rc 2 "$KTAUD" || return 1
 	expect_rc 2 "$KTAUD" nonsense || return 1
@@ -1350,7 +1375,7 @@ EOT
 		{ echo "# no 'main => work' with 5 calls in $W/rtprof"; ls "$W/rtprof" | sed 's/^/#   /'; return 1; }
 }
 
-cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
+cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_options c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
