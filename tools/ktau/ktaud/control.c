@@ -14,8 +14,8 @@ static void help(FILE *f)
 "       ktaud control <group>|all on|off   switch groups on or off\n"
 "       ktaud control reset                zero the aggregate and every\n"
 "                                          user task's table\n\n"
-"Groups: syscall, irq, softirq, sched, fault, signal, dynamic. Changing\n"
-"anything needs CAP_PERFMON or CAP_SYS_ADMIN.\n\n"
+"Groups: syscall, irq, softirq, sched, fault, signal, dynamic, kvm.\n"
+"Changing anything needs CAP_PERFMON or CAP_SYS_ADMIN.\n\n"
 "  -h, --help           this help\n");
 }
 

@@ -28,6 +28,8 @@ static void help(FILE *f)
 "      --folded[=FILE]  folded stacks (flame graphs) on stdout instead of\n"
 "                       tables, or into FILE\n"
 "  -T, --tau DIR        also write a TAU profile directory\n"
+"      --force          write the TAU directory among files dump did not\n"
+"                       write (none of them is replaced)\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "      --raw FILE       also write the binary records (ABI of <linux/ktau.h>)\n"
 "  -q, --quiet          no tables\n"

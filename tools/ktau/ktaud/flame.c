@@ -29,7 +29,7 @@ static void help(FILE *f)
 "or export --folded, perf script | stackcollapse-perf), a snapshot file (its\n"
 "kernel profile: task, class, routine), or a TAU profile directory (its\n"
 "callpaths, exclusive time: the kernel routines above the user routines\n"
-"that caused them; - reads folded stacks from stdin.\n\n"
+"that caused them); - reads folded stacks from stdin.\n\n"
 "  -o, --output FILE    the SVG (default flame.svg; an existing file is kept)\n"
 "      --title TEXT     the title (default: the input's name)\n"
 "  -w, --width PX       the width (default 1200)\n"

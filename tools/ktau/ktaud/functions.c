@@ -15,8 +15,8 @@ static void help(FILE *f)
 "List the function IDs of the running kernel's KTAU registry: ID, group and\n"
 "name. IDs of interrupt sources and dynamic points differ from boot to boot.\n\n"
 "  -g, --groups LIST    only these groups, comma-separated (syscall, irq,\n"
-"                       softirq, sched, fault, signal, dynamic; as 'ktaud\n"
-"                       trace -g'); --group is the same\n"
+"                       softirq, sched, fault, signal, dynamic, kvm; as\n"
+"                       'ktaud trace -g'); --group is the same\n"
 "  -j, --json[=FILE]    a JSON array on stdout instead of the table, or into FILE\n"
 "  -h, --help           this help\n");
 }

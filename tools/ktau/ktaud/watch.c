@@ -36,7 +36,7 @@ static void help(FILE *f)
 "DIR/snap-NNNNNN.ktau. The first file holds the full profiles (the\n"
 "baseline), the others deltas. At most --keep files are kept: the oldest\n"
 "are removed. SIGTERM or SIGINT stop it after the current file is complete.\n"
-"'ktaud export' and 'ktaud plot --series' read the directory.\n\n"
+"'ktaud export' and 'ktaud plot groups' read the directory.\n\n"
 "  -i, --interval S     seconds between snapshots (default 1; fractions ok),\n"
 "                       at fixed times: the snapshots' own time does not add up\n"
 "  -o, --output DIR     the directory (default: ktau-watch); %%r, %%p, %%h as for\n"

@@ -32,13 +32,18 @@ expect_rc() {
 	[ $rc -eq "$want" ] || { echo "# '$*' exited $rc, not $want"; sed 's/^/#   /' "$LOG"; return 1; }
 }
 
+# The commands that 'ktaud --help' lists, one a line.
+ktaud_commands() {
+	"$KTAUD" --help 2>&1 |
+		awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }'
+}
+
 # 'ktaud help CMD' is 'ktaud CMD --help' for every command the usage
 # lists; -V, --version and version print the version.
 c_help_and_version() {
 	local c
 	"$KTAUD" --help >"$W/usage.txt" 2>&1 || return 1
-	for c in $(awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' \
-		"$W/usage.txt"); do
+	for c in $(ktaud_commands); do
 		"$KTAUD" help "$c" >"$W/h1.txt" 2>&1 || { echo "# ktaud help $c failed"; return 1; }
 		"$KTAUD" "$c" --help >"$W/h2.txt" 2>&1 || { echo "# ktaud $c --help failed"; return 1; }
 		cmp -s "$W/h1.txt" "$W/h2.txt" || { echo "# ktaud help $c differs"; return 1; }
@@ -73,8 +78,7 @@ c_options_anywhere() {
 # threads, tid, top, title and threshold); the old letters say what to write.
 c_options_one_meaning() {
 	local c clash
-	for c in $(awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' \
-		   <<<"$("$KTAUD" --help 2>&1)"); do
+	for c in $(ktaud_commands); do
 		"$KTAUD" "$c" --help | grep -oE -- '^ +-[a-zA-Z]( [A-Z]+)?, --[a-z-]+' |
 			sed -E "s/^ +-([a-zA-Z])( [A-Z]+)?, (--[a-z-]+)/\1 \3 $c/"
 	done >"$W/shorts"
@@ -103,6 +107,31 @@ c_options_one_meaning() {
 			"$W/dj" || { echo "# diff --json: not JSON on stdout"; return 1; }
 	"$KTAUD" diff -j "$W/dj2" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >/dev/null 2>"$LOG" &&
 		cmp -s "$W/dj" "$W/dj2" || { echo "# diff -j FILE differs from --json"; return 1; }
+}
+
+# The man page gives each command the options 'ktaud CMD --help' lists (issue
+# 14): every option of the help ("-o, --output DIR", as spelled there) is a
+# tagged paragraph (.TP) in the command's .SS section of ktaud.1, and every
+# tag there is an option of the help.
+c_man_options() {
+	local c
+	awk '/^\.SH/ { cmds = ($2 == "COMMANDS"); cmd = ""; tag = 0; next }
+	     cmds && /^\.SS/ { cmd = $2; tag = 0; next }
+	     tag && cmd != "" {
+		t = $0; gsub(/\\f[BIRP]/, "", t); gsub(/\\-/, "-", t)
+		gsub(/[ \t]+/, " ", t); sub(/^ /, "", t); sub(/ $/, "", t)
+		print cmd ": " t
+	     }
+	     { tag = /^\.TP/ }' "$TOOLS/man/ktaud.1" | sort >"$W/man-opts"
+	for c in $(ktaud_commands); do
+		# Option lines: indented, "-x ..." or "--name ...", up to two spaces.
+		"$KTAUD" "$c" --help | sed -n 's/^  *\(-[^ ].*\)/\1/p' |
+			sed -e 's/  .*//' -e "s/^/$c: /"
+	done | sort >"$W/help-opts"
+	[ "$(wc -l <"$W/help-opts")" -gt 100 ] || { echo "# too few options in the help texts"; return 1; }
+	comm -23 "$W/help-opts" "$W/man-opts" | sed "s/^/# ktaud --help, not a tag in ktaud.1: /" >"$LOG"
+	comm -13 "$W/help-opts" "$W/man-opts" | sed "s/^/# a tag in ktaud.1, not in ktaud --help: /" >>"$LOG"
+	[ ! -s "$LOG" ] || { cat "$LOG"; return 1; }
 }
 
 c_bad_arguments() {
@@ -587,7 +616,7 @@ c_merge_bad_inputs() {
 	R=$FIXTURES/run.ktau
 	merge_err 2 "give a TAU profile directory" "$IN/tau" || return 1
 	merge_err 2 "bad --map" -m 0.0=5 "$IN/tau" "$R" || return 1
-	merge_err 2 "bad --attach" -a middle "$IN/tau" "$R" || return 1
+	merge_err 2 "bad --attach" --attach middle "$IN/tau" "$R" || return 1
 	merge_err 2 "bad --pid" -p x "$IN/tau" "$R" || return 1
 	"$KTAUD" merge -q -o "$IN/tau" "$IN/tau" "$R" >"$LOG" 2>&1
 	[ $? -eq 2 ] && grep -q "is the input TAU directory" "$LOG" || return 1
@@ -1346,7 +1375,7 @@ EOT
 		{ echo "# no 'main => work' with 5 calls in $W/rtprof"; ls "$W/rtprof" | sed 's/^/#   /'; return 1; }
 }
 
-cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
+cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_options c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
