@@ -35,6 +35,14 @@
  * loses new records, counted, and reports them with one KTAU_TRACE_LOST
  * record when there is room again.
  *
+ * System-wide (KTAU_TRACE_ALL, CAP_PERFMON): the session is published in
+ * ktau_trace_all, so that every user task created from then on is attached
+ * at its fork (whether its parent is traced or not), and then every user
+ * thread of the opener's pid namespace that exists is attached, except
+ * the caller's own threads; attaches beyond the bounds are refused and
+ * counted. One such session at a time; its close unpublishes it before
+ * the buffers go, a grace period before the fork path could see it freed.
+ *
  * Reuse: the ring of a buffer that went (its thread exited and was read
  * to its end) is kept for the session's next buffer of the same size, up
  * to KTAU_TRACE_POOL rings and KTAU_TRACE_POOL_BYTES (on top of the
@@ -57,6 +65,8 @@
 #include <linux/refcount.h>
 #include <linux/sched/task.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/memcontrol.h>
 #include <linux/timekeeping.h>
 #include "internal.h"
@@ -75,6 +85,9 @@ struct ktau_tsession {
 	struct list_head bufs;
 	bool closed;
 	bool privileged;		/* the opener had CAP_PERFMON */
+	bool all;			/* published in ktau_trace_all */
+	u32 all_cap;			/* its buffers' capacity and groups */
+	u64 all_groups;
 	struct pid_namespace *ns;	/* the opener's /proc */
 	struct mem_cgroup *memcg;	/* the opener's, charged */
 	u64 clock0, ns0;		/* the clock and CLOCK_MONOTONIC at open */
@@ -88,6 +101,10 @@ struct ktau_tsession {
 	size_t pool_bytes;
 	struct ktau_tring pool[KTAU_TRACE_POOL];
 };
+
+/* The system-wide session, if any (KTAU_TRACE_ALL); set under its lock. */
+static struct ktau_tsession __rcu *ktau_trace_all;
+static DEFINE_MUTEX(ktau_trace_all_lock);
 
 /* The kept rings go: at close (none is kept after it) and at the end. */
 static void ktau_tring_free_kept(struct ktau_tsession *s)
@@ -314,6 +331,41 @@ void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id)
  * traced with KTAU_TRACE_INHERIT is traced from its first instruction,
  * in the same session, with the same size and groups.
  */
+/*
+ * A new user task @tsk whose parent passes no buffer on: the system-wide
+ * session's, if there is one. The child runs nothing yet.
+ */
+static void ktau_trace_fork_all(struct task_struct *tsk, struct ktau_task *kt)
+{
+	struct ktau_tsession *s;
+	struct ktau_tbuf *b;
+	int err;
+
+	if (!rcu_access_pointer(ktau_trace_all))
+		return;
+	rcu_read_lock();
+	s = rcu_dereference(ktau_trace_all);
+	if (s && !refcount_inc_not_zero(&s->ref))
+		s = NULL;
+	rcu_read_unlock();
+	if (!s)
+		return;
+	mutex_lock(&s->lock);
+	if (!s->closed) {
+		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
+		if (b) {
+			list_add_tail(&b->node, &s->bufs);
+			refcount_inc(&b->ref);
+			kt->trace = b;
+			static_branch_deferred_inc(&ktau_extra_key);
+		} else {
+			s->refused++;
+		}
+	}
+	mutex_unlock(&s->lock);
+	ktau_tsession_put(s);
+}
+
 void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		     struct ktau_task *kt)
 {
@@ -322,9 +374,12 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 	struct ktau_tbuf *b;
 	int err;
 
-	if (!pb || !(pb->flags & KTAU_TRACE_INHERIT) ||
-	    READ_ONCE(pb->stopped) || (tsk->flags & PF_KTHREAD))
+	if (tsk->flags & PF_KTHREAD)
 		return;
+	if (!pb || !(pb->flags & KTAU_TRACE_INHERIT) || READ_ONCE(pb->stopped)) {
+		ktau_trace_fork_all(tsk, kt);
+		return;
+	}
 	s = pb->s;
 	mutex_lock(&s->lock);
 	if (s->closed) {
@@ -466,6 +521,12 @@ static int ktau_trace_release(struct inode *inode, struct file *file)
 	struct ktau_tbuf *b, *n;
 	LIST_HEAD(gone);
 
+	if (s->all) {
+		/* No fork takes a new reference after the grace period below. */
+		mutex_lock(&ktau_trace_all_lock);
+		RCU_INIT_POINTER(ktau_trace_all, NULL);
+		mutex_unlock(&ktau_trace_all_lock);
+	}
 	mutex_lock(&s->lock);
 	WRITE_ONCE(s->closed, true);
 	list_splice_init(&s->bufs, &gone);
@@ -494,36 +555,16 @@ static bool ktau_trace_may(struct task_struct *t)
 	       ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS);
 }
 
-static int ktau_trace_attach(struct ktau_tsession *s,
-			     const struct ktau_trace_attr __user *uattr)
+/*
+ * Give @t (profile @kt, a reference held) a buffer in @s: -EEXIST when it
+ * has a live one, -EBUSY beyond the session's bounds.
+ */
+static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t,
+				  struct ktau_task *kt, const struct ktau_trace_attr *a)
 {
 	struct ktau_tbuf *b, *old = NULL;
-	struct ktau_trace_attr a;
-	struct task_struct *t;
-	struct ktau_task *kt;
-	int err = 0;
+	int err;
 
-	if (copy_from_user(&a, uattr, sizeof(a)))
-		return -EFAULT;
-	if (a.size != sizeof(a) || (a.flags & ~KTAU_TRACE_FLAGS) ||
-	    a.capacity < 2 || a.capacity > KTAU_TRACE_MAX_CAPACITY ||
-	    (a.capacity & (a.capacity - 1)) ||
-	    (a.groups & ~(BIT_ULL(KTAU_NR_GROUPS) - 1)))
-		return -EINVAL;
-	if (!a.groups)
-		a.groups = BIT_ULL(KTAU_NR_GROUPS) - 1;
-	rcu_read_lock();
-	t = a.tid ? find_task_by_pid_ns(a.tid, s->ns) : current;
-	if (t)
-		get_task_struct(t);
-	rcu_read_unlock();
-	if (!t)
-		return -ESRCH;
-	kt = ktau_profile(t);
-	if (!kt || (t->flags & PF_KTHREAD)) {
-		err = kt ? -EINVAL : -ESRCH;
-		goto out;
-	}
 	/*
 	 * As perf_event_open(): no exec between the check and the publish,
 	 * so that a thread that becomes a set-user-ID program meanwhile is
@@ -533,21 +574,21 @@ static int ktau_trace_attach(struct ktau_tsession *s,
 	 */
 	err = down_read_interruptible(&t->signal->exec_update_lock);
 	if (err)
-		goto out;
+		return err;
 	if (!ktau_trace_may(t)) {
 		err = -EACCES;
 		goto unlock;
 	}
 	mutex_lock(&s->lock);
-	b = ktau_tbuf_new(s, t, a.capacity, a.flags, a.groups, &err);
+	b = ktau_tbuf_new(s, t, a->capacity, a->flags & KTAU_TRACE_INHERIT, a->groups, &err);
 	if (b) {
 		if (ktau_tbuf_publish(t, kt, b, &old)) {
 			list_add_tail(&b->node, &s->bufs);
 			static_branch_deferred_inc(&ktau_extra_key);
 		} else {
-			err = -EBUSY;
+			err = -EEXIST;
 			s->nbufs--;
-			s->bytes -= (size_t)a.capacity * sizeof(struct ktau_trec);
+			s->bytes -= (size_t)a->capacity * sizeof(struct ktau_trec);
 			s->tasks--;
 			ktau_tbuf_put(b);
 		}
@@ -561,9 +602,101 @@ unlock:
 		static_branch_slow_dec_deferred(&ktau_extra_key);
 		ktau_tbuf_put(old);
 	}
-out:
-	put_task_struct(t);
 	return err;
+}
+
+/*
+ * KTAU_TRACE_ALL: publish @s for every fork from now on, then attach
+ * every user thread that exists (see the top of this file).
+ */
+static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trace_attr *a)
+{
+	struct task_struct **v, *p, *t;
+	unsigned int n = 0, max, i;
+	int err;
+
+	if (!perfmon_capable())
+		return -EPERM;
+	if (a->tid)
+		return -EINVAL;
+	/* Room for the threads that exist, and for some made meanwhile. */
+	max = READ_ONCE(nr_threads) + 256;
+	v = kvmalloc_array(max, sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return -ENOMEM;
+	mutex_lock(&ktau_trace_all_lock);
+	if (rcu_access_pointer(ktau_trace_all) || READ_ONCE(s->closed)) {
+		mutex_unlock(&ktau_trace_all_lock);
+		kvfree(v);
+		return -EBUSY;
+	}
+	mutex_lock(&s->lock);
+	s->all_cap = a->capacity;
+	s->all_groups = a->groups;
+	s->all = true;
+	mutex_unlock(&s->lock);
+	rcu_assign_pointer(ktau_trace_all, s);
+	mutex_unlock(&ktau_trace_all_lock);
+
+	rcu_read_lock();
+	for_each_process_thread(p, t) {
+		if ((t->flags & (PF_KTHREAD | PF_EXITING)) || same_thread_group(t, current) ||
+		    !task_pid_nr_ns(t, s->ns))
+			continue;
+		if (n == max)
+			break;
+		get_task_struct(t);
+		v[n++] = t;
+	}
+	rcu_read_unlock();
+	for (i = 0; i < n; i++) {
+		struct ktau_task *kt = ktau_profile(v[i]);
+
+		err = kt ? ktau_trace_attach_task(s, v[i], kt, a) : 0;
+		if (err && err != -EEXIST) {
+			mutex_lock(&s->lock);
+			s->refused++;
+			mutex_unlock(&s->lock);
+		}
+		put_task_struct(v[i]);
+	}
+	kvfree(v);
+	return 0;
+}
+
+static int ktau_trace_attach(struct ktau_tsession *s,
+			     const struct ktau_trace_attr __user *uattr)
+{
+	struct ktau_trace_attr a;
+	struct task_struct *t;
+	struct ktau_task *kt;
+	int err;
+
+	if (copy_from_user(&a, uattr, sizeof(a)))
+		return -EFAULT;
+	if (a.size != sizeof(a) || (a.flags & ~KTAU_TRACE_FLAGS) ||
+	    a.capacity < 2 || a.capacity > KTAU_TRACE_MAX_CAPACITY ||
+	    (a.capacity & (a.capacity - 1)) ||
+	    (a.groups & ~(BIT_ULL(KTAU_NR_GROUPS) - 1)))
+		return -EINVAL;
+	if (!a.groups)
+		a.groups = BIT_ULL(KTAU_NR_GROUPS) - 1;
+	if (a.flags & KTAU_TRACE_ALL)
+		return ktau_trace_attach_all(s, &a);
+	rcu_read_lock();
+	t = a.tid ? find_task_by_pid_ns(a.tid, s->ns) : current;
+	if (t)
+		get_task_struct(t);
+	rcu_read_unlock();
+	if (!t)
+		return -ESRCH;
+	kt = ktau_profile(t);
+	if (!kt || (t->flags & PF_KTHREAD))
+		err = kt ? -EINVAL : -ESRCH;
+	else
+		err = ktau_trace_attach_task(s, t, kt, &a);
+	put_task_struct(t);
+	return err == -EEXIST ? -EBUSY : err;
 }
 
 /*

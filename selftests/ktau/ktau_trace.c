@@ -8,7 +8,8 @@
  * span; bad requests change nothing; another user's task is refused;
  * closing a session while its threads run leaves them and the kernel
  * fine; inherited attaches beyond the session's memory are refused and
- * counted.
+ * counted; a system-wide session (ABI 1.6) traces processes it never
+ * named and what they start.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -449,6 +450,112 @@ TEST_F(trace, other_users_task_refused)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 		TH_LOG("step %d", WEXITSTATUS(status));
+}
+
+/* The getppid() records of @tid in @buf; -1: malformed. */
+static long getppid_records(const char *buf, size_t len, pid_t tid)
+{
+	struct tthread t = { .tid = tid };
+	long n = 0;
+	size_t i;
+
+	if (trace_gather(buf, len, tid, &t))
+		return -1;
+	for (i = 0; i < t.n; i++)
+		n += t.r[i].kind == KTAU_TRACE_CALL && t.r[i].id == KTAU_ID_GETPPID;
+	free(t.r);
+	return n;
+}
+
+#define ALL_CALLS_A	123
+#define ALL_CALLS_G	45
+
+/*
+ * KTAU_TRACE_ALL (ABI 1.6): a process that existed before the attach and
+ * that the tracer never names (A), and a child A forks afterwards (G),
+ * are traced: exactly their getppid() calls made after the attach; the
+ * tracer's own thread is not. Unprivileged callers get EPERM; a second
+ * system-wide session is EBUSY until the first is closed.
+ */
+TEST_F_TIMEOUT(trace, whole_system, 60)
+{
+	int go[2], done[2], fd, fd2, status;
+	struct ktau_trace_stats st;
+	pid_t a, g = 0, u;
+	ssize_t len;
+	char c;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	a = fork();
+	ASSERT_LE(0, a);
+	if (a == 0) {
+		close(go[1]);
+		close(done[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		ktau_getppid_loop(ALL_CALLS_A);
+		g = fork();
+		if (g == 0) {
+			ktau_getppid_loop(ALL_CALLS_G);
+			_exit(0);
+		}
+		if (g < 0 || waitpid(g, &status, 0) != g ||
+		    write(done[1], &g, sizeof(g)) != sizeof(g))
+			_exit(2);
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+
+	/* Not without CAP_PERFMON. */
+	u = fork();
+	ASSERT_LE(0, u);
+	if (u == 0) {
+		if (ktau_become(KTAU_USER_ID, 0))
+			_exit(10);
+		fd = trace_open();
+		if (fd < 0)
+			_exit(11);
+		_exit(trace_attach(fd, 0, KTAU_TRACE_ALL, 64, 0) == -EPERM ? 0 : 12);
+	}
+	ASSERT_EQ(u, waitpid(u, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("unprivileged KTAU_TRACE_ALL: step %d", WEXITSTATUS(status));
+
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EINVAL, trace_attach(fd, a, KTAU_TRACE_ALL, 4096, 0));
+	ASSERT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_ALL, 4096, 0));
+	fd2 = trace_open();
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-EBUSY, trace_attach(fd2, 0, KTAU_TRACE_ALL, 64, 0));
+	/* A was attached by the walk: a second attach of it is refused. */
+	EXPECT_EQ(-EBUSY, trace_attach(fd2, a, 0, 64, 0));
+	close(fd2);
+	ktau_getppid_loop(10);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(sizeof(g), read(done[0], &g, sizeof(g)));
+	ASSERT_EQ(a, waitpid(a, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	len = trace_read_all(fd, self->buf, TRACE_BUF);
+	ASSERT_LT(0, len);
+	EXPECT_EQ(ALL_CALLS_A, getppid_records(self->buf, len, a));
+	EXPECT_EQ(ALL_CALLS_G, getppid_records(self->buf, len, g));
+	EXPECT_EQ(0, getppid_records(self->buf, len, gettid()));
+	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
+	EXPECT_LE(2, st.tasks);
+	TH_LOG("whole system: %llu threads, %llu records, %llu refused",
+	       (unsigned long long)st.tasks, (unsigned long long)st.records,
+	       (unsigned long long)st.refused);
+	close(fd);
+	/* Closed: the next session may trace the whole system. */
+	fd = trace_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_ALL, 64, 0));
+	close(fd);
+	close(go[1]);
+	close(done[0]);
 }
 
 static void *spinner(void *arg)

@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	5
+#define KTAU_ABI_VERSION_MINOR	6
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -367,9 +367,15 @@ struct ktau_probe_req {
  *
  * Attaching another thread needs the permission that reading its profile
  * needs (ptrace read access, as for /proc/PID/stack, or CAP_PERFMON).
+ *
+ * KTAU_TRACE_ALL (ABI 1.6, tid 0, CAP_PERFMON or CAP_SYS_ADMIN, else
+ * EPERM): the whole system, every user thread of the opener's pid
+ * namespace but the caller's own, and every user task created afterwards
+ * by anyone; one such session at a time (EBUSY), until it is closed.
  */
 #define KTAU_TRACE_INHERIT	0x1	/* attach the tasks it creates */
-#define KTAU_TRACE_FLAGS	0x1
+#define KTAU_TRACE_ALL		0x2	/* every user task (ABI 1.6) */
+#define KTAU_TRACE_FLAGS	0x3
 
 #define KTAU_TRACE_MAX_CAPACITY	(1U << 20)	/* records per thread */
 #define KTAU_TRACE_MAX_TASKS	4096		/* buffers per session */
@@ -378,7 +384,7 @@ struct ktau_probe_req {
 /* Argument of KTAU_IOC_TRACE_ATTACH. */
 struct ktau_trace_attr {
 	__u32 size;		/* sizeof(struct ktau_trace_attr) */
-	__u32 flags;		/* KTAU_TRACE_INHERIT */
+	__u32 flags;		/* KTAU_TRACE_INHERIT, KTAU_TRACE_ALL */
 	__s32 tid;		/* thread to trace; 0: the caller */
 	__u32 capacity;		/* records per buffer: a power of two */
 	__u64 groups;		/* groups recorded: 1 << KTAU_GROUP_*; */

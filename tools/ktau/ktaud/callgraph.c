@@ -78,7 +78,7 @@ int cmd_callgraph(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:cqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
-		case 'c': return moved_short("callgraph", c, "--callees");
+		case 'c': free(funcs); return moved_short("callgraph", c, "--callees");
 		case 'C': funcs[nfuncs++] = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); free(funcs); return EX_KT_OK;

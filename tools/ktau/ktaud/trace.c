@@ -31,6 +31,7 @@ static void help(FILE *f)
 	fprintf(f,
 "Usage: ktaud trace [options] [--] <command> [args...]\n"
 "       ktaud trace [options] -p PID -d SECONDS\n"
+"       ktaud trace [options] -a -d SECONDS\n"
 "       ktaud trace --input RAW [-o DIR]\n"
 "       ktaud trace --check DIR\n"
 "       ktaud trace --merge -o OUT DIR...\n\n"
@@ -58,7 +59,11 @@ static void help(FILE *f)
 "                       counted and shown with their time span\n"
 "  -i, --interval S     drain every S seconds (default 0.05)\n"
 "  -p, --pid PID        trace the threads of a running process ...\n"
-"  -d, --duration S     ... for S seconds (or until it exits)\n"
+"  -a, --all            trace the whole system: every user thread but ktaud's,\n"
+"                       and every task started meanwhile (CAP_PERFMON; KTAU\n"
+"                       ABI 1.6) ...\n"
+"  -d, --duration S     ... for S seconds (or until it exits; -a: or until\n"
+"                       SIGINT/SIGTERM)\n"
 "  -n, --top N          threads in the timeline (default 8)\n"
 "      --input RAW      convert a raw trace file into DIR\n"
 "      --check DIR      read DIR's OTF2 archives back (libotf2) and check them:\n"
@@ -950,6 +955,28 @@ static int attach_threads(struct ktau_trace_session *s, struct topts *o, pid_t p
 	return n;
 }
 
+/* The profile of a -p or -a run: the snapshot now (@flags, @pids) minus @before. */
+static void profile_since(struct topts *o, struct ktau *k, const struct ktau_snap *before,
+			  unsigned int flags, const pid_t *pids, size_t npids,
+			  struct ktau_snap **after)
+{
+	if (k && before && !ktau_snapshot(k, flags, pids, npids, after))
+		ktau_snap_diff(before, *after, &o->t->profile);
+	if (o->t->profile)
+		ktau_snap_fill_host(o->t->profile);
+}
+
+/* What a -p or -a run holds, freed. */
+static void run_free(struct topts *o, struct ktau *k, struct ktau_snap *before,
+		     struct ktau_snap *after, struct ktau_trace_session *s)
+{
+	ktau_snap_free(before);
+	ktau_snap_free(after);
+	ktau_close(k);
+	ktau_trace_free(o->t);
+	ktau_trace_close(s);
+}
+
 static int trace_pid(struct topts *o, pid_t pid, double duration)
 {
 	struct ktau_trace_session *s = NULL;
@@ -1005,10 +1032,7 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 		ktau_trace_detach(s, tids[i]);
 	if (!rc)
 		rc = drain(s, o, 1);
-	if (k && before && !ktau_snapshot(k, KTAU_LIB_PIDS | KTAU_LIB_PROCESS, &pid, 1, &after))
-		ktau_snap_diff(before, after, &o->t->profile);
-	if (o->t->profile)
-		ktau_snap_fill_host(o->t->profile);
+	profile_since(o, k, before, KTAU_LIB_PIDS | KTAU_LIB_PROCESS, &pid, 1, &after);
 	if (!o->quiet)
 		fprintf(stderr, "ktaud trace: traced %zu threads of process %d for %.3f s\n", ntids,
 			(int)pid, now_s() - o->t0);
@@ -1016,11 +1040,92 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 	rc = rc ? rc : ret;
 out:
 	free(tids);
-	ktau_snap_free(before);
-	ktau_snap_free(after);
-	ktau_close(k);
-	ktau_trace_free(o->t);
-	ktau_trace_close(s);
+	run_free(o, k, before, after, s);
+	return rc ? rc : ret;
+}
+
+static volatile sig_atomic_t all_stop;
+
+static void all_stop_handler(int sig)
+{
+	(void)sig;
+	all_stop = 1;
+}
+
+/*
+ * -a: the whole system (ABI 1.6, CAP_PERFMON) for duration seconds or
+ * until SIGINT/SIGTERM: every user thread but ktaud's, and every task
+ * started meanwhile. The profile: snapshots of every task around it.
+ */
+static int trace_all(struct topts *o, double duration)
+{
+	struct ktau_trace_session *s = NULL;
+	struct ktau_snap *before = NULL, *after = NULL;
+	struct sigaction sa = { .sa_handler = all_stop_handler }, old_int, old_term;
+	struct ktau_outdir *od = NULL;
+	struct ktau *k = NULL;
+	FILE *rawf = NULL;
+	char raw[64];
+	int ret, rc = 0;
+
+	ret = ktau_trace_open(&s);
+	if (ret)
+		return attach_error(ret, "the system");
+	o->t = ktau_trace_new();
+	if (!o->t) {
+		ktau_trace_close(s);
+		return report(-ENOMEM, "trace");
+	}
+	fill_meta(o->t, o, NULL, 0);
+	snprintf(o->t->command, sizeof(o->t->command), "the whole system");
+	if (!ktau_open(&k))
+		ktau_snapshot(k, KTAU_LIB_ALL, NULL, 0, &before);
+	ret = open_run(o, &od, &rawf, raw, sizeof(raw));
+	if (ret)
+		goto out;
+	o->t0 = now_s();
+	ret = ktau_trace_attach(s, 0, KTAU_LIB_TRACE_ALL, o->capacity, o->groups);
+	if (ret) {
+		if (ret == -EINVAL)
+			err_msg("cannot trace the whole system: this kernel's trace mode has no "
+				"system-wide sessions (they came with KTAU ABI 1.6)");
+		else if (ret == -EBUSY)
+			err_msg("cannot trace the whole system: another system-wide trace session "
+				"is open (one at a time)");
+		rc = ret == -EINVAL || ret == -EBUSY ? EX_KT_FAIL :
+		     ret == -EPERM ? (err_msg("cannot trace the whole system: it needs "
+					      "CAP_PERFMON or CAP_SYS_ADMIN"), EX_KT_PERM) :
+		     attach_error(ret, "the system");
+		ktau_trace_file_finish(o->tf, o->t);
+		fclose(rawf);
+		ktau_outdir_close(od);
+		goto out;
+	}
+	all_stop = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	while (!all_stop && now_s() - o->t0 < duration) {
+		rc = drain(s, o, 0);
+		if (rc)
+			break;
+		progress(o, 0);
+		sleep_s(o->interval);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (!rc)
+		rc = drain(s, o, 1);
+	profile_since(o, k, before, KTAU_LIB_ALL, NULL, 0, &after);
+	if (!o->quiet)
+		fprintf(stderr, "ktaud trace: traced the whole system for %.3f s: %llu threads, "
+			"%llu refused (session bounds)\n", now_s() - o->t0,
+			(unsigned long long)o->t->stats.tasks,
+			(unsigned long long)o->t->stats.refused);
+	ret = finish_run(o, od, rawf, raw);
+	rc = rc ? rc : ret;
+out:
+	run_free(o, k, before, after, s);
 	return rc ? rc : ret;
 }
 
@@ -1373,6 +1478,7 @@ int cmd_trace(int argc, char **argv)
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "pid", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -1389,9 +1495,9 @@ int cmd_trace(int argc, char **argv)
 	double duration = -1;
 	unsigned long v;
 	pid_t pid = 0;
-	int c, do_merge = 0, ret;
+	int c, do_merge = 0, all = 0, ret;
 
-	while ((c = getopt_long(argc, argv, "+o:g:b:i:p:d:n:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:g:b:i:p:ad:n:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.dir = optarg; break;
 		case 'g':
@@ -1417,6 +1523,7 @@ int cmd_trace(int argc, char **argv)
 			if (parse_pid(optarg, &pid))
 				return usage_err("trace", "bad --pid '%s'", optarg);
 			break;
+		case 'a': all = 1; break;
 		case 'd':
 			if (parse_seconds(optarg, &duration) || duration <= 0)
 				return usage_err("trace", "bad --duration '%s': seconds", optarg);
@@ -1435,8 +1542,8 @@ int cmd_trace(int argc, char **argv)
 	}
 	if (!*o.dir)
 		return usage_err("trace", "-o needs a directory name");
-	if (!!input + !!check + do_merge + !!pid > 1)
-		return usage_err("trace", "--input, --check, --merge and -p go one at a time");
+	if (!!input + !!check + do_merge + !!pid + all > 1)
+		return usage_err("trace", "--input, --check, --merge, -p and -a go one at a time");
 	if (check) {
 		if (optind < argc)
 			return usage_err("trace", "--check takes one directory");
@@ -1447,13 +1554,13 @@ int cmd_trace(int argc, char **argv)
 			return usage_err("trace", "--merge needs the directories of the ranks' traces");
 		return merge(&o, argv + optind, argc - optind);
 	}
-	if (pid && duration < 0)
-		return usage_err("trace", "-p needs -d SECONDS");
-	if (!pid && duration >= 0)
-		return usage_err("trace", "-d goes with -p");
-	if ((input || pid) && optind < argc)
-		return usage_err("trace", "a command goes with neither --input nor -p");
-	if (!input && !pid && optind >= argc)
+	if ((pid || all) && duration < 0)
+		return usage_err("trace", "%s needs -d SECONDS", pid ? "-p" : "-a");
+	if (!pid && !all && duration >= 0)
+		return usage_err("trace", "-d goes with -p or -a");
+	if ((input || pid || all) && optind < argc)
+		return usage_err("trace", "a command goes with none of --input, -p and -a");
+	if (!input && !pid && !all && optind >= argc)
 		return usage_err("trace", "no command to trace: ktaud trace [options] -- command "
 				 "args...");
 	dir = output_path(o.dir);
@@ -1467,7 +1574,8 @@ int cmd_trace(int argc, char **argv)
 	}
 	o.rank = ktau_mpi_rank();
 	o.self = getpid();
-	ret = pid ? trace_pid(&o, pid, duration) : trace_command(&o, argv + optind, argc - optind);
+	ret = all ? trace_all(&o, duration) : pid ? trace_pid(&o, pid, duration) :
+	      trace_command(&o, argv + optind, argc - optind);
 	free(dir);
 	return ret;
 }

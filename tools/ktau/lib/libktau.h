@@ -911,6 +911,7 @@ int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *
 #define KTAU_LIB_TRACE_EVENT	2	/* an event: start_ns == end_ns */
 #define KTAU_LIB_TRACE_LOST	3	/* id records lost between start and end */
 #define KTAU_LIB_TRACE_INHERIT	0x1	/* attach: also the tasks it creates */
+#define KTAU_LIB_TRACE_ALL	0x2	/* attach: the whole system (ABI 1.6) */
 #define KTAU_LIB_TRACE_EXITED	0x1	/* thread: it exited (its last records) */
 #define KTAU_LIB_TRACE_DETACHED	0x2	/* thread: tracing of it ended */
 #define KTAU_LIB_TRACE_MAX_CAPACITY	(1U << 20)	/* records per thread buffer */

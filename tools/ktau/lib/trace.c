@@ -85,6 +85,8 @@ _Static_assert(sizeof(struct tracefile_hdr) == TRACEFILE_HDR, "trace file header
 _Static_assert(sizeof(struct ktau_trace_record) == sizeof(struct ktau_trace_rec),
 	       "trace record");
 _Static_assert(sizeof(struct ktau_trace_chunk) == 48, "trace chunk");
+_Static_assert(KTAU_LIB_TRACE_INHERIT == KTAU_TRACE_INHERIT && KTAU_LIB_TRACE_ALL == KTAU_TRACE_ALL,
+	       "attach flags");
 _Static_assert(KTAU_LIB_TRACE_MAX_CAPACITY == KTAU_TRACE_MAX_CAPACITY, "capacity");
 
 static __thread char why[512];
