@@ -1144,7 +1144,13 @@ static void kt_charge(struct kt_thread *th)
 		}
 		if (!dc && !di && !de)
 			continue;
-		ke = kent_get(th, node, e->id, e->group);
+		/*
+		 * [other] takes calls of any group that found no slot; the
+		 * page names the group of its first. Its group is the
+		 * registry's, as in ktaud's profiles.
+		 */
+		ke = kent_get(th, node, e->id, e->id == KTAU_ID_OTHER ?
+			      (uint32_t)ktau_func_group(NULL, KTAU_ID_OTHER) : e->group);
 		if (ke)
 			kc_add(&ke->c, dc, di, de);
 		esum += de;

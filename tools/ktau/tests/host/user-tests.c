@@ -341,6 +341,32 @@ static int t_kernel_charging(void)
 	return 0;
 }
 
+/*
+ * [other] (calls that found no slot in the kernel's table) has the
+ * registry's group, as ktaud writes it, not the group of the first call
+ * the page charged to it.
+ */
+static int t_other_group(void)
+{
+	struct ktau_registry *reg = test_registry();
+	char grp[64];
+
+	CHECK(reg && simulate(0, 1) == 0, "setup");
+	at_start(0, "main");
+	kernel(KTAU_GROUP_SYSCALL, KTAU_ID_OTHER, 40, 40);
+	kernel(KTAU_GROUP_IRQ, KTAU_ID_OTHER, 10, 10);
+	at_stop(1000, "main");
+	CHECK(take_rows() == 0, "rows");
+	WANT("[other]", 2, 50, 50);
+	WANT("main => [other]", 2, 50, 50);
+	snprintf(grp, sizeof(grp), "TAU_KERNEL_MERGE|KTAU_%s",
+		 ktau_group_class(ktau_func_group(NULL, KTAU_ID_OTHER)));
+	CHECK(!strcmp(row("[other]")->group, grp), "[other] in %s, not %s",
+	      row("[other]")->group, grp);
+	ktau_registry_free(reg);
+	return 0;
+}
+
 /* Clock units: ns = units * mult >> shift; kernel time taken off a
  * frame is rounded up, callpath children down. */
 static int t_kernel_clock_units(void)
@@ -1606,6 +1632,7 @@ static const struct host_test tests[] = {
 	{ "user_timers_basic", t_timers_basic },
 	{ "user_exclusive_recursion", t_exclusive_recursion },
 	{ "user_kernel_charging", t_kernel_charging },
+	{ "user_other_group", t_other_group },
 	{ "user_kernel_clock_units", t_kernel_clock_units },
 	{ "user_seq_odd_retry", t_seq_odd_retry },
 	{ "user_outside_timers", t_outside_timers },
