@@ -461,7 +461,7 @@ mkcheck() {
 	G=$KTAU_OUT/guest
 	rm -rf "$G"
 	mkdir -p "$G/root/ktau/selftests" "$G/root/ktau/tests"
-	for p in ktau_a $(sed -n 's/^\(smp\|tsc\|bootparam2\?\)_append=".*ktautests=\(.*\)"$/\2/p' "$(dirname "$0")/check.sh" | tr , '\n' | sort -u); do
+	for p in ktau_a $(sed -n 's/^\(smp\|tsc\|mttcg\|bootparam2\?\)_append=".*ktautests=\(.*\)"$/\2/p' "$(dirname "$0")/check.sh" | tr , '\n' | sort -u); do
 		install -m 0755 /dev/null "$G/root/ktau/selftests/$p"
 	done
 	install -m 0755 /dev/null "$G/root/ktau/tests/b-tests"
@@ -474,6 +474,7 @@ mkcheck() {
 	out="" smp=1 append="" mode=check
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--mttcg) shift; continue ;;
 		--out) out=$2 ;; --smp) smp=$2 ;; --append) append=$2 ;; --mode) mode=$2 ;;
 		esac
 		shift 2
@@ -483,6 +484,7 @@ mkcheck() {
 	echo "[    0.0] Linux version 6.12.0-ktau" >"$out/console.log"
 	progs=$(ktautests_list "$append")
 	[ -n "$progs" ] || progs=$(image_programs "$KTAU_OUT/guest/root")
+	case " $append " in *" ktauhold "*) progs="$progs ktau-hold" ;; esac
 	[ "$run" != debug ] || [ "${FAKE_BREAK:-}" = nokmemleak ] || progs="$progs kmemleak"
 	[ "$run/${FAKE_BREAK:-}" != debug/taint ] || taint=512
 	[ "$run/${FAKE_BREAK:-}" != smp/drop ] || progs=$(echo $progs | sed 's/ [^ ]*$//')
@@ -537,16 +539,19 @@ t_check_sh_end_to_end() {
 	# debug kernel's kmemleak; re-runs: each 2-CPU list again, and the
 	# main pass's programs on the debug kernel.
 	local lists nsmp ntsc nbp nprog
-	lists=$(sed -n 's/^\(smp\|tsc\|bootparam2\?\)_append=".*ktautests=\(.*\)"$/\1 \2/p' "$top/scripts/check.sh")
+	lists=$(sed -n 's/^\(smp\|tsc\|mttcg\|bootparam2\?\)_append=".*ktautests=\(.*\)"$/\1 \2/p' "$top/scripts/check.sh")
 	nsmp=$(printf '%s\n' "$lists" | awk '$1 == "smp" { print split($2, a, ",") }')
 	ntsc=$(printf '%s\n' "$lists" | awk '$1 == "tsc" { print split($2, a, ",") }')
+	nmt=$(printf '%s\n' "$lists" | awk '$1 == "mttcg" { print split($2, a, ",") }')
+	[ "${nmt:-0}" -gt 0 ] || { echo "# no mttcg_append list in check.sh"; return 1; }
 	nbp=$(printf '%s\n' "$lists" | awk '$1 ~ /^bootparam/ { n += split($2, a, ",") } END { print n }')
 	[ "${nbp:-0}" -gt 0 ] || { echo "# no bootparam_append list in check.sh"; return 1; }
 	nprog=$(printf '%s\n' "$lists" | cut -d' ' -f2 | tr ',' '\n' | sort -u | wc -l)
 	nprog=$((nprog + 2))
-	# Distinct cases: the main pass's, kmemleak's and the system test's.
-	{ grep -qx "$((nprog + 2)) distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): $((nprog + 2)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
-	grep -qx "$((nsmp + ntsc + nbp + nprog)) re-runs of those cases (smp: the 2-CPU pass, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): $((nsmp + ntsc + nbp + nprog)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
+	# Distinct cases: the main pass's, kmemleak's, the system test's and
+	# the mttcg pass's ktau-hold.
+	{ grep -qx "$((nprog + 3)) distinct behaviour cases (KTAP cases of the guest main pass, the host tests and the system test): $((nprog + 3)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
+	grep -qx "$((nsmp + ntsc + nmt + nbp + nprog)) re-runs of those cases (smp: the 2-CPU pass, mttcg: 2 CPUs in parallel threads, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): $((nsmp + ntsc + nmt + nbp + nprog)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
 	grep -q '^PASS: debug: kmemleak: works$' "$T/ck/log" && grep -q '^PASS: smp: 2 CPUs online' "$T/ck/log"; } ||
 		{ echo "# the counts of a clean run:"; tail -n 5 "$T/ck/log" | sed 's/^/#   /'; return 1; }
 	for b in taint drop skip nokmemleak bench system; do

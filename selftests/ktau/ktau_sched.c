@@ -400,7 +400,13 @@ TEST_F_TIMEOUT(sched, switches_are_the_schedulers, 30)
 	EXPECT_GE(v1b - v0, blk.count);
 	EXPECT_LE(i1 - i0b, pre.count);
 	EXPECT_GE(i1b - i0, pre.count);
-	EXPECT_LE(100, blk.count);
+	/*
+	 * Most of the 100 sleeps block; one that the rival preempted before
+	 * it could sleep, until its 1 ms had passed, does not (seen: 98 of
+	 * 100 in a CI run, KTAU equal to the scheduler's 98). The equality
+	 * above is the test; this says the sleeps were there.
+	 */
+	EXPECT_LE(90, blk.count);
 	/* The rival did take the CPU from us now and then. */
 	EXPECT_LE(1, pre.count);
 }
