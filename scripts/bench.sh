@@ -243,6 +243,7 @@ table() {	# kind(value|ratio) benchmarks...
 sampling="sample-buffered sample-signal sample-perf sample-ratio-buffered-signal sample-ratio-buffered-perf"
 timers="timer-pair-page timer-pair-nopage timer-pair-page-delta"
 funcs="timer-funcs-200 timer-funcs-20000 timer-funcs-ratio"
+stacks="stack-10-kernel stack-10-signal stack-10-ratio stack-50-kernel stack-50-signal stack-50-ratio"
 extra() {	# md|rst benchmarks...: one row per configuration that has them
 	local kind=$1
 	shift
@@ -257,6 +258,10 @@ extra() {	# md|rst benchmarks...: one row per configuration that has them
 		label["timer-funcs-200"] = "200 functions"
 		label["timer-funcs-20000"] = "20,000 functions"
 		label["timer-funcs-ratio"] = "20,000/200"
+		label["stack-10-kernel"] = "10: kernel copy"; label["stack-10-signal"] = "10: signal + walk"
+		label["stack-10-ratio"] = "10: ratio"
+		label["stack-50-kernel"] = "50: kernel copy"; label["stack-50-signal"] = "50: signal + walk"
+		label["stack-50-ratio"] = "50: ratio"
 	}
 	function fmt(b, x) { return b ~ /ratio/ ? sprintf("%.3f", x) : sprintf("%.1f", x) }
 	function line(  j, s) {
@@ -415,6 +420,14 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "look-ups (a table by address that grows with the program) stay flat."
 	echo
 	extra md $funcs
+	echo
+	echo "ktau-bench-sample-cost -s DEPTH in ktau-all: an interpreter's stack of DEPTH frames in"
+	echo "every sample, cpu-clock every 100 us: the kernel copying the frame chain into each"
+	echo "buffered sample (user stack descriptor, ABI 1.6) against a signal per sample whose"
+	echo "handler walks the chain (the research's method). Instructions per sample, medians;"
+	echo "target: kernel copy/signal + walk <= 0.50."
+	echo
+	extra md $stacks
 	echo
 	echo "## Repeatability"
 	echo

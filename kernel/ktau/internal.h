@@ -275,22 +275,21 @@ void ktau_shared_release(struct ktau_task *kt);
 #define KTAU_SAMPLE_EXTRA	8
 
 #ifdef CONFIG_PERF_EVENTS
-long ktau_sample_start(const struct ktau_sample_attr __user *uattr);
-long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
-		      bool stop);
+long ktau_sample_start(const void __user *uattr, bool stack);
+long ktau_sample_read(struct file *file, void __user *ureq, bool stop,
+		      bool stack);
 void ktau_sample_release(struct task_struct *t);
 u32 ktau_sample_count(struct ktau_task *kt, u32 id);
 unsigned int ktau_sample_entries(struct ktau_task *kt, struct ktau_entry *out,
 				 unsigned int n, unsigned int max);
 #else
-static inline long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
+static inline long ktau_sample_start(const void __user *uattr, bool stack)
 {
 	return -EOPNOTSUPP;
 }
 
-static inline long ktau_sample_read(struct file *file,
-				    struct ktau_sample_read __user *ureq,
-				    bool stop)
+static inline long ktau_sample_read(struct file *file, void __user *ureq,
+				    bool stop, bool stack)
 {
 	return -EOPNOTSUPP;
 }

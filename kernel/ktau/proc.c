@@ -634,11 +634,17 @@ static long ktau_profiles_ioctl(struct file *file, unsigned int cmd,
 	case KTAU_IOC_SHARED_UNREGISTER:
 		return ktau_shared_unregister();
 	case KTAU_IOC_SAMPLE_START:
-		return ktau_sample_start((const void __user *)arg);
+		return ktau_sample_start((const void __user *)arg, false);
 	case KTAU_IOC_SAMPLE_READ:
-		return ktau_sample_read(file, (void __user *)arg, false);
+		return ktau_sample_read(file, (void __user *)arg, false, false);
 	case KTAU_IOC_SAMPLE_STOP:
-		return ktau_sample_read(file, (void __user *)arg, true);
+		return ktau_sample_read(file, (void __user *)arg, true, false);
+	case KTAU_IOC_SAMPLE_START_STACK:
+		return ktau_sample_start((const void __user *)arg, true);
+	case KTAU_IOC_SAMPLE_READ_STACK:
+		return ktau_sample_read(file, (void __user *)arg, false, true);
+	case KTAU_IOC_SAMPLE_STOP_STACK:
+		return ktau_sample_read(file, (void __user *)arg, true, true);
 	}
 	return -ENOTTY;
 }

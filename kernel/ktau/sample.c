@@ -18,8 +18,16 @@
  * oldest, which the reader then detects and counts as lost. The handler
  * takes no lock and allocates nothing; signals go out through irq_work.
  *
+ * With a user stack descriptor (KTAU_IOC_SAMPLE_START_STACK) the handler
+ * also copies the interpreter's frame chain the descriptor describes,
+ * from the thread's own memory (page faults disabled, as perf's user
+ * callchains are read; nothing read while the mm is being switched; one
+ * user access window per frame), into the words of the sample's slot: an
+ * interpreter gets its stack in every sample without a signal per sample.
+ *
  * Memory per sampled thread: the ring (24 bytes per sample, at most
- * KTAU_SAMPLE_MAX_CAPACITY samples) and 8 KiB of per-routine counts.
+ * KTAU_SAMPLE_MAX_CAPACITY samples), 8 KiB of per-routine counts, and
+ * with a stack 8 bytes per word (at most KTAU_STACK_MAX_WORDS).
  */
 
 #include <linux/capability.h>
@@ -64,8 +72,65 @@ struct ktau_sampler {
 	u64 tail;
 	u64 overwritten;
 	struct ktau_sample *ring;
+	/* With a stack: stride words a slot, the span of a frame read. */
+	struct ktau_stack_desc stack;
+	u64 *words;
+	u32 stride;
+	u32 span_lo, span_len;
 	u32 fn_samples[KTAU_MAX_IDS];
 };
+
+/*
+ * The frames of the chain @sp's descriptor describes, from the current
+ * thread's memory, into @out (stride words); their number, and in *@flags
+ * KTAU_SAMPLE_STACK_CUT or _FAULT. Any context, NMI included: with page
+ * faults disabled (a page that is not present ends the chain, as in
+ * perf's user callchains) and nothing read while the mm is being
+ * switched. One user access window per frame: its span is checked once,
+ * then each word is one load.
+ */
+static unsigned int ktau_sample_stack(const struct ktau_sampler *sp, u64 *out,
+				      u32 *flags)
+{
+	const struct ktau_stack_desc *d = &sp->stack;
+	unsigned int n = 0, k;
+	u64 p = d->base, next;
+
+	if (!nmi_uaccess_okay()) {
+		*flags |= KTAU_SAMPLE_STACK_FAULT;
+		return 0;
+	}
+	pagefault_disable();
+	for (k = 0; k < d->nderef; k++) {
+		const u64 __user *w = (const u64 __user *)(p + d->deref_off[k]);
+
+		if (!user_read_access_begin(w, sizeof(*w)))
+			goto fault;
+		unsafe_get_user(p, w, efault);
+		user_read_access_end();
+	}
+	for (; p && n < d->max_depth; n++) {
+		if (!user_read_access_begin((const void __user *)(p + sp->span_lo),
+					    sp->span_len))
+			goto fault;
+		for (k = 0; k < d->nfields; k++)
+			unsafe_get_user(out[n * d->nfields + k],
+					(const u64 __user *)(p + d->field_off[k]), efault);
+		unsafe_get_user(next, (const u64 __user *)(p + d->next_off), efault);
+		user_read_access_end();
+		p = next;
+	}
+	pagefault_enable();
+	if (p && n == d->max_depth)
+		*flags |= KTAU_SAMPLE_STACK_CUT;
+	return n;
+efault:
+	user_read_access_end();
+fault:
+	pagefault_enable();
+	*flags |= KTAU_SAMPLE_STACK_FAULT;
+	return n;
+}
 
 /*
  * The KTAU routine the sampled thread is in. A clock event's overflow
@@ -109,11 +174,19 @@ static void ktau_sample_overflow(struct perf_event *event,
 	if (h - smp_load_acquire(&sp->tail) > sp->mask && !sp->overwrite) {
 		sp->lost++;
 	} else {
+		u32 flags = user_mode(regs) ? KTAU_SAMPLE_USER : 0;
+		unsigned int nframes;
+
 		s = &sp->ring[h & sp->mask];
 		s->ip = instruction_pointer(regs);
 		s->time_ns = ktime_get_mono_fast_ns();
 		s->id = id;
-		s->flags = user_mode(regs) ? KTAU_SAMPLE_USER : 0;
+		if (sp->stride) {
+			nframes = ktau_sample_stack(sp, &sp->words[(h & sp->mask) * sp->stride],
+						    &flags);
+			flags |= nframes << 16;
+		}
+		s->flags = flags;
 		/* The sample before head moves on, pairs with the reader. */
 		smp_store_release(&sp->head, h + 1);
 	}
@@ -150,6 +223,7 @@ static void ktau_sampler_free_rcu(struct rcu_head *rcu)
 {
 	struct ktau_sampler *sp = container_of(rcu, struct ktau_sampler, rcu);
 
+	kvfree(sp->words);
 	kvfree(sp->ring);
 	kvfree(sp);
 }
@@ -379,24 +453,67 @@ static int ktau_sample_attr(const struct ktau_sample_attr *a,
 	return 0;
 }
 
-/* KTAU_IOC_SAMPLE_START */
-long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
+/*
+ * A stack descriptor for a buffer of @capacity samples: valid, and then
+ * the span of a frame that is read (@lo, @len) and the words per sample.
+ */
+static int ktau_stack_check(const struct ktau_stack_desc *d, u32 capacity,
+			    u32 *lo, u32 *len, u32 *stride)
 {
-	struct perf_event_attr attr;
+	u32 min = d->next_off, max = d->next_off, k;
+
+	if (!d->nderef || d->nderef > KTAU_STACK_MAX_DEREF ||
+	    !d->nfields || d->nfields > KTAU_STACK_MAX_FIELDS ||
+	    !d->max_depth || d->max_depth > KTAU_STACK_MAX_DEPTH || d->reserved ||
+	    (u64)capacity * d->max_depth * d->nfields > KTAU_STACK_MAX_WORDS)
+		return -EINVAL;
+	for (k = 0; k < d->nfields; k++) {
+		min = min_t(u32, min, d->field_off[k]);
+		max = max_t(u32, max, d->field_off[k]);
+	}
+	/* Unused offsets are zero, so that the layout can grow. */
+	for (k = d->nfields; k < KTAU_STACK_MAX_FIELDS; k++)
+		if (d->field_off[k])
+			return -EINVAL;
+	for (k = d->nderef; k < KTAU_STACK_MAX_DEREF; k++)
+		if (d->deref_off[k])
+			return -EINVAL;
+	if (max - min > KTAU_STACK_MAX_SPAN - sizeof(u64))
+		return -EINVAL;
+	*lo = min;
+	*len = max - min + sizeof(u64);
+	*stride = d->max_depth * d->nfields;
+	return 0;
+}
+
+/* KTAU_IOC_SAMPLE_START and KTAU_IOC_SAMPLE_START_STACK */
+long ktau_sample_start(const void __user *uattr, bool stack)
+{
+	struct ktau_sample_stack_attr sa = {};
 	struct ktau_sample_attr a;
+	struct perf_event_attr attr;
 	struct ktau_sampler *sp;
 	struct perf_event *event;
 	struct task_struct *t;
 	struct ktau_task *kt;
+	u32 lo = 0, len = 0, stride = 0;
 	int ret;
 
-	if (copy_from_user(&a, uattr, sizeof(a)))
+	if (copy_from_user(&sa, uattr, stack ? sizeof(sa) : sizeof(a)))
 		return -EFAULT;
+	a = sa.attr;
 	if (a.size != sizeof(a))
 		return -EINVAL;
 	ret = ktau_sample_attr(&a, &attr);
 	if (ret)
 		return ret;
+	if (stack) {
+		if (a.flags & KTAU_SAMPLE_OVERWRITE)
+			return -EINVAL;
+		ret = ktau_stack_check(&sa.stack, a.capacity, &lo, &len, &stride);
+		if (ret)
+			return ret;
+	}
 
 	t = a.tid ? find_get_task_by_vpid(a.tid) : get_task_struct(current);
 	if (!t)
@@ -424,6 +541,15 @@ long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
 	sp->ring = kvcalloc(a.capacity, sizeof(*sp->ring), GFP_KERNEL_ACCOUNT);
 	if (!sp->ring)
 		goto out_free;
+	if (stack) {
+		sp->words = kvcalloc((size_t)a.capacity * stride, sizeof(u64), GFP_KERNEL_ACCOUNT);
+		if (!sp->words)
+			goto out_free;
+		sp->stack = sa.stack;
+		sp->stride = stride;
+		sp->span_lo = lo;
+		sp->span_len = len;
+	}
 	refcount_set(&sp->ref, 1);
 	init_irq_work(&sp->signal_work, ktau_sample_signal);
 	mutex_init(&sp->read_lock);
@@ -458,6 +584,7 @@ long ktau_sample_start(const struct ktau_sample_attr __user *uattr)
 	return ret;
 
 out_free:
+	kvfree(sp->words);
 	kvfree(sp->ring);
 	kvfree(sp);
 out_unlock:
@@ -468,15 +595,55 @@ out_task:
 }
 
 /*
- * Copy up to @max samples out of @sp into @ubuf; the number copied, or
- * -errno. Kernel addresses become 0 for readers who may not see them.
+ * The frames of samples [@t, @t + *@n) of @sp (a sampler with a stack)
+ * into @uwords, as many whole samples as @max_words holds: *@n becomes
+ * that number, *@nwords the words written; 0 or -errno.
+ */
+static int ktau_sample_drain_words(struct ktau_sampler *sp, const struct ktau_sample *buf,
+				   u64 t, u32 *n, u64 __user *uwords, u32 max_words,
+				   u32 *nwords)
+{
+	u32 i, used = 0, w;
+	u64 *wbuf;
+
+	for (i = 0; i < *n; i++) {
+		w = KTAU_SAMPLE_NFRAMES(buf[i].flags) * sp->stack.nfields;
+		if (w > max_words - used)
+			break;
+		used += w;
+	}
+	*n = i;
+	*nwords = used;
+	if (!used)
+		return 0;
+	wbuf = kvmalloc_array(used, sizeof(*wbuf), GFP_KERNEL);
+	if (!wbuf)
+		return -ENOMEM;
+	for (i = 0, used = 0; i < *n; i++) {
+		w = KTAU_SAMPLE_NFRAMES(buf[i].flags) * sp->stack.nfields;
+		memcpy(wbuf + used, &sp->words[((t + i) & sp->mask) * sp->stride],
+		       w * sizeof(*wbuf));
+		used += w;
+	}
+	w = copy_to_user(uwords, wbuf, used * sizeof(*wbuf)) ? -EFAULT : 0;
+	kvfree(wbuf);
+	return (int)w;
+}
+
+/*
+ * Copy up to @max samples out of @sp into @ubuf (with a stack, and
+ * @uwords, their frames: see ktau_sample_drain_words()); the number
+ * copied, or -errno. Kernel addresses become 0 for readers who may not
+ * see them.
  */
 static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user *ubuf,
-			      u32 max, bool show_kaddr)
+			      u32 max, bool show_kaddr, u64 __user *uwords,
+			      u32 max_words, u32 *nwords)
 {
 	struct ktau_sample *buf;
 	u64 h, t, h2, bad, keep;
 	u32 n, i;
+	int ret;
 
 	t = sp->tail;
 	/* Acquire: the samples below head are written, pairs with the handler. */
@@ -514,6 +681,14 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
 			buf[i].ip = 0;
 	}
+	/* A stack comes without overwrite: bad is 0. */
+	if (uwords && sp->stride) {
+		ret = ktau_sample_drain_words(sp, buf, t, &n, uwords, max_words, nwords);
+		if (ret) {
+			kvfree(buf);
+			return ret;
+		}
+	}
 	if (copy_to_user(ubuf, buf + bad, (n - bad) * sizeof(*buf))) {
 		kvfree(buf);
 		return -EFAULT;
@@ -525,20 +700,24 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	return n - bad;
 }
 
-/* KTAU_IOC_SAMPLE_READ and KTAU_IOC_SAMPLE_STOP */
-long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
-		      bool stop)
+/* KTAU_IOC_SAMPLE_READ, _STOP, and their _STACK forms */
+long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stack)
 {
+	struct ktau_sample_stack_read sr = {};
 	struct ktau_sample_read r;
 	struct ktau_sampler *sp;
 	struct task_struct *t;
 	long n = 0;
 	int ret;
 
-	if (copy_from_user(&r, ureq, sizeof(r)))
+	if (copy_from_user(&sr, ureq, stack ? sizeof(sr) : sizeof(r)))
 		return -EFAULT;
+	r = sr.r;
 	if (r.size != sizeof(r))
 		return -EINVAL;
+	if (stack && sr.max_words && !sr.words)
+		return -EINVAL;
+	sr.nwords = 0;
 	if (r.max > KTAU_SAMPLE_MAX_CAPACITY || (r.max && !r.buf))
 		return -EINVAL;
 	t = r.tid ? find_get_task_by_vpid(r.tid) : get_task_struct(current);
@@ -562,9 +741,14 @@ long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
 	}
 
 	mutex_lock(&sp->read_lock);
-	if (r.max)
+	/* Room for the frames of one sample at least, or no progress. */
+	if (stack && r.max && sp->stride && sr.max_words < sp->stride)
+		n = -EINVAL;
+	else if (r.max)
 		n = ktau_sample_drain(sp, u64_to_user_ptr(r.buf), r.max,
-				      kallsyms_show_value(file->f_cred));
+				      kallsyms_show_value(file->f_cred),
+				      stack ? u64_to_user_ptr(sr.words) : NULL,
+				      sr.max_words, &sr.nwords);
 	r.nread = n > 0 ? n : 0;
 	r.taken = READ_ONCE(sp->taken);
 	r.lost = READ_ONCE(sp->lost) + sp->overwritten;
@@ -576,7 +760,8 @@ long ktau_sample_read(struct file *file, struct ktau_sample_read __user *ureq,
 	ktau_sampler_put(sp);
 
 	ret = n < 0 ? n : 0;
-	if (!ret && copy_to_user(ureq, &r, sizeof(r)))
+	sr.r = r;
+	if (!ret && copy_to_user(ureq, &sr, stack ? sizeof(sr) : sizeof(r)))
 		ret = -EFAULT;
 out_task:
 	put_task_struct(t);

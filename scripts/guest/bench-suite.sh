@@ -160,6 +160,19 @@ END {
 	printf "BENCH %s timer-funcs-200 %s\nBENCH %s timer-funcs-20000 %s\n", c, x["200"], c, x["20000"]
 	if (x["200"] > 0) printf "BENCH %s timer-funcs-ratio %.4f\n", c, x["20000"] / x["200"]
 }'
+# stack: ktau-bench-sample-cost -s DEPTH, instructions per sample with an
+# interpreter's stack of DEPTH frames: the kernel copying it into every
+# buffered sample (ABI 1.6) against a signal per sample whose handler walks
+# it (the research's method); at 10 and 50 frames.
+stack_awk='
+$1 == "ktau" && $2 == "stack" {k = $(NF - 1)}
+$1 == "ktau" && $2 == "signal" && $3 == "+" {w = $(NF - 1)}
+$1 == "stack" && $2 == "of" {d = $3}
+END {
+	if (k == "" || w == "" || d == "") exit 1
+	printf "BENCH %s stack-%d-kernel %s\nBENCH %s stack-%d-signal %s\n", c, d, k, c, d, w
+	if (w > 0) printf "BENCH %s stack-%d-ratio %.4f\n", c, d, k / w
+}'
 funcs_both() {
 	$B/ktau-bench-user-timer -f 200 -n $NPAIRS -r $R &&
 		$B/ktau-bench-user-timer -f 20000 -n $NPAIRS -r $R
@@ -169,6 +182,11 @@ sampling() {
 		$B/ktau-bench-sample-cost -e cpu-clock -p 100000 -n $NSAMPLEWORK -r $((R + 2))
 	parsed timer "$timer_awk" $B/ktau-bench-user-timer -n $NPAIRS -r $R
 	parsed funcs "$funcs_awk" funcs_both
+	for d in 10 50; do
+		parsed stack "$stack_awk" \
+			$B/ktau-bench-sample-cost -e cpu-clock -p 100000 -n $NSAMPLEWORK \
+			-r $((R + 2)) -s $d
+	done
 }
 
 # Switch a configuration on (setup) and off (teardown).

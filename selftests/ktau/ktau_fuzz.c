@@ -866,6 +866,9 @@ static const unsigned int fz_cmds_known[] = {
 #ifdef KTAU_IOC_SAMPLE_START
 	KTAU_IOC_SAMPLE_START, KTAU_IOC_SAMPLE_READ, KTAU_IOC_SAMPLE_STOP,
 #endif
+#ifdef KTAU_IOC_SAMPLE_START_STACK
+	KTAU_IOC_SAMPLE_START_STACK, KTAU_IOC_SAMPLE_READ_STACK, KTAU_IOC_SAMPLE_STOP_STACK,
+#endif
 };
 
 static const unsigned int fz_cmds_vfs[] = {
@@ -1135,6 +1138,30 @@ static void fz_build_sample_attr(struct fz_thread *t, struct ktau_sample_attr *a
 	a->reserved = fz_chance(t, 90) ? 0 : (__u32)fz_rnd(t);
 }
 
+#ifdef KTAU_IOC_SAMPLE_START_STACK
+/* A user stack descriptor: mostly valid, its base anywhere in our memory. */
+static void fz_build_stack_desc(struct fz_thread *t, struct ktau_stack_desc *d)
+{
+	static const __u32 depths[] = { 0, 1, 8, 64, KTAU_STACK_MAX_DEPTH,
+					KTAU_STACK_MAX_DEPTH + 1 };
+	__u32 k;
+
+	memset(d, 0, sizeof(*d));
+	d->base = fz_chance(t, 90) ? (uintptr_t)fz_ptr(t, NULL, NULL) : fz_rnd(t);
+	d->nderef = fz_chance(t, 90) ? 1 + (__u32)fz_below(t, KTAU_STACK_MAX_DEREF) :
+				       (__u32)fz_below(t, 8);
+	for (k = 0; k < d->nderef && k < KTAU_STACK_MAX_DEREF; k++)
+		d->deref_off[k] = (__u32)fz_below(t, 64) * 8;
+	d->nfields = fz_chance(t, 90) ? 1 + (__u32)fz_below(t, KTAU_STACK_MAX_FIELDS) :
+					(__u32)fz_below(t, 8);
+	for (k = 0; k < d->nfields && k < KTAU_STACK_MAX_FIELDS; k++)
+		d->field_off[k] = (__u32)fz_below(t, fz_chance(t, 90) ? 16 : 64) * 8;
+	d->next_off = (__u32)fz_below(t, 16) * 8;
+	d->max_depth = depths[fz_below(t, ARRAY_SIZE(depths))];
+	d->reserved = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
+}
+#endif
+
 /* Samples read with KTAU_IOC_SAMPLE_READ or _STOP: well formed. */
 static void fz_check_samples(struct fz_thread *t, const struct fz_fd *f,
 			     const struct ktau_sample_read *in, const struct ktau_sample_read *out,
@@ -1218,6 +1245,10 @@ static void fz_ioctl(struct fz_thread *t)
 	size_t srd_room = 0;
 	bool srd_ok = false;
 #endif
+#ifdef KTAU_IOC_SAMPLE_START_STACK
+	struct ktau_sample_stack_attr sattr;
+	struct ktau_sample_stack_read ssrd;
+#endif
 	bool structured = fz_chance(t, 75), ok = false, was_registered = t->registered;
 	size_t room;
 	char *arg = NULL;
@@ -1264,6 +1295,27 @@ static void fz_ioctl(struct fz_thread *t)
 		arg = fz_place(t, sizeof(srd), FZ_RO_SREAD, &room);
 		memcpy(arg, &srd, room);
 		srd_ok = room == sizeof(srd);
+#endif
+#ifdef KTAU_IOC_SAMPLE_START_STACK
+	} else if (structured && cmd == KTAU_IOC_SAMPLE_START_STACK) {
+		fz_build_sample_attr(t, &sattr.attr);
+		fz_build_stack_desc(t, &sattr.stack);
+		arg = fz_place(t, sizeof(sattr), FZ_RO_ATTR, &room);
+		memcpy(arg, &sattr, room);
+	} else if (structured && (cmd == KTAU_IOC_SAMPLE_READ_STACK ||
+				  cmd == KTAU_IOC_SAMPLE_STOP_STACK)) {
+		size_t wroom = 0;
+
+		memset(&ssrd, 0, sizeof(ssrd));
+		ssrd.r.size = fz_chance(t, 85) ? sizeof(ssrd.r) : (__u32)fz_size(t, 0);
+		ssrd.r.tid = fz_sample_tid(t, false);
+		ssrd.r.buf = (uintptr_t)fz_ptr(t, NULL, &srd_room);
+		ssrd.r.max = srd_room / sizeof(struct ktau_sample);
+		ssrd.words = (uintptr_t)fz_ptr(t, NULL, &wroom);
+		ssrd.max_words = fz_chance(t, 70) ? wroom / 8 : (__u32)fz_rnd(t);
+		ssrd.nwords = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
+		arg = fz_place(t, sizeof(ssrd), FZ_RO_SREAD, &room);
+		memcpy(arg, &ssrd, room);
 #endif
 	} else if (fz_chance(t, 10)) {
 		arg = (char *)(uintptr_t)fz_rnd(t);
@@ -1361,6 +1413,9 @@ static void fz_ioctl(struct fz_thread *t)
 			break;
 #ifdef KTAU_IOC_SAMPLE_START
 		case KTAU_IOC_SAMPLE_START:
+#ifdef KTAU_IOC_SAMPLE_START_STACK
+		case KTAU_IOC_SAMPLE_START_STACK:
+#endif
 			if (!cfg.shared)
 				ok = ret < 0 && err == ENOTTY;
 			else
@@ -1370,6 +1425,10 @@ static void fz_ioctl(struct fz_thread *t)
 			break;
 		case KTAU_IOC_SAMPLE_READ:
 		case KTAU_IOC_SAMPLE_STOP:
+#ifdef KTAU_IOC_SAMPLE_START_STACK
+		case KTAU_IOC_SAMPLE_READ_STACK:
+		case KTAU_IOC_SAMPLE_STOP_STACK:
+#endif
 			if (!cfg.shared)
 				ok = ret < 0 && err == ENOTTY;
 			else

@@ -4,10 +4,13 @@
  * user mode and to the system call in progress, signals per watermark,
  * lost and overwritten samples, refused arguments, permissions, release
  * at exit and exec, and kernel addresses only for readers who may see
- * them.
+ * them; user stacks (a toy interpreter's frame chain) copied into every
+ * sample by the kernel.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include "ktau_util.h"
 
@@ -217,6 +220,278 @@ TEST_F(sample, syscall_attribution)
 	EXPECT_LE(in_read, ktau_rec_find(rec, KTAU_ID_READ)->samples);
 	ktau_snap_free(&snap);
 	close(zfd);
+}
+
+/* ---- User stacks in samples (ABI 1.6) ---------------------------- */
+
+/* A toy interpreter's frames: code and line, the outer frame in prev. */
+struct toy_frame {
+	__u64 pad;
+	__u64 code;
+	__u64 prev;
+	__u64 line;
+};
+
+struct toy_state {
+	__u64 flags;
+	struct toy_frame *current;	/* the innermost frame */
+};
+
+#define TOY_DEPTH	20
+static struct toy_frame toy[TOY_DEPTH];
+static struct toy_state toy_state;
+static struct toy_state *toy_tstate = &toy_state;
+
+/* toy[0] innermost: code 1000 + i, line 7 * i. */
+static void toy_build(void)
+{
+	int i;
+
+	for (i = 0; i < TOY_DEPTH; i++) {
+		toy[i].code = 1000 + i;
+		toy[i].line = 7 * i;
+		toy[i].prev = i + 1 < TOY_DEPTH ? (__u64)(uintptr_t)&toy[i + 1] : 0;
+	}
+	toy_state.current = &toy[0];
+}
+
+/* The descriptor of the toy: &toy_tstate -> tstate -> current -> frames. */
+static void toy_desc(struct ktau_stack_desc *d, __u32 depth)
+{
+	memset(d, 0, sizeof(*d));
+	d->base = (__u64)(uintptr_t)&toy_tstate;
+	d->nderef = 2;
+	d->deref_off[0] = 0;
+	d->deref_off[1] = offsetof(struct toy_state, current);
+	d->next_off = offsetof(struct toy_frame, prev);
+	d->nfields = 2;
+	d->field_off[0] = offsetof(struct toy_frame, code);
+	d->field_off[1] = offsetof(struct toy_frame, line);
+	d->max_depth = depth;
+}
+
+static int stack_start(int fd, const struct ktau_stack_desc *d, __u32 capacity, __u32 flags)
+{
+	struct ktau_sample_stack_attr sa = {
+		.attr = { .size = sizeof(sa.attr), .flags = flags, .event = KTAU_SAMPLE_CPU_CLOCK,
+			  .period = PERIOD_NS, .capacity = capacity },
+		.stack = *d,
+	};
+
+	return ioctl(fd, KTAU_IOC_SAMPLE_START_STACK, &sa) ? -errno : 0;
+}
+
+static int stack_read(int fd, struct ktau_sample *buf, __u32 max, __u64 *words,
+		      __u32 max_words, struct ktau_sample_stack_read *sr, bool stop)
+{
+	memset(sr, 0, sizeof(*sr));
+	sr->r.size = sizeof(sr->r);
+	sr->r.buf = (__u64)(uintptr_t)buf;
+	sr->r.max = max;
+	sr->words = (__u64)(uintptr_t)words;
+	sr->max_words = max_words;
+	return ioctl(fd, stop ? KTAU_IOC_SAMPLE_STOP_STACK : KTAU_IOC_SAMPLE_READ_STACK, sr) ?
+	       -errno : 0;
+}
+
+/*
+ * Every sample, in user mode and in read(), holds the toy's whole chain
+ * (20 frames, innermost first, code and line each) with no signal; with
+ * max_depth 8, 8 frames and KTAU_SAMPLE_STACK_CUT.
+ */
+TEST_F(sample, user_stack_in_every_sample)
+{
+	static __u64 words[1024 * TOY_DEPTH * 2];
+	struct ktau_sample_stack_read sr, sr2;
+	struct ktau_stack_desc d;
+	__u32 i, k, off = 0, user = 0, kernel = 0, bad = 0;
+	int zfd = open("/dev/zero", O_RDONLY);
+
+	ASSERT_LE(0, zfd);
+	toy_build();
+	toy_desc(&d, 64);
+	ASSERT_EQ(0, stack_start(self->fd, &d, 1024, 0));
+	spin_user(SPIN_NS / 2);
+	spin_read(zfd, SPIN_NS / 2);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 1024, words, 1024 * TOY_DEPTH * 2, &sr,
+				false));
+	/* A struct with its outputs set (a read's) stops and reads the rest. */
+	sr2 = sr;
+	sr2.r.buf = (__u64)(uintptr_t)(self->buf + 1024);
+	/* Room for one sample: max_depth (64) frames of 2 words. */
+	sr2.words = (__u64)(uintptr_t)(words + 1024 * TOY_DEPTH * 2 - 128);
+	sr2.r.max = 1;
+	sr2.max_words = 128;
+	ASSERT_EQ(0, ioctl(self->fd, KTAU_IOC_SAMPLE_STOP_STACK, &sr2))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_GE(1, sr2.r.nread);
+	EXPECT_LE(10, sr.r.nread);
+	EXPECT_EQ(0, sr.r.signals);
+	EXPECT_EQ(sr.r.nread * TOY_DEPTH * 2, sr.nwords);
+	for (i = 0; i < sr.r.nread; i++) {
+		__u32 fl = self->buf[i].flags;
+
+		if (KTAU_SAMPLE_NFRAMES(fl) != TOY_DEPTH || (fl & (KTAU_SAMPLE_STACK_CUT |
+								    KTAU_SAMPLE_STACK_FAULT))) {
+			bad++;
+			continue;
+		}
+		for (k = 0; k < TOY_DEPTH; k++)
+			bad += words[off + 2 * k] != 1000 + k || words[off + 2 * k + 1] != 7 * k;
+		off += 2 * TOY_DEPTH;
+		user += !!(fl & KTAU_SAMPLE_USER);
+		kernel += !(fl & KTAU_SAMPLE_USER);
+	}
+	TH_LOG("%u samples (%u user, %u kernel), %u words", sr.r.nread, user, kernel, sr.nwords);
+	EXPECT_EQ(0, bad);
+	EXPECT_LE(3, user);
+	EXPECT_LE(3, kernel);
+
+	/* Depth 8: the chain is cut, 8 frames each. */
+	toy_desc(&d, 8);
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	spin_user(SPIN_NS / 4);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 256 * 8 * 2, &sr, true));
+	EXPECT_LE(5, sr.r.nread);
+	for (i = 0, bad = 0; i < sr.r.nread; i++)
+		bad += KTAU_SAMPLE_NFRAMES(self->buf[i].flags) != 8 ||
+		       !(self->buf[i].flags & KTAU_SAMPLE_STACK_CUT);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(sr.r.nread * 8 * 2, sr.nwords);
+	close(zfd);
+}
+
+/*
+ * A chain that faults (a frame pointer into unmapped memory, a base that
+ * is not mapped) ends there, flagged; frames freed and rewritten by
+ * another thread while samples are taken never stop the thread or the
+ * kernel; a small word buffer reads whole samples only and keeps the
+ * rest; every bad descriptor is EINVAL.
+ */
+TEST_F(sample, user_stack_faults_and_limits)
+{
+	static __u64 words[4096];
+	struct ktau_sample_stack_read sr;
+	struct ktau_stack_desc d;
+	void *hole;
+	__u32 i, bad = 0, total = 0;
+
+	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, hole);
+	toy_build();
+	toy[4].prev = (__u64)(uintptr_t)hole;
+	toy_desc(&d, 64);
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	spin_user(SPIN_NS / 4);
+	/*
+	 * Room for 13 samples' frames (5 frames of 2 words each; at least
+	 * one whole sample, max_depth * nfields = 128 words, is needed):
+	 * 13 read, the rest stays.
+	 */
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 13 * 5 * 2 + 1, &sr, false));
+	EXPECT_EQ(13, sr.r.nread);
+	EXPECT_EQ(13 * 5 * 2, sr.nwords);
+	EXPECT_LE(1, sr.r.buffered);
+	total = sr.r.nread;
+	for (i = 0; i < sr.r.nread; i++)
+		bad += KTAU_SAMPLE_NFRAMES(self->buf[i].flags) != 5 ||
+		       !(self->buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
+	EXPECT_EQ(0, bad);
+	/* The last frame before the hole: toy[4]. */
+	EXPECT_EQ(1004, words[8]);
+	EXPECT_EQ(28, words[9]);
+	EXPECT_EQ(-EINVAL, stack_read(self->fd, self->buf, 256, words, 127, &sr, false));
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
+	EXPECT_EQ(0, sr.r.lost);
+	EXPECT_LE(5, total + sr.r.nread);
+	munmap(hole, 4096);
+
+	/* A base that is not mapped: no frames, flagged. */
+	toy_build();
+	toy_desc(&d, 64);
+	d.base = 16;
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	spin_user(SPIN_NS / 8);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
+	EXPECT_LE(2, sr.r.nread);
+	for (i = 0, bad = 0; i < sr.r.nread; i++)
+		bad += KTAU_SAMPLE_NFRAMES(self->buf[i].flags) != 0 ||
+		       !(self->buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, sr.nwords);
+
+	/* Bad descriptors, and overwrite mode with a stack. */
+	toy_desc(&d, 0);
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, KTAU_STACK_MAX_DEPTH + 1);
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, 64);
+	d.nfields = 0;
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, 64);
+	d.nderef = KTAU_STACK_MAX_DEREF + 1;
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	/* A frame read in one copy: 128 bytes from the first offset (8). */
+	toy_desc(&d, 64);
+	d.field_off[1] = KTAU_STACK_MAX_SPAN;
+	EXPECT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	EXPECT_EQ(0, stack_read(self->fd, self->buf, 0, NULL, 0, &sr, true));
+	d.field_off[1] = KTAU_STACK_MAX_SPAN + 8;
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, 64);
+	d.field_off[3] = 8;
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, 64);
+	d.reserved = 1;
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, KTAU_STACK_MAX_DEPTH);
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, KTAU_SAMPLE_MAX_CAPACITY, 0));
+	toy_desc(&d, 64);
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, KTAU_SAMPLE_OVERWRITE));
+	/* Nothing started by any of them. */
+	EXPECT_EQ(-ENOENT, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
+}
+
+static int toy_churn_stop;
+
+/* Rewrites the chain all the time: pointers into freed and new memory. */
+static void *toy_churn(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&toy_churn_stop, __ATOMIC_RELAXED)) {
+		struct toy_frame *f = malloc(TOY_DEPTH * sizeof(*f));
+		int i;
+
+		if (!f)
+			break;
+		for (i = 0; i < TOY_DEPTH; i++) {
+			f[i].code = 1;
+			f[i].prev = i + 1 < TOY_DEPTH ? (__u64)(uintptr_t)&f[i + 1] : 0;
+		}
+		__atomic_store_n(&toy_state.current, f, __ATOMIC_RELEASE);
+		free(f);
+	}
+	return NULL;
+}
+
+TEST_F(sample, user_stack_chain_changing)
+{
+	static __u64 words[1024 * 64 * 2];
+	struct ktau_sample_stack_read sr;
+	struct ktau_stack_desc d;
+	pthread_t th;
+
+	toy_build();
+	toy_desc(&d, 64);
+	__atomic_store_n(&toy_churn_stop, 0, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, pthread_create(&th, NULL, toy_churn, NULL));
+	ASSERT_EQ(0, stack_start(self->fd, &d, 1024, 0));
+	spin_user(SPIN_NS / 2);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 1024, words, 1024 * 64 * 2, &sr, true));
+	__atomic_store_n(&toy_churn_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	EXPECT_LE(10, sr.r.nread);
+	TH_LOG("%u samples while the chain changed, %u words", sr.r.nread, sr.nwords);
 }
 
 /* Buffered mode: one signal per watermark samples. */

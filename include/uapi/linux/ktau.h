@@ -315,6 +315,67 @@ struct ktau_sample_read {
 #define KTAU_IOC_SAMPLE_STOP	_IOWR(KTAU_IOC_MAGIC, 11, struct ktau_sample_read)
 
 /*
+ * User stacks in samples (ABI 1.6): an interpreter's own stack, copied by
+ * the kernel at each overflow into the thread's buffer, so that the
+ * thread needs no signal per sample to record it. A struct
+ * ktau_stack_desc says, once, where the chain starts and what to copy:
+ * from base, nderef pointer loads (p = *(u64 *)(p + deref_off[i]), p =
+ * base first) give the innermost frame; from each frame the nfields
+ * 64-bit words at field_off[] are copied and the next frame is the word
+ * at next_off, until a NULL pointer or max_depth frames. The offsets of a
+ * frame span at most KTAU_STACK_MAX_SPAN bytes (one copy per frame). A
+ * load that faults ends the chain (KTAU_SAMPLE_STACK_FAULT); a chain
+ * longer than max_depth is cut (KTAU_SAMPLE_STACK_CUT). Every sample
+ * holds the frames found then: KTAU_SAMPLE_NFRAMES(flags) of them,
+ * nfields words each, innermost first, read with
+ * KTAU_IOC_SAMPLE_READ_STACK. capacity * max_depth * nfields is at most
+ * KTAU_STACK_MAX_WORDS; KTAU_SAMPLE_OVERWRITE is refused with a stack.
+ * The kernel reads only the sampled thread's own memory, with the
+ * permission that sampling it needs.
+ */
+#define KTAU_STACK_MAX_DEREF	4
+#define KTAU_STACK_MAX_FIELDS	4
+#define KTAU_STACK_MAX_DEPTH	128
+#define KTAU_STACK_MAX_SPAN	128		/* bytes of a frame read */
+#define KTAU_STACK_MAX_WORDS	(1U << 20)	/* per buffer: 8 MiB */
+
+/* struct ktau_sample.flags, with a stack */
+#define KTAU_SAMPLE_STACK_CUT	0x2	/* the chain went on beyond max_depth */
+#define KTAU_SAMPLE_STACK_FAULT	0x4	/* a load faulted: the chain ends there */
+#define KTAU_SAMPLE_NFRAMES(flags)	(((flags) >> 16) & 0xff)
+
+struct ktau_stack_desc {
+	__u64 base;		/* user address the walk starts from */
+	__u32 nderef;		/* loads to the innermost frame, 1 to 4 */
+	__u32 deref_off[KTAU_STACK_MAX_DEREF];
+	__u32 next_off;		/* offset of the next (outer) frame's pointer */
+	__u32 nfields;		/* words copied per frame, 1 to 4 */
+	__u32 field_off[KTAU_STACK_MAX_FIELDS];
+	__u32 max_depth;	/* frames per sample, 1 to 128 */
+	__u32 reserved;		/* zero */
+};
+
+struct ktau_sample_stack_attr {
+	struct ktau_sample_attr attr;	/* attr.size: sizeof(attr) */
+	struct ktau_stack_desc stack;
+};
+
+struct ktau_sample_stack_read {
+	struct ktau_sample_read r;	/* r.size: sizeof(r) */
+	__u64 words;		/* in: user pointer to __u64[] for the frames */
+	__u32 max_words;	/* in: room in words; samples whose frames */
+				/* do not fit stay in the buffer */
+	__u32 nwords;		/* out: words written */
+};
+
+#define KTAU_IOC_SAMPLE_START_STACK \
+	_IOW(KTAU_IOC_MAGIC, 17, struct ktau_sample_stack_attr)
+#define KTAU_IOC_SAMPLE_READ_STACK \
+	_IOWR(KTAU_IOC_MAGIC, 18, struct ktau_sample_stack_read)
+#define KTAU_IOC_SAMPLE_STOP_STACK \
+	_IOWR(KTAU_IOC_MAGIC, 19, struct ktau_sample_stack_read)
+
+/*
  * Dynamic probes (ABI 1.2): entry/exit timers on a kernel function at run
  * time, through the kernel's function-entry/exit probing (fprobe). A probe
  * is added with KTAU_IOC_PROBE_ADD on an open file of /proc/ktau/probes

@@ -12,6 +12,16 @@
  *   perf ring      perf_event_open() with an mmap ring buffer, as perf
  *                  record does: poll(), then drain the ring at the end
  *
+ * With -s DEPTH, two more, for an interpreter's stack of DEPTH frames (a
+ * toy chain in memory: a thread state points to the innermost frame, each
+ * frame to the next; code and line are recorded per frame):
+ *
+ *   ktau stack     buffered, and the kernel copies the chain into every
+ *                  sample (KTAU_IOC_SAMPLE_START_STACK, ABI 1.6)
+ *   signal + walk  watermark 1, and the SIGPROF handler walks the chain
+ *                  into a preallocated ring (what an interpreter's handler
+ *                  does, as python3 -m ktau sample's)
+ *
  * Each round runs a fixed amount of user-mode work (a loop of N
  * iterations) without sampling, then in each mode, in turn; the time of a
  * mode includes starting, draining and stopping. The cost per sample is
@@ -23,12 +33,14 @@
  * turning on of its scheduler hooks.
  *
  * Usage: ktau-bench-sample-cost [-n N] [-p PERIOD_NS] [-r ROUNDS] [-e cpu-clock|task-clock] [-u]
+ *                               [-s DEPTH]
  *   -u  user mode only (KTAU_SAMPLE_NO_KERNEL, exclude_kernel): without
  *       CAP_PERFMON at perf_event_paranoid 2
  * Exit status: 0 when every mode ran, 1 when one could not, 2 usage.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,11 +58,33 @@
 #define MAX_ROUNDS	64
 #define MAX_PERF_PAGES	128	/* 512 KiB: within perf_event_mlock_kb for any user */
 
-enum { M_BASE, M_BUFFERED, M_SIGNAL, M_PERF, NMODES };
+enum { M_BASE, M_BUFFERED, M_SIGNAL, M_PERF, M_STACK, M_SIGWALK, NMODES };
 
 static const char *const mode_name[NMODES] = {
 	"no sampling", "ktau buffered", "ktau signal (wm 1)", "perf mmap ring",
+	"ktau stack (buffered)", "ktau signal + walk",
 };
+
+/* The toy interpreter's stack (-s): frames, and a thread state. */
+struct toy_frame {
+	uint64_t code;
+	struct toy_frame *prev;
+	uint64_t line;
+};
+
+static struct {
+	uint64_t pad;
+	struct toy_frame *current;
+} toy_ts;
+static struct toy_frame toy[KTAU_STACK_MAX_DEPTH];
+static void *volatile toy_tsp = &toy_ts;
+static unsigned int depth;
+/* What the signal handler records, as an interpreter's would. */
+#define WALK_RING	(1U << 16)
+static uint64_t walk_ring[WALK_RING];
+static unsigned int walk_pos;
+static uint64_t *kwords;
+static unsigned int stack_capacity;
 
 static unsigned long n_iter = 100000000;
 static uint64_t period = 100000;
@@ -84,6 +118,57 @@ static void on_sig(int sig)
 {
 	(void)sig;
 	nsig++;
+}
+
+/* The handler of "signal + walk": the chain into the ring, no allocation. */
+static void on_sig_walk(int sig)
+{
+	struct toy_frame *f = ((__typeof__(toy_ts) *)toy_tsp)->current;
+	unsigned int n;
+
+	(void)sig;
+	for (n = 0; f && n < depth; n++, f = f->prev) {
+		walk_ring[walk_pos++ & (WALK_RING - 1)] = f->code;
+		walk_ring[walk_pos++ & (WALK_RING - 1)] = f->line;
+	}
+	nsig++;
+}
+
+/* Buffered with the kernel copying the toy chain; the samples, or -errno. */
+static long run_ktau_stack(void)
+{
+	struct ktau_sample_stack_attr sa = {
+		.attr = { .size = sizeof(sa.attr), .event = event, .period = period,
+			  .capacity = stack_capacity, .watermark = stack_capacity, .signo = SIGPROF,
+			  .flags = user_only ? KTAU_SAMPLE_NO_KERNEL : 0 },
+		.stack = { .base = (uintptr_t)&toy_tsp, .nderef = 2,
+			   .deref_off = { 0, offsetof(__typeof__(toy_ts), current) },
+			   .next_off = offsetof(struct toy_frame, prev), .nfields = 2,
+			   .field_off = { offsetof(struct toy_frame, code),
+					  offsetof(struct toy_frame, line) },
+			   .max_depth = depth },
+	};
+	struct ktau_sample_stack_read r;
+	uint64_t taken;
+
+	if (ioctl(kfd, KTAU_IOC_SAMPLE_START_STACK, &sa))
+		return -errno;
+	work();
+	memset(&r, 0, sizeof(r));
+	r.r.size = sizeof(r.r);
+	r.r.buf = (uintptr_t)kbuf;
+	r.r.max = stack_capacity;
+	r.words = (uintptr_t)kwords;
+	r.max_words = stack_capacity * depth * 2;
+	if (ioctl(kfd, KTAU_IOC_SAMPLE_READ_STACK, &r))
+		return -errno;
+	taken = r.r.taken;
+	if (r.r.nread && KTAU_SAMPLE_NFRAMES(kbuf[0].flags) != depth)
+		return -EPROTO;
+	r.r.max = 0;
+	if (ioctl(kfd, KTAU_IOC_SAMPLE_STOP_STACK, &r))
+		return -errno;
+	return (long)(r.r.taken > taken ? r.r.taken : taken);
 }
 
 /* KTAU: start, work, drain and stop; the samples taken, or -errno. */
@@ -204,10 +289,21 @@ static int perf_hold_sched_hooks(void)
 
 static long run_mode(int m)
 {
+	struct sigaction sa = { .sa_handler = on_sig_walk, .sa_flags = SA_RESTART };
+	long ret;
+
 	switch (m) {
 	case M_BUFFERED: return run_ktau(0);
 	case M_SIGNAL: return run_ktau(1);
 	case M_PERF: return run_perf();
+	case M_STACK: return run_ktau_stack();
+	case M_SIGWALK:
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGPROF, &sa, NULL);
+		ret = run_ktau(1);
+		sa.sa_handler = on_sig;
+		sigaction(SIGPROF, &sa, NULL);
+		return ret;
 	default: work(); return 0;
 	}
 }
@@ -230,11 +326,11 @@ int main(int argc, char **argv)
 	static double t[NMODES][MAX_ROUNDS], s[NMODES][MAX_ROUNDS], per[NMODES][MAX_ROUNDS];
 	struct sigaction sa = { .sa_handler = on_sig, .sa_flags = SA_RESTART };
 	double mt[NMODES], ms[NMODES], mp[NMODES];
-	int rounds = 5, c, m, r, failed = 0;
+	int rounds = 5, c, m, r, failed = 0, nmodes;
 	long ret[NMODES] = { 0 };
 	uint64_t t0;
 
-	while ((c = getopt(argc, argv, "n:p:r:e:uh")) != -1) {
+	while ((c = getopt(argc, argv, "n:p:r:e:us:h")) != -1) {
 		switch (c) {
 		case 'n': n_iter = strtoul(optarg, NULL, 10); break;
 		case 'p': period = strtoull(optarg, NULL, 10); break;
@@ -248,6 +344,11 @@ int main(int argc, char **argv)
 				goto usage;
 			break;
 		case 'u': user_only = 1; break;
+		case 's':
+			depth = (unsigned int)strtoul(optarg, NULL, 10);
+			if (!depth || depth > KTAU_STACK_MAX_DEPTH)
+				goto usage;
+			break;
 		default:
 			goto usage;
 		}
@@ -277,8 +378,25 @@ int main(int argc, char **argv)
 	kbuf = calloc(capacity, sizeof(*kbuf));
 	if (!kbuf)
 		return 1;
+	nmodes = depth ? NMODES : M_STACK;
+	if (depth) {
+		unsigned int i;
+
+		for (i = 0; i < depth; i++) {
+			toy[i].code = 0x1000 + i;
+			toy[i].line = i;
+			toy[i].prev = i + 1 < depth ? &toy[i + 1] : NULL;
+		}
+		toy_ts.current = &toy[0];
+		stack_capacity = capacity;
+		while ((uint64_t)stack_capacity * depth * 2 > KTAU_STACK_MAX_WORDS)
+			stack_capacity /= 2;
+		kwords = calloc((size_t)stack_capacity * depth * 2, sizeof(*kwords));
+		if (!kwords)
+			return 1;
+	}
 	for (r = 0; r < rounds; r++) {
-		for (m = 0; m < NMODES; m++) {
+		for (m = 0; m < nmodes; m++) {
 			t0 = now_ns();
 			ret[m] = run_mode(m);
 			t[m][r] = now_ns() - t0;
@@ -289,7 +407,7 @@ int main(int argc, char **argv)
 				failed = 1;
 			}
 		}
-		for (m = 1; m < NMODES; m++)
+		for (m = 1; m < nmodes; m++)
 			per[m][r] = s[m][r] ? (t[m][r] - t[M_BASE][r]) / s[m][r] : 0;
 	}
 	printf("ktau-bench-sample-cost: %lu iterations of user-mode work, %s every %llu ns%s, "
@@ -299,12 +417,12 @@ int main(int argc, char **argv)
 	       perf_pages);
 	printf("%-22s %12s %9s %16s %10s\n", "mode", "time ms", "samples", "ns per sample",
 	       "vs perf");
-	for (m = 0; m < NMODES; m++) {
+	for (m = 0; m < nmodes; m++) {
 		mt[m] = median(t[m], rounds);
 		ms[m] = median(s[m], rounds);
 		mp[m] = m ? median(per[m], rounds) : 0;
 	}
-	for (m = 0; m < NMODES; m++) {
+	for (m = 0; m < nmodes; m++) {
 		if (!m) {
 			printf("%-22s %12.3f %9s %16s %10s\n", mode_name[m], mt[m] / 1e6, "-", "-",
 			       "-");
@@ -317,9 +435,16 @@ int main(int argc, char **argv)
 		printf("buffered/signal %.2f (target <= 0.33), buffered/perf %.2f (target <= 1.00); "
 		       "%lu signals handled\n", mp[M_BUFFERED] / mp[M_SIGNAL],
 		       mp[M_BUFFERED] / mp[M_PERF], (unsigned long)nsig);
+	/* Below the noise (the smoke run, wall-clock time) no ratio is made. */
+	if (depth && mp[M_STACK] > 0 && mp[M_SIGWALK] > 0)
+		printf("stack of %u frames: kernel copy/signal + walk %.2f (target <= 0.50), "
+		       "kernel copy/buffered without a stack %.2f\n", depth,
+		       mp[M_STACK] / mp[M_SIGWALK], mp[M_BUFFERED] > 0 ? mp[M_STACK] / mp[M_BUFFERED] : 0);
+	else if (depth)
+		printf("stack of %u frames: no ratio (a cost below the noise)\n", depth);
 	return failed;
 usage:
 	fprintf(stderr, "usage: ktau-bench-sample-cost [-n N] [-p PERIOD_NS >= 10000] "
-		"[-r ROUNDS 1..64] [-e cpu-clock|task-clock] [-u]\n");
+		"[-r ROUNDS 1..64] [-e cpu-clock|task-clock] [-u] [-s DEPTH 1..128]\n");
 	return 2;
 }
