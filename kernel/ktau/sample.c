@@ -680,6 +680,9 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
 		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
 			buf[i].ip = 0;
+		/* A reader without the frames gets the flags of ABI 1.1. */
+		if (!uwords)
+			buf[i].flags &= KTAU_SAMPLE_USER;
 	}
 	/* A stack comes without overwrite: bad is 0. */
 	if (uwords && sp->stride) {

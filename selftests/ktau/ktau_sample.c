@@ -347,6 +347,15 @@ TEST_F(sample, user_stack_in_every_sample)
 	EXPECT_LE(3, user);
 	EXPECT_LE(3, kernel);
 
+	/* Read without the frames: flags as in ABI 1.1 (KTAU_SAMPLE_USER only). */
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	spin_user(SPIN_NS / 8);
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 256, &sr.r, true));
+	EXPECT_LE(2, sr.r.nread);
+	for (i = 0, bad = 0; i < sr.r.nread; i++)
+		bad += !!(self->buf[i].flags & ~KTAU_SAMPLE_USER);
+	EXPECT_EQ(0, bad);
+
 	/* Depth 8: the chain is cut, 8 frames each. */
 	toy_desc(&d, 8);
 	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));

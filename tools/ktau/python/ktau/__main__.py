@@ -9,13 +9,16 @@ import traceback
 from . import _ktau, kernel_status, _finish_output, _write_before_exec, _reserve_kernel_names
 
 USAGE = """python3 -m ktau run [-o DIR] [--folded FILE] [-q] script.py [args]
-       python3 -m ktau sample [-e SPEC] [-d DEPTH] [-o DIR] [--folded FILE] [-q] script.py [args]
+       python3 -m ktau sample [-e SPEC] [-d DEPTH] [--buffered] [-o DIR] [--folded FILE] [-q]
+                              script.py [args]
 
 run     deterministic profile: every Python function with calls, inclusive and
         exclusive time and, under it, the kernel routines that ran during it
         (from the thread's KTAU shared page: no system call per Python call)
 sample  statistical profile in KTAU's signal mode: each sample has the Python
-        stack and the KTAU kernel routine in progress (needs KTAU sampling)
+        stack and the KTAU kernel routine in progress (needs KTAU sampling);
+        with --buffered the kernel copies the Python stack into each sample
+        itself, no signal per sample (needs KTAU ABI 1.6)
 """
 
 
@@ -31,7 +34,11 @@ def _parser(mode):
         p.add_argument("-e", "--event", default="cpu-clock:1ms",
                        help="EVENT[:PERIOD] as ktaud sample takes it (default cpu-clock:1ms)")
         p.add_argument("-d", "--depth", type=int, default=128,
-                       help="Python frames kept per sample, innermost first (1..512)")
+                       help="Python frames kept per sample, innermost first (1..512; "
+                            "1..128 with --buffered)")
+        p.add_argument("--buffered", action="store_true",
+                       help="the kernel copies the Python stack into each sample "
+                            "(a user stack descriptor, KTAU ABI 1.6): no signal per sample")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p

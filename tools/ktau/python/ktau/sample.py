@@ -263,7 +263,8 @@ def main(opts, load, run_script, join_threads, status_of):
               % (major, minor), file=sys.stderr)
         return 2
     try:
-        metric = _ktau.sample_setup(opts.event, opts.depth)
+        metric = _ktau.sample_setup(opts.event, opts.depth, False,
+                                    getattr(opts, "buffered", False))
     except (OSError, ValueError) as e:
         print("ktau: %s" % e, file=sys.stderr)
         return 2

@@ -29,8 +29,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <linux/ktau.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -459,7 +461,20 @@ static struct {
 	int start_err;			/* last error of a thread's start */
 	pid_t pid;
 	PyObject *pinned;		/* address -> code object (kept alive) */
-} sp = { .lock = PTHREAD_MUTEX_INITIALIZER, .depth = SP_DEPTH_DEFAULT };
+	/*
+	 * Buffered mode (KTAU ABI 1.6): the kernel copies the frame chain
+	 * into each sample (a user stack descriptor), no signal; its own
+	 * descriptor of /proc/ktau/profiles and read buffers.
+	 */
+	int buffered, kfd;
+	struct ktau_sample *kraw;
+	uint64_t *kwords;
+} sp = { .lock = PTHREAD_MUTEX_INITIALIZER, .depth = SP_DEPTH_DEFAULT, .kfd = -1 };
+
+/* Buffered mode: kernel buffer and read sizes (capacity * depth * 2 words
+ * stays within KTAU_STACK_MAX_WORDS at the deepest chain). */
+#define SP_BUF_CAPACITY	2048
+#define SP_BUF_READ	256
 
 static __thread struct sp_thread *sp_self __attribute__((tls_model("initial-exec")));
 
@@ -521,6 +536,71 @@ static void sp_keep(struct sp_thread *t, const struct ktau_sample_rec *v, int n)
 	t->nk += n;
 }
 
+/*
+ * Buffered mode: read up to SP_BUF_READ samples of t with their frames
+ * (stop: and end the sampling); each becomes a kernel record and a stack
+ * in t's ring, as the handler of the signal mode writes them. The number
+ * read, or -errno. t->lock held.
+ */
+static int sp_kread_stacks(struct sp_thread *t, pid_t tid, int stop)
+{
+	struct ktau_sample_stack_read r;
+	struct ktau_sample_rec rec;
+	uint64_t head, tail, w = 0;
+	unsigned int i, f, n;
+
+	memset(&r, 0, sizeof(r));
+	r.r.size = sizeof(r.r);
+	r.r.tid = tid;
+	r.r.buf = (uintptr_t)sp.kraw;
+	r.r.max = SP_BUF_READ;
+	r.words = (uintptr_t)sp.kwords;
+	r.max_words = SP_BUF_READ * (uint32_t)sp.depth * 2;
+	if (ioctl(sp.kfd, stop ? KTAU_IOC_SAMPLE_STOP_STACK : KTAU_IOC_SAMPLE_READ_STACK, &r))
+		return -errno;
+	t->kst.taken = r.r.taken;
+	t->kst.lost = r.r.lost;
+	t->kst.buffered = r.r.buffered;
+	for (i = 0; i < r.r.nread; i++) {
+		const struct ktau_sample *s = &sp.kraw[i];
+		unsigned int flags = 0;
+
+		memset(&rec, 0, sizeof(rec));
+		rec.ip = s->ip;
+		rec.time_ns = s->time_ns;
+		rec.id = s->id;
+		rec.user = !!(s->flags & KTAU_SAMPLE_USER);
+		rec.tid = t->tid;
+		sp_keep(t, &rec, 1);
+		n = KTAU_SAMPLE_NFRAMES(s->flags);
+		if (s->flags & KTAU_SAMPLE_STACK_CUT)
+			flags |= KTAU_PYWALK_TRUNCATED;
+		if (s->flags & KTAU_SAMPLE_STACK_FAULT)
+			flags |= KTAU_PYWALK_BAD;
+		atomic_fetch_add_explicit(&t->handled, 1, memory_order_relaxed);
+		if (flags & KTAU_PYWALK_TRUNCATED)
+			atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
+		if (flags & KTAU_PYWALK_BAD)
+			atomic_fetch_add_explicit(&t->bad, 1, memory_order_relaxed);
+		head = atomic_load_explicit(&t->head, memory_order_relaxed);
+		tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+		if (SP_RING_WORDS - (head - tail) < 2 + 2 * (uint64_t)n) {
+			atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+			w += 2 * n;
+			continue;
+		}
+		t->ring[head++ % SP_RING_WORDS] = ((uint64_t)n << 32) | flags;
+		t->ring[head++ % SP_RING_WORDS] = s->time_ns;
+		for (f = 0; f < n; f++, w += 2) {
+			t->ring[head++ % SP_RING_WORDS] = sp.kwords[w];
+			t->ring[head++ % SP_RING_WORDS] = ktau_py_code_offset(sp.kwords[w],
+									      sp.kwords[w + 1]);
+		}
+		atomic_store_explicit(&t->head, head, memory_order_release);
+	}
+	return (int)r.r.nread;
+}
+
 /* Drain the kernel buffer of t (stop: and end its sampling). */
 static void sp_kdrain(struct sp_thread *t, int stop)
 {
@@ -530,7 +610,17 @@ static void sp_kdrain(struct sp_thread *t, int stop)
 
 	pthread_mutex_lock(&buflock);
 	pthread_mutex_lock(&t->lock);
-	if (t->sampling && sp.k) {
+	if (t->sampling && sp.buffered) {
+		pid_t tid = t->tid == (pid_t)syscall(SYS_gettid) ? 0 : t->tid;
+
+		do
+			n = sp_kread_stacks(t, tid, 0);
+		while (n == SP_BUF_READ);
+		if (stop)
+			n = sp_kread_stacks(t, tid, 1);
+		if (stop || n == -ENOENT || n == -ESRCH)
+			t->sampling = 0;
+	} else if (t->sampling && sp.k) {
 		pid_t tid = t->tid == (pid_t)syscall(SYS_gettid) ? 0 : t->tid;
 
 		do {
@@ -587,19 +677,22 @@ static PyObject *sp_error(int ret, int start)
 
 static int sp_test;	/* tests: the handler without KTAU (SIGPROF from setitimer) */
 
-/* sample_setup(spec_text, depth[, test]): the spec and the signal handler;
- * test: without KTAU, for signals the caller sends (host tests). */
+/* sample_setup(spec_text, depth[, test[, buffered]]): the spec and the
+ * signal handler; test: without KTAU, for signals the caller sends (host
+ * tests); buffered: the kernel copies the stacks, no signal (ABI 1.6). */
 static PyObject *py_sample_setup(PyObject *self, PyObject *args)
 {
 	struct sigaction sa = { .sa_sigaction = sp_handler, .sa_flags = SA_RESTART | SA_SIGINFO };
 	const char *text, *why = NULL;
-	int depth, ret;
+	int depth, ret, buffered = 0;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "si|p", &text, &depth, &sp_test))
+	if (!PyArg_ParseTuple(args, "si|pp", &text, &depth, &sp_test, &buffered))
 		return NULL;
-	if (depth < 1 || depth > SP_DEPTH_MAX) {
-		PyErr_Format(PyExc_ValueError, "depth must be 1..%d", SP_DEPTH_MAX);
+	if (depth < 1 || depth > (buffered ? KTAU_STACK_MAX_DEPTH : SP_DEPTH_MAX)) {
+		PyErr_Format(PyExc_ValueError, "depth must be 1..%d%s",
+			     buffered ? KTAU_STACK_MAX_DEPTH : SP_DEPTH_MAX,
+			     buffered ? " in buffered mode" : "");
 		return NULL;
 	}
 	memset(&sp.spec, 0, sizeof(sp.spec));
@@ -621,11 +714,55 @@ static PyObject *py_sample_setup(PyObject *self, PyObject *args)
 	}
 	if (!sp.pinned && !(sp.pinned = PyDict_New()))
 		return NULL;
+	if (buffered && !sp_test) {
+		unsigned int major = 0, minor = 0;
+
+		if (ktau_abi_version(&major, &minor) || major != 1 || minor < 6) {
+			PyErr_Format(PyExc_OSError, "buffered stacks need KTAU ABI 1.6 (user stack "
+				     "descriptors); this kernel has %u.%u: sample without --buffered",
+				     major, minor);
+			return NULL;
+		}
+		if (sp.kfd < 0)
+			sp.kfd = open("/proc/ktau/profiles", O_RDONLY | O_CLOEXEC);
+		free(sp.kraw);
+		free(sp.kwords);
+		sp.kraw = calloc(SP_BUF_READ, sizeof(*sp.kraw));
+		sp.kwords = calloc((size_t)SP_BUF_READ * depth * 2, sizeof(*sp.kwords));
+		if (sp.kfd < 0 || !sp.kraw || !sp.kwords)
+			return PyErr_SetFromErrno(PyExc_OSError);
+		sp.buffered = 1;
+	}
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPROF, &sa, NULL))
 		return PyErr_SetFromErrno(PyExc_OSError);
 	sp.handler_set = 1;
 	return PyUnicode_FromString(ktau_sample_event_name(sp.spec.event));
+}
+
+/* Start the kernel's sampling of the calling thread t; 0 or -errno. */
+static int sp_start(struct sp_thread *t)
+{
+	struct ktau_sample_stack_attr a;
+	struct ktau_py_stack_layout l;
+
+	if (!sp.buffered)
+		return ktau_sample_start(sp.k, 0, &sp.spec);
+	ktau_py_stack_layout(t->ts, &l);
+	memset(&a, 0, sizeof(a));
+	a.attr.size = sizeof(a.attr);
+	a.attr.flags = sp.spec.flags;
+	a.attr.event = sp.spec.event;
+	a.attr.period = sp.spec.period;
+	a.attr.capacity = SP_BUF_CAPACITY;
+	a.stack.base = l.base;
+	a.stack.nderef = l.nderef;
+	memcpy(a.stack.deref_off, l.deref_off, sizeof(l.deref_off));
+	a.stack.next_off = l.next_off;
+	a.stack.nfields = l.nfields;
+	memcpy(a.stack.field_off, l.field_off, sizeof(l.field_off));
+	a.stack.max_depth = (uint32_t)sp.depth;
+	return ioctl(sp.kfd, KTAU_IOC_SAMPLE_START_STACK, &a) ? -errno : 0;
 }
 
 /* Start sampling the calling thread. */
@@ -669,10 +806,10 @@ static PyObject *py_sample_start(PyObject *self, PyObject *noargs)
 	pthread_mutex_unlock(&sp.lock);
 	if (sp_test)
 		Py_RETURN_NONE;
-	ret = ktau_sample_start(sp.k, 0, &sp.spec);
+	ret = sp_start(t);
 	if (ret == -EACCES && !(sp.spec.flags & KTAU_LIB_SAMPLE_NO_USER)) {
 		sp.spec.flags |= KTAU_LIB_SAMPLE_NO_KERNEL;
-		ret = ktau_sample_start(sp.k, 0, &sp.spec);
+		ret = sp_start(t);
 	}
 	if (ret) {
 		sp.start_err = ret;

@@ -25,6 +25,20 @@
  */
 int ktau_py_walk(const void *ts, uint64_t *out, int max, unsigned int *flags);
 
+/*
+ * Buffered mode (KTAU ABI 1.6): where the kernel finds the chain of thread
+ * state ts at each sample (a user stack descriptor: base, then pointer
+ * loads at deref_off[], frames linked at next_off, the words at
+ * field_off[] kept: the code object and the instruction pointer).
+ */
+struct ktau_py_stack_layout {
+	uint64_t base;
+	uint32_t nderef, deref_off[2], next_off, nfields, field_off[2];
+};
+void ktau_py_stack_layout(const void *ts, struct ktau_py_stack_layout *l);
+/* The offset in code units of instruction pointer prev_instr in code object co. */
+uint64_t ktau_py_code_offset(uint64_t co, uint64_t prev_instr);
+
 /* The version the walker was written for ("3.11"): checked at import. */
 extern const char ktau_py_walk_version[];
 

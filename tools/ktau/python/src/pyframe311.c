@@ -17,6 +17,28 @@
 
 const char ktau_py_walk_version[] = "3.11";
 
+void ktau_py_stack_layout(const void *tsv, struct ktau_py_stack_layout *l)
+{
+	const PyThreadState *ts = tsv;
+
+	memset(l, 0, sizeof(*l));
+	l->base = (uint64_t)(uintptr_t)&ts->cframe;
+	l->nderef = 2;
+	l->deref_off[0] = 0;
+	l->deref_off[1] = offsetof(_PyCFrame, current_frame);
+	l->next_off = offsetof(_PyInterpreterFrame, previous);
+	l->nfields = 2;
+	l->field_off[0] = offsetof(_PyInterpreterFrame, f_code);
+	l->field_off[1] = offsetof(_PyInterpreterFrame, prev_instr);
+}
+
+uint64_t ktau_py_code_offset(uint64_t co, uint64_t prev_instr)
+{
+	uint64_t code = co + offsetof(PyCodeObject, co_code_adaptive);
+
+	return prev_instr > code ? (prev_instr - code) / sizeof(_Py_CODEUNIT) : 0;
+}
+
 int ktau_py_walk(const void *tsv, uint64_t *out, int max, unsigned int *flags)
 {
 	const PyThreadState *ts = tsv;
