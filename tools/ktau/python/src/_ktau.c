@@ -478,10 +478,33 @@ static struct {
 
 static __thread struct sp_thread *sp_self __attribute__((tls_model("initial-exec")));
 
+/*
+ * Count a walk of t with flags (KTAU_PYWALK_*) and reserve words in its
+ * ring: the head to write at, or UINT64_MAX when full (counted dropped).
+ * Async-signal-safe.
+ */
+static uint64_t sp_reserve(struct sp_thread *t, unsigned int flags, uint64_t words)
+{
+	uint64_t head, tail;
+
+	atomic_fetch_add_explicit(&t->handled, 1, memory_order_relaxed);
+	if (flags & KTAU_PYWALK_TRUNCATED)
+		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
+	if (flags & KTAU_PYWALK_BAD)
+		atomic_fetch_add_explicit(&t->bad, 1, memory_order_relaxed);
+	head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+	if (SP_RING_WORDS - (head - tail) < words) {
+		atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+		return UINT64_MAX;
+	}
+	return head;
+}
+
 static void sp_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct sp_thread *t = sp_self;
-	uint64_t frames[2 * SP_DEPTH_MAX], head, tail, need;
+	uint64_t frames[2 * SP_DEPTH_MAX], head;
 	struct timespec now;
 	unsigned int flags = 0;
 	int saved = errno, n = 0;
@@ -494,18 +517,9 @@ static void sp_handler(int sig, siginfo_t *si, void *uc)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (t->ts)
 		n = ktau_py_walk(t->ts, frames, sp.depth, &flags);
-	atomic_fetch_add_explicit(&t->handled, 1, memory_order_relaxed);
-	if (flags & KTAU_PYWALK_TRUNCATED)
-		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
-	if (flags & KTAU_PYWALK_BAD)
-		atomic_fetch_add_explicit(&t->bad, 1, memory_order_relaxed);
-	head = atomic_load_explicit(&t->head, memory_order_relaxed);
-	tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-	need = 2 + 2 * (uint64_t)n;
-	if (SP_RING_WORDS - (head - tail) < need) {
-		atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+	head = sp_reserve(t, flags, 2 + 2 * (uint64_t)n);
+	if (head == UINT64_MAX)
 		goto out;
-	}
 	t->ring[head++ % SP_RING_WORDS] = ((uint64_t)n << 32) | flags;
 	t->ring[head++ % SP_RING_WORDS] = (uint64_t)now.tv_sec * 1000000000ull + now.tv_nsec;
 	for (int i = 0; i < 2 * n; i++)
@@ -546,7 +560,7 @@ static int sp_kread_stacks(struct sp_thread *t, pid_t tid, int stop)
 {
 	struct ktau_sample_stack_read r;
 	struct ktau_sample_rec rec;
-	uint64_t head, tail, w = 0;
+	uint64_t head, w = 0;
 	unsigned int i, f, n;
 
 	memset(&r, 0, sizeof(r));
@@ -577,15 +591,8 @@ static int sp_kread_stacks(struct sp_thread *t, pid_t tid, int stop)
 			flags |= KTAU_PYWALK_TRUNCATED;
 		if (s->flags & KTAU_SAMPLE_STACK_FAULT)
 			flags |= KTAU_PYWALK_BAD;
-		atomic_fetch_add_explicit(&t->handled, 1, memory_order_relaxed);
-		if (flags & KTAU_PYWALK_TRUNCATED)
-			atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
-		if (flags & KTAU_PYWALK_BAD)
-			atomic_fetch_add_explicit(&t->bad, 1, memory_order_relaxed);
-		head = atomic_load_explicit(&t->head, memory_order_relaxed);
-		tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-		if (SP_RING_WORDS - (head - tail) < 2 + 2 * (uint64_t)n) {
-			atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+		head = sp_reserve(t, flags, 2 + 2 * (uint64_t)n);
+		if (head == UINT64_MAX) {
 			w += 2 * n;
 			continue;
 		}
