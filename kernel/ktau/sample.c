@@ -533,6 +533,15 @@ long ktau_sample_start(const void __user *uattr, bool stack)
 	ret = ktau_sample_allowed(t, &attr, a.signo);
 	if (ret)
 		goto out_unlock;
+	/*
+	 * A descriptor makes the kernel read words anywhere in the thread's
+	 * memory for the reader: another process's thread needs what
+	 * process_vm_readv() needs, whatever the capabilities.
+	 */
+	ret = -EPERM;
+	if (stack && !same_thread_group(t, current) &&
+	    !ptrace_may_access(t, PTRACE_MODE_ATTACH_REALCREDS))
+		goto out_unlock;
 
 	ret = -ENOMEM;
 	sp = kvzalloc(sizeof(*sp), GFP_KERNEL_ACCOUNT);

@@ -384,6 +384,8 @@ TEST_F(sample, user_stack_faults_and_limits)
 	struct ktau_stack_desc d;
 	void *hole;
 	__u32 i, bad = 0, total = 0;
+	int status;
+	pid_t pid;
 
 	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, hole);
@@ -428,6 +430,41 @@ TEST_F(sample, user_stack_faults_and_limits)
 		       !(self->buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
 	EXPECT_EQ(0, bad);
 	EXPECT_EQ(0, sr.nwords);
+
+	/*
+	 * Another process's thread: ptrace attach access, not CAP_PERFMON
+	 * alone (the descriptor reads its memory anywhere); plain sampling
+	 * of it is CAP_PERFMON's.
+	 */
+	toy_desc(&d, 8);
+	ASSERT_EQ(0, write_sysctl(PARANOID, 2));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct ktau_sample_stack_attr sa = {
+			.attr = { .size = sizeof(sa.attr), .flags = KTAU_SAMPLE_NO_KERNEL,
+				  .tid = getppid(), .event = KTAU_SAMPLE_CPU_CLOCK,
+				  .period = PERIOD_NS, .capacity = 16 },
+			.stack = d,
+		};
+		struct ktau_sample_read r;
+		int code = 0;
+
+		if (ktau_become(KTAU_USER_ID, KTAU_CAP(CAP_PERFMON)))
+			_exit(30);
+		if (!ioctl(self->fd, KTAU_IOC_SAMPLE_START_STACK, &sa) || errno != EPERM)
+			code |= 1;
+		if (ktau_sample_start(self->fd, getppid(), KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+				      0, 0, KTAU_SAMPLE_NO_KERNEL))
+			code |= 2;
+		else if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, true))
+			code |= 4;
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("1: stack allowed to CAP_PERFMON alone, 2/4: plain sampling refused");
 
 	/* Bad descriptors, and overwrite mode with a stack. */
 	toy_desc(&d, 0);

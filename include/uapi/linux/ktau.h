@@ -330,8 +330,9 @@ struct ktau_sample_read {
  * nfields words each, innermost first, read with
  * KTAU_IOC_SAMPLE_READ_STACK. capacity * max_depth * nfields is at most
  * KTAU_STACK_MAX_WORDS; KTAU_SAMPLE_OVERWRITE is refused with a stack.
- * The kernel reads only the sampled thread's own memory, with the
- * permission that sampling it needs.
+ * The kernel reads only the sampled thread's memory; a thread of another
+ * process needs ptrace attach access to it (as process_vm_readv()), not
+ * only the permission sampling needs (EPERM).
  */
 #define KTAU_STACK_MAX_DEREF	4
 #define KTAU_STACK_MAX_FIELDS	4
