@@ -1080,9 +1080,7 @@ static int trace_all(struct topts *o, double duration)
 	snprintf(o->t->command, sizeof(o->t->command), "the whole system");
 	if (!ktau_open(&k))
 		ktau_snapshot(k, KTAU_LIB_ALL, NULL, 0, &before);
-	ret = open_run(o, &od, &rawf, raw, sizeof(raw));
-	if (ret)
-		goto out;
+	/* Attached first: a refusal leaves no output directory behind. */
 	o->t0 = now_s();
 	ret = ktau_trace_attach(s, 0, KTAU_LIB_TRACE_ALL, o->capacity, o->groups);
 	if (ret) {
@@ -1096,11 +1094,11 @@ static int trace_all(struct topts *o, double duration)
 		     ret == -EPERM ? (err_msg("cannot trace the whole system: it needs "
 					      "CAP_PERFMON or CAP_SYS_ADMIN"), EX_KT_PERM) :
 		     attach_error(ret, "the system");
-		ktau_trace_file_finish(o->tf, o->t);
-		fclose(rawf);
-		ktau_outdir_close(od);
 		goto out;
 	}
+	ret = open_run(o, &od, &rawf, raw, sizeof(raw));
+	if (ret)
+		goto out;
 	all_stop = 0;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
