@@ -327,11 +327,6 @@ void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id)
 }
 
 /*
- * Fork (ktau_tsk_init(), the parent's context): a child of a thread
- * traced with KTAU_TRACE_INHERIT is traced from its first instruction,
- * in the same session, with the same size and groups.
- */
-/*
  * A new user task @tsk whose parent passes no buffer on: the system-wide
  * session's, if there is one. The child runs nothing yet.
  */
@@ -366,6 +361,12 @@ static void ktau_trace_fork_all(struct task_struct *tsk, struct ktau_task *kt)
 	ktau_tsession_put(s);
 }
 
+/*
+ * Fork (ktau_tsk_init(), the parent's context): a child of a thread
+ * traced with KTAU_TRACE_INHERIT is traced from its first instruction,
+ * in the same session, with the same size and groups; any other user
+ * task, in the system-wide session if there is one.
+ */
 void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		     struct ktau_task *kt)
 {
