@@ -284,7 +284,7 @@ tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
 # the guest hold the keys the tests take and drop (shared pages, trace
 # sessions, perf's) from before the first test; the guest reports that
 # as program ktau-hold, with the groups unchanged at the end.
-mttcg_append="ktauhold ktautests=ktau_stress,ktau_exit,ktau_shared,ktau_sample,ktau_syscall,ktau_sched,ktau_irq,ktau_trace,ktau_clock,ktau_events"
+mttcg_append="tsc=reliable ktauhold ktautests=ktau_stress,ktau_exit,ktau_shared,ktau_sample,ktau_syscall,ktau_sched,ktau_irq,ktau_trace,ktau_clock,ktau_events"
 # The boot parameters: two groups and an unknown name, the smallest
 # table; then no group and a size out of range (ignored, 64). ktau_boot
 # works out what to expect from /proc/cmdline. The second, the last boot

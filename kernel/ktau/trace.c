@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KTAU trace mode: /proc/ktau/trace (ABI 1.5).
+ * KTAU trace mode: /proc/ktau/trace (ABI 1.5; system-wide sessions 1.6).
  *
  * Each open file is a session. A thread attached to it gets a buffer of
  * its own, a ring of struct ktau_trec, and from then on every routine of
@@ -86,6 +86,7 @@ struct ktau_tsession {
 	bool closed;
 	bool privileged;		/* the opener had CAP_PERFMON */
 	bool all;			/* published in ktau_trace_all */
+	bool key;			/* holds ktau_extra_key (under lock) */
 	u32 all_cap;			/* its buffers' capacity and groups */
 	u64 all_groups;
 	struct pid_namespace *ns;	/* the opener's /proc */
@@ -105,6 +106,21 @@ struct ktau_tsession {
 /* The system-wide session, if any (KTAU_TRACE_ALL); set under its lock. */
 static struct ktau_tsession __rcu *ktau_trace_all;
 static DEFINE_MUTEX(ktau_trace_all_lock);
+
+/*
+ * The hooks write records only behind ktau_extra_key: a session holds one
+ * reference from its first buffer to its close, not one per buffer, so
+ * that threads that keep an empty buffer of a closed session (until they
+ * exit) keep nothing on. s->lock held.
+ */
+static void ktau_tsession_key(struct ktau_tsession *s)
+{
+	lockdep_assert_held(&s->lock);
+	if (!s->key) {
+		static_branch_deferred_inc(&ktau_extra_key);
+		s->key = true;
+	}
+}
 
 /* The kept rings go: at close (none is kept after it) and at the end. */
 static void ktau_tring_free_kept(struct ktau_tsession *s)
@@ -267,7 +283,6 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
 	if (!b)
 		return;
 	WRITE_ONCE(b->stopped, true);
-	static_branch_slow_dec_deferred(&ktau_extra_key);
 	ktau_tbuf_put(b);
 }
 
@@ -346,13 +361,14 @@ static void ktau_trace_fork_all(struct task_struct *tsk, struct ktau_task *kt)
 	if (!s)
 		return;
 	mutex_lock(&s->lock);
-	if (!s->closed) {
+	/* Only tasks the opener's pid namespace sees: as the parent is. */
+	if (!s->closed && task_pid_nr_ns(current, s->ns)) {
 		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
 		if (b) {
 			list_add_tail(&b->node, &s->bufs);
+			ktau_tsession_key(s);
 			refcount_inc(&b->ref);
 			kt->trace = b;
-			static_branch_deferred_inc(&ktau_extra_key);
 		} else {
 			s->refused++;
 		}
@@ -394,10 +410,10 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		return;
 	}
 	list_add_tail(&b->node, &s->bufs);
+	ktau_tsession_key(s);
 	/* The child runs nothing yet: its pointer is set without a race. */
 	refcount_inc(&b->ref);
 	kt->trace = b;
-	static_branch_deferred_inc(&ktau_extra_key);
 	mutex_unlock(&s->lock);
 }
 
@@ -424,7 +440,6 @@ void ktau_trace_free(struct ktau_task *kt)
 	smp_store_release(&b->named, true);	/* tid 0: none */
 	smp_store_release(&b->exited, true);
 	mutex_unlock(&s->lock);
-	static_branch_slow_dec_deferred(&ktau_extra_key);
 	ktau_tbuf_put(b);
 }
 
@@ -541,6 +556,9 @@ static int ktau_trace_release(struct inode *inode, struct file *file)
 	}
 	/* Writers run with interrupts off: after this, none has a ring. */
 	synchronize_rcu();
+	/* Threads that live on keep an empty buffer, and nothing on. */
+	if (s->key)
+		static_branch_slow_dec_deferred(&ktau_extra_key);
 	list_for_each_entry_safe(b, n, &gone, node) {
 		list_del(&b->node);
 		vfree(b->old_ring);
@@ -558,10 +576,13 @@ static bool ktau_trace_may(struct task_struct *t)
 
 /*
  * Give @t (profile @kt, a reference held) a buffer in @s: -EEXIST when it
- * has a live one, -EBUSY beyond the session's bounds.
+ * has a live one, -EBUSY beyond the session's bounds. An empty buffer of a
+ * closed session that @t had goes to *@oldp if @oldp is not NULL (the
+ * caller puts it a grace period later), else here after one.
  */
 static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t,
-				  struct ktau_task *kt, const struct ktau_trace_attr *a)
+				  struct ktau_task *kt, const struct ktau_trace_attr *a,
+				  struct ktau_tbuf **oldp)
 {
 	struct ktau_tbuf *b, *old = NULL;
 	int err;
@@ -583,9 +604,10 @@ static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t
 	mutex_lock(&s->lock);
 	b = ktau_tbuf_new(s, t, a->capacity, a->flags & KTAU_TRACE_INHERIT, a->groups, &err);
 	if (b) {
+		/* The key before the pointer: records from the first call on. */
+		ktau_tsession_key(s);
 		if (ktau_tbuf_publish(t, kt, b, &old)) {
 			list_add_tail(&b->node, &s->bufs);
-			static_branch_deferred_inc(&ktau_extra_key);
 		} else {
 			err = -EEXIST;
 			s->nbufs--;
@@ -597,10 +619,11 @@ static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t
 	mutex_unlock(&s->lock);
 unlock:
 	up_read(&t->signal->exec_update_lock);
-	if (old) {
+	if (old && oldp) {
+		*oldp = old;
+	} else if (old) {
 		/* The thread may be looking at it with interrupts off. */
 		synchronize_rcu();
-		static_branch_slow_dec_deferred(&ktau_extra_key);
 		ktau_tbuf_put(old);
 	}
 	return err;
@@ -613,18 +636,21 @@ unlock:
 static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trace_attr *a)
 {
 	struct task_struct **v, *p, *t;
-	unsigned int n = 0, max, i;
-	int err;
+	struct ktau_tbuf **olds;
+	unsigned int n = 0, nold = 0, max, i, refused = 0;
+	int err = 0;
 
-	if (!perfmon_capable())
+	/* The opener's privilege too: what the session shows is its. */
+	if (!s->privileged || !perfmon_capable())
 		return -EPERM;
 	if (a->tid)
 		return -EINVAL;
 	/* Room for the threads that exist, and for some made meanwhile. */
 	max = READ_ONCE(nr_threads) + 256;
-	v = kvmalloc_array(max, sizeof(*v), GFP_KERNEL);
+	v = kvmalloc_array(2 * (size_t)max, sizeof(*v), GFP_KERNEL_ACCOUNT);
 	if (!v)
 		return -ENOMEM;
+	olds = (struct ktau_tbuf **)(v + max);
 	mutex_lock(&ktau_trace_all_lock);
 	if (rcu_access_pointer(ktau_trace_all) || READ_ONCE(s->closed)) {
 		mutex_unlock(&ktau_trace_all_lock);
@@ -644,23 +670,39 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		if ((t->flags & (PF_KTHREAD | PF_EXITING)) || same_thread_group(t, current) ||
 		    !task_pid_nr_ns(t, s->ns))
 			continue;
-		if (n == max)
-			break;
+		if (n == max) {
+			refused++;	/* more threads than room: counted */
+			continue;
+		}
 		get_task_struct(t);
 		v[n++] = t;
 	}
 	rcu_read_unlock();
 	for (i = 0; i < n; i++) {
 		struct ktau_task *kt = ktau_profile(v[i]);
+		struct ktau_tbuf *old = NULL;
+		int e = -EINTR;
 
-		err = kt ? ktau_trace_attach_task(s, v[i], kt, a) : 0;
-		if (err && err != -EEXIST) {
-			mutex_lock(&s->lock);
-			s->refused++;
-			mutex_unlock(&s->lock);
-		}
+		/* Interrupted: the threads not reached are counted refused. */
+		if (err != -EINTR)
+			e = kt ? ktau_trace_attach_task(s, v[i], kt, a, &old) : 0;
+		if (e == -EINTR)
+			err = e;
+		if (e && e != -EEXIST)
+			refused++;
+		if (old)
+			olds[nold++] = old;
 		put_task_struct(v[i]);
 	}
+	if (nold) {
+		/* The threads may be looking at them with interrupts off. */
+		synchronize_rcu();
+		for (i = 0; i < nold; i++)
+			ktau_tbuf_put(olds[i]);
+	}
+	mutex_lock(&s->lock);
+	s->refused += refused;
+	mutex_unlock(&s->lock);
 	kvfree(v);
 	return 0;
 }
@@ -695,7 +737,7 @@ static int ktau_trace_attach(struct ktau_tsession *s,
 	if (!kt || (t->flags & PF_KTHREAD))
 		err = kt ? -EINVAL : -ESRCH;
 	else
-		err = ktau_trace_attach_task(s, t, kt, &a);
+		err = ktau_trace_attach_task(s, t, kt, &a, NULL);
 	put_task_struct(t);
 	return err == -EEXIST ? -EBUSY : err;
 }

@@ -55,7 +55,7 @@ int cmd_functions(int argc, char **argv)
 			free(list);
 			if (group < 0 || group >= 32 || !groups)
 				return usage_err("functions", "unknown group in '%s': syscall, irq, "
-						 "softirq, sched, fault, signal or dynamic, "
+						 "softirq, sched, fault, signal, dynamic or kvm, "
 						 "comma-separated", optarg);
 			break;
 		}

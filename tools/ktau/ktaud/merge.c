@@ -803,8 +803,10 @@ int cmd_merge(int argc, char **argv)
 			}
 			npids++;
 			break;
-		case 'a': return moved_short("merge", c, "--attach");
-		case 't': return moved_short("merge", c, "--top");
+		case 'a':
+		case 't':
+			rc = moved_short("merge", c, c == 'a' ? "--attach" : "--top");
+			goto out;
 		case 'A':
 			if (!strcmp(optarg, "top")) {
 				mo.attach_node = 0;

@@ -387,25 +387,25 @@ static int cmp_stat(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Is @id named in @reg or one of the fixed IDs every boot has? */
-static int id_taken(const struct ktau_registry *reg, uint32_t id)
-{
-	return reg_find(reg, id) || ktau_func_group(NULL, id) >= 0;
-}
+/*
+ * IDs given to routines of another boot that the first lacks: above any
+ * ID a kernel gives (a later file of the first boot may use any of those).
+ */
+#define RENUMBER_BASE	0x40000000u
 
 /*
  * @snap was taken in another boot than the snapshots whose registry is
  * *@dstp: IDs of interrupt sources and dynamic points are not the same
- * there. Give each routine of @snap the ID its name has in *@dstp (a name
- * *@dstp lacks keeps its ID if that is free, else gets a new one, added
- * to *@dstp with @src's group), so that adding the snapshots adds up
+ * there. Give each routine of @snap the ID its name has in *@dstp or among
+ * the fixed IDs (a name *@dstp lacks gets a new ID from RENUMBER_BASE up,
+ * added to *@dstp with @src's group), so that adding the snapshots adds up
  * routines by name. Entries that end up with one ID are summed.
  */
 int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_registry *src,
 			    struct ktau_snap *snap)
 {
 	struct ktau_registry *dst = *dstp;
-	uint32_t next = 1, *from = NULL, *to = NULL;
+	uint32_t next = RENUMBER_BASE, *from = NULL, *to = NULL;
 	size_t nmap = 0, cap = 0, t, i, j, k;
 	int ret = 0;
 
@@ -418,9 +418,6 @@ int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_regis
 	for (i = 0; i < dst->n; i++)
 		if (dst->v[i].id >= next)
 			next = dst->v[i].id + 1;
-	for (i = 0; src && i < src->n; i++)
-		if (src->v[i].id >= next)
-			next = src->v[i].id + 1;
 	for (t = 0; t < snap->ntasks && !ret; t++) {
 		struct ktau_task *tk = &snap->tasks[t];
 
@@ -436,9 +433,13 @@ int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_regis
 				continue;
 			}
 			snprintf(name, sizeof(name), "%s", ktau_func_name(src, id));
-			nid = ktau_func_id(dst, name);
+			/* A fixed ID of the same name (softirq_TIMER, ...) stays. */
+			if (ktau_func_group(NULL, id) >= 0 && !strcmp(ktau_func_name(NULL, id), name))
+				nid = id;
+			else
+				nid = ktau_func_id(dst, name);
 			if (!nid) {
-				nid = id_taken(dst, id) ? next++ : id;
+				nid = next++;
 				nv = realloc(dst->v, (dst->n + 1) * sizeof(*nv));
 				if (!nv) {
 					ret = -ENOMEM;

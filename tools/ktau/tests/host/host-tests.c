@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "libktau.h"
+#include "internal.h"
 #include "host-test.h"
 
 static const char *fx;		/* the fixture directory */
@@ -194,6 +195,63 @@ out:
 	ktau_registry_free(perm);
 	ktau_snap_free(snap);
 	return ret;
+}
+
+/* A snapshot of one task with one call of each of ids[]. */
+static struct ktau_snap *one_task(const uint32_t *ids, size_t n)
+{
+	struct ktau_snap *s = calloc(1, sizeof(*s));
+	size_t i;
+
+	if (!s || !(s->tasks = calloc(1, sizeof(*s->tasks))) ||
+	    !(s->tasks[0].entries = calloc(n, sizeof(*s->tasks[0].entries))))
+		return NULL;
+	s->ntasks = 1;
+	s->tasks[0].tid = s->tasks[0].pid = 1;
+	s->tasks[0].nentries = n;
+	for (i = 0; i < n; i++) {
+		s->tasks[0].entries[i].id = ids[i];
+		s->tasks[0].entries[i].count = 1;
+	}
+	return s;
+}
+
+/*
+ * Renumbering a file of another boot (ktaud export): a name the first
+ * boot lacks gets an ID no kernel gives, so that a later file of the first
+ * boot cannot collide with it; a fixed ID keeps its generated name
+ * (softirq_TIMER stays 17).
+ */
+static int t_registry_renumber(void)
+{
+	static const char a1[] = "100 irq eth0\n";
+	static const char b[] = "100 irq nvme\n300 irq eth0\n";
+	static const char a2[] = "301 irq virtio0\n";
+	static const uint32_t bids[] = { 17, 100, 300 }, a2ids[] = { 301 };
+	struct ktau_registry *dst = NULL, *rb = NULL, *ra2 = NULL;
+	struct ktau_snap *sb = one_task(bids, 3), *sa2 = one_task(a2ids, 1);
+	uint32_t nvme;
+
+	CHECK(sb && sa2, "alloc");
+	CHECK(!ktau_registry_parse(a1, strlen(a1), &dst) && !ktau_registry_parse(b, strlen(b), &rb) &&
+	      !ktau_registry_parse(a2, strlen(a2), &ra2), "parse");
+	CHECK(!ktau__registry_renumber(&dst, rb, sb), "renumber");
+	CHECK(!ktau_registry_merge(&dst, ra2), "merge");
+	nvme = ktau_func_id(dst, "nvme");
+	CHECK(nvme >= 0x40000000u, "nvme got ID %u, one a kernel may give", nvme);
+	CHECK(ktau_task_find(&sb->tasks[0], 17), "softirq_TIMER renumbered");
+	CHECK(ktau_task_find(&sb->tasks[0], 100) && !strcmp(ktau_func_name(dst, 100), "eth0"),
+	      "eth0 not matched by name");
+	CHECK(!strcmp(ktau_func_name(dst, 301), "virtio0"), "301 is '%s', not virtio0",
+	      ktau_func_name(dst, 301));
+	CHECK(!strcmp(ktau_func_name(dst, nvme), "nvme"), "nvme's ID names '%s'",
+	      ktau_func_name(dst, nvme));
+	ktau_snap_free(sb);
+	ktau_snap_free(sa2);
+	ktau_registry_free(dst);
+	ktau_registry_free(rb);
+	ktau_registry_free(ra2);
+	return 0;
 }
 
 static int t_registry_rejects_bad(void)
@@ -1619,6 +1677,7 @@ static int t_on_off_cpu(void)
 static const struct host_test tests[] = {
 	{ "on_off_cpu", t_on_off_cpu },
 	{ "registry_fixture", t_registry_fixture },
+	{ "registry_renumber", t_registry_renumber },
 	{ "registry_rejects_bad", t_registry_rejects_bad },
 	{ "decode_process", t_decode_process },
 	{ "decode_abi_1_0", t_decode_abi_1_0 },
