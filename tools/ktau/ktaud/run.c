@@ -52,6 +52,8 @@ static void help(FILE *f)
 "                       (default 0.1)\n"
 "      --sample-folded FILE  folded stacks of the samples (default\n"
 "                       DIR/samples.folded)\n"
+"      --sample-lines   user code per source line where its debug information\n"
+"                       has lines (as 'ktaud sample --lines')\n"
 "  -h, --help           this help\n\n"
 "Tasks that the command leaves running when it exits are not collected.\n");
 }
@@ -178,6 +180,7 @@ int cmd_run(int argc, char **argv)
 		{ "sample", required_argument, NULL, 'E' },
 		{ "sample-interval", required_argument, NULL, 'I' },
 		{ "sample-folded", required_argument, NULL, 'L' },
+		{ "sample-lines", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -185,7 +188,7 @@ int cmd_run(int argc, char **argv)
 			       .cmd_name = "run" };
 	const char *spec = NULL;
 	double interval = 0.1;
-	int c, ret, bare_end = 0;
+	int c, ret, bare_end = 0, lines = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:j:n:qfh", opts, NULL)) != -1) {
 		ret = run_output_option(&ra, c, optarg);
@@ -204,6 +207,7 @@ int cmd_run(int argc, char **argv)
 						 "from 0.001 to 3600", optarg);
 			break;
 		case 'L': ra.sample_folded = optarg; break;
+		case 'N': lines = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("run", "bad option");
 		}
@@ -214,6 +218,8 @@ int cmd_run(int argc, char **argv)
 		return usage_err("run", "-o needs a directory name");
 	if (ra.sample_folded && !spec)
 		return usage_err("run", "--sample-folded needs --sample");
+	if (lines && !spec)
+		return usage_err("run", "--sample-lines needs --sample");
 	ret = bare_before_command("run", argv, optind, bare_end);
 	if (ret)
 		return ret;
@@ -223,7 +229,7 @@ int cmd_run(int argc, char **argv)
 	ra.cmd = argv + optind;
 	ret = prepare_outputs(&ra.oo);
 	if (!ret && spec)
-		ret = ssess_new("run", spec, interval, 0, &ra.ss);
+		ret = ssess_new("run", spec, interval, 0, lines, &ra.ss);
 	if (!ret)
 		ret = run_command(&ra);
 	ssess_free(ra.ss);

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "ktaud.h"
+#include "sample-internal.h"
 #include "sample.h"
 
 #define DEFAULT_SPEC	"cpu-clock:1ms"
@@ -65,6 +66,7 @@ struct ssess {
 	uint64_t nstarted, nfailed, nexecs;
 	int first_err;		/* of the threads that could not be sampled */
 	int kernel_dropped;	/* kernel samples not permitted: user mode only */
+	int lines;		/* --lines: user code per source line */
 };
 
 static double now_s(void)
@@ -90,7 +92,7 @@ static uint32_t auto_capacity(const struct ktau_sample_spec *sp, double interval
 }
 
 int ssess_new(const char *cmd, const char *text, double interval, unsigned long capacity,
-	      struct ssess **out)
+	      int lines, struct ssess **out)
 {
 	struct ktau_sample_stats st;
 	struct ssess *s;
@@ -104,6 +106,7 @@ int ssess_new(const char *cmd, const char *text, double interval, unsigned long 
 		return report(-ENOMEM, cmd);
 	s->cmd = cmd;
 	s->interval = interval;
+	s->lines = lines;
 	if (ktau_sample_parse(text, &s->spec, &why)) {
 		free(s);
 		return usage_err(cmd, "bad sampling event '%s': %s", text, why);
@@ -131,7 +134,8 @@ int ssess_new(const char *cmd, const char *text, double interval, unsigned long 
 	}
 	s->buf = calloc(s->spec.capacity, sizeof(*s->buf));
 	s->prof = ktau_sample_profile_new();
-	if (!s->buf || !s->prof) {
+	if (!s->buf || !s->prof ||
+	    (lines && ktau_sample_profile_set_flags(s->prof, KTAU_LIB_PROFILE_LINES))) {
 		ssess_free(s);
 		return report(-ENOMEM, cmd);
 	}
@@ -589,7 +593,7 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 {
 	const struct ktau_sample_place *pl;
 	struct top_item *v;
-	uint64_t user = 0, kernel = 0, taken = 0, lost = 0, total;
+	uint64_t user = 0, kernel = 0, taken = 0, lost = 0, lined = 0, total;
 	size_t n, i, m, nthreads = 0;
 
 	for (i = 0; i < s->nth; i++) {
@@ -597,8 +601,16 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 		lost += s->th[i].lost0 + s->th[i].st.lost;
 	}
 	pl = ktau_sample_profile_places(s->prof, &n);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		size_t fn, flen;
+		const char *file;
+		unsigned long line;
+
 		*(pl[i].user ? &user : &kernel) += pl[i].count;
+		if (pl[i].user && pl[i].sym &&
+		    ktau__srcline_split(pl[i].sym, &fn, &file, &flen, &line))
+			lined += pl[i].count;
+	}
 	total = user + kernel;
 	for (i = 0; i < s->nth; i++)
 		nthreads += s->th[i].taken0 + s->th[i].st.taken > 0;
@@ -620,6 +632,10 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 		fprintf(stderr, "ktaud: kernel samples are named by their KTAU routine only "
 			"(/proc/kallsyms: %s)\n", s->ks_err == -EACCES ?
 			"addresses hidden by kernel.kptr_restrict" : strerror(-s->ks_err));
+	if (s->lines && user && lined < user)
+		fprintf(stderr, "ktaud: --lines: %llu of %llu user samples have a source line (the "
+			"others: no debug information with lines; see KTAU_DEBUGINFO_PATH)\n",
+			(unsigned long long)lined, (unsigned long long)user);
 	if (!top || !total)
 		return;
 	v = calloc(n, sizeof(*v));
@@ -696,6 +712,9 @@ static void help(FILE *f)
 "                       DIR/samples.RANK.folded under an MPI launcher;\n"
 "                       alone: stdout): \"comm;function N\" for user code,\n"
 "                       \"comm;[k] routine;function N\" for the kernel\n"
+"      --lines          user code per source line where its debug information\n"
+"                       has lines: rows \"[SAMPLE] function [{file} {line}]\"\n"
+"                       (TAU's names), folded \"comm;function;file.c:LINE N\"\n"
 "  -j FILE, --json[=FILE]  also write the kernel profile as JSON into FILE\n"
 "                       (--json alone, or -j -: on stdout)\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
@@ -991,6 +1010,7 @@ int cmd_sample(int argc, char **argv)
 		{ "save", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "lines", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1001,7 +1021,7 @@ int cmd_sample(int argc, char **argv)
 	unsigned long capacity = 0;
 	double interval = 0.1;
 	struct ssess *s = NULL;
-	int c, ret, bare_end = 0;
+	int c, ret, bare_end = 0, lines = 0;
 
 	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j:n:qfh", opts, NULL)) != -1) {
 		switch (c) {
@@ -1052,6 +1072,7 @@ int cmd_sample(int argc, char **argv)
 			}
 			break;
 		case 'q': ra.quiet = 1; break;
+		case 'l': lines = 1; break;
 		case 'h': free(aa.ids); help(stdout); return EX_KT_OK;
 		default: free(aa.ids); return usage_err("sample", "bad option");
 		}
@@ -1071,7 +1092,7 @@ int cmd_sample(int argc, char **argv)
 	else if ((ret = bare_before_command("sample", argv, optind, bare_end)))
 		;
 	else if (!(ret = prepare_outputs(&ra.oo)))
-		ret = ssess_new("sample", spec, interval, capacity, &s);
+		ret = ssess_new("sample", spec, interval, capacity, lines, &s);
 	if (!ret) {
 		if (aa.nids) {
 			ret = sample_attach(s, &aa);

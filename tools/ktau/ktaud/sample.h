@@ -39,12 +39,13 @@ int run_output_option(struct run_args *ra, int c, const char *arg);
 
 /*
  * A session for spec ("EVENT[:PERIOD][:u|:k]"), draining every interval
- * seconds, kernel buffers of capacity samples (0: from the rate). Opens
- * KTAU and checks that the kernel can sample. Returns 0, or an exit code
- * after a message.
+ * seconds, kernel buffers of capacity samples (0: from the rate), user
+ * code per source line where the debug information has lines when lines
+ * is set (--lines). Opens KTAU and checks that the kernel can sample.
+ * Returns 0, or an exit code after a message.
  */
 int ssess_new(const char *cmd, const char *spec, double interval, unsigned long capacity,
-	      struct ssess **out);
+	      int lines, struct ssess **out);
 void ssess_free(struct ssess *s);
 
 /* In the child before exec: be traced, and stop until the tracer is ready. */

@@ -10,8 +10,10 @@
  * default path), which names the static functions of stripped programs,
  * and gives the scopes of an address, so that code inlined into a function
  * is named after the innermost inlined function ("inner [inlined into
- * outer]"). What it cannot name (a deleted file, an object without
- * symbols) symbolize.c names with elfsym.c.
+ * outer]"), and the source line of an address from the line table
+ * (code inlined from elsewhere has the line of the inlined function's
+ * source). What it cannot name (a deleted file, an object without
+ * symbols) symbolize.c names with elfsym.c, which knows no lines.
  *
  * Linked where a dependency on libdw is fine: libktau.so and ktaud. Static
  * builds (the guest's busybox image) and libktau-runtime.so keep elfsym.c
@@ -116,5 +118,30 @@ char *ktau__dw_name(void *dw, uint64_t addr)
 		return outer;
 	free(outer);
 	return out;
+}
+
+/*
+ * The file of a line is the name the compiler was given; a relative one
+ * (make's "lib/x.c") is joined to the directory the compiler ran in, as
+ * binutils' BFD names it for TAU's own samples: one full path, whatever
+ * the directory of the build.
+ */
+int ktau__dw_line(void *dw, uint64_t addr, char *file, size_t size)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dw, addr);
+	Dwfl_Line *l = mod ? dwfl_module_getsrc(mod, addr) : NULL;
+	const char *src, *dir;
+	int line = 0, n;
+
+	src = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+	/* Line 0: code the compiler attributes to no line. */
+	if (!src || !*src || line <= 0)
+		return 0;
+	dir = src[0] != '/' ? dwfl_line_comp_dir(l) : NULL;
+	if (dir && *dir)
+		n = snprintf(file, size, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", src);
+	else
+		n = snprintf(file, size, "%s", src);
+	return n >= 0 && (size_t)n < size ? line : 0;
 }
 #endif

@@ -3,23 +3,55 @@
  * libktau: folded stacks, the input of flamegraph.pl, inferno and
  * speedscope: "frame;frame;frame value" per line. Frames are the task,
  * the kernel group class and the routine; the value is exclusive ns.
+ * Samples: the thread, the sampled function and, with source lines, the
+ * line as one more frame.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "libktau.h"
+#include "sample-internal.h"
 
 /* Frames must not hold ';' (separator) or control characters; spaces
  * become '_' too unless space is set (the count follows the last one). */
-static void frame(FILE *f, const char *s, int space)
+static void frame_n(FILE *f, const char *s, size_t n, int space)
 {
-	for (; *s; s++) {
+	for (; n--; s++) {
 		unsigned char c = *s;
 
 		fputc(c == ';' ? ':' : (c < 0x20 || c == 0x7f || (c == ' ' && !space)) ? '_' : c,
 		      f);
 	}
+}
+
+static void frame(FILE *f, const char *s, int space)
+{
+	frame_n(f, s, strlen(s), space);
+}
+
+/*
+ * User code: "symbol"; a place with a source line (KTAU_LIB_PROFILE_LINES,
+ * "function [{file} {line}]") is the function and, above it, a frame
+ * "file.c:LINE" of the file's last component: the function keeps its
+ * width in a flame graph, its lines are the boxes on top.
+ */
+static void user_frames(FILE *f, const char *sym)
+{
+	const char *file, *base;
+	unsigned long line;
+	size_t fn, flen;
+
+	if (!ktau__srcline_split(sym, &fn, &file, &flen, &line)) {
+		frame(f, sym, 1);
+		return;
+	}
+	frame_n(f, sym, fn, 1);
+	fputc(';', f);
+	for (base = file + flen; base > file && base[-1] != '/'; base--)
+		;
+	frame_n(f, base, (size_t)(file + flen - base), 0);
+	fprintf(f, ":%lu", line);
 }
 
 int ktau_write_folded(FILE *f, const struct ktau_snap *snap,
@@ -87,7 +119,7 @@ static char *sample_stack(const struct ktau_sample_place *pl, const struct ktau_
 	frame(m, comm[0] ? comm : "?", 0);
 	fputc(';', m);
 	if (pl->user) {
-		frame(m, pl->sym ? pl->sym : "?", 1);
+		user_frames(m, pl->sym ? pl->sym : "?");
 	} else {
 		fputs("[k] ", m);
 		frame(m, ktau_func_name(reg, pl->id), 0);

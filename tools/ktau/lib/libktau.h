@@ -51,9 +51,9 @@ extern "C" {
 
 /* The version of this header; ktau_version() gives the library's. */
 #define LIBKTAU_VERSION_MAJOR 2
-#define LIBKTAU_VERSION_MINOR 0
+#define LIBKTAU_VERSION_MINOR 1
 #define LIBKTAU_VERSION_PATCH 0
-#define LIBKTAU_VERSION "2.0.0"
+#define LIBKTAU_VERSION "2.1.0"
 
 /*
  * The version of the library that is running ("2.0.0"), which may be
@@ -396,10 +396,11 @@ struct ktau_tau_opts {
  * code locations), two metrics: MULTI__TIME and MULTI__<sample metric>,
  * the same rows in both; in the second, excl = incl = the sample count.
  * Sampled code locations are rows "[SAMPLE] <symbol>" (kernel functions
- * "[SAMPLE] [k] <function>") in group TAU_SAMPLE with calls = samples. A
- * routine with samples but no completed call (user_mode, kernel_other, a
- * call still in progress) is written with its sample count as calls, as
- * the strictest readers want calls for any value.
+ * "[SAMPLE] [k] <function>"; per source line, with KTAU_LIB_PROFILE_LINES,
+ * "[SAMPLE] <function> [{file} {line}]") in group TAU_SAMPLE with calls =
+ * samples. A routine with samples but no completed call (user_mode,
+ * kernel_other, a call still in progress) is written with its sample
+ * count as calls, as the strictest readers want calls for any value.
  *
  * Returns the number of tasks written (files per metric).
  */
@@ -823,6 +824,19 @@ int ktau_usyms_add_perf_map(struct ktau_usyms *u, const char *text, size_t len);
  * perf map) again, at most every 50 ms, when the process is given by pid.
  */
 int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size);
+/*
+ * The source line of user address addr (> 0), with its file as the debug
+ * information names it (as the compiler was given it, mostly an absolute
+ * path) into file: from the line table of the mapped file's DWARF, found
+ * as for the names (build-id, separate debug information of
+ * KTAU_DEBUGINFO_PATH or /usr/lib/debug); in code inlined from another
+ * function, the line in that function. 0, file "", when there is none: no
+ * debug information or no line there, an address outside the mapped files
+ * (JIT code), a library built without libdw (the static libktau.a of
+ * the guest image), or a file name longer than size. Cached per address.
+ * (libktau 2.1)
+ */
+int ktau_usyms_srcline(struct ktau_usyms *u, uint64_t addr, char *file, size_t size);
 void ktau_usyms_free(struct ktau_usyms *u);
 
 /*
@@ -851,6 +865,18 @@ struct ktau_sample_place {
 
 struct ktau_sample_profile *ktau_sample_profile_new(void);
 void ktau_sample_profile_free(struct ktau_sample_profile *p);
+/*
+ * How ktau_sample_profile_add_samples names the places it adds (libktau
+ * 2.1); 0 (the default): by function. KTAU_LIB_PROFILE_LINES: user code
+ * that has a source line (ktau_usyms_srcline) per line, as TAU's own
+ * event-based sampling names it, "function [{file} {line}]" (the TAU row
+ * "[SAMPLE] function [{file} {line}]"; the folded stacks give the line a
+ * frame "file.c:LINE" of its own above the function's); code without one
+ * keeps its function's name, and the kernel's is never split. -EINVAL for
+ * an unknown flag.
+ */
+#define KTAU_LIB_PROFILE_LINES		0x1
+int ktau_sample_profile_set_flags(struct ktau_sample_profile *p, unsigned int flags);
 /* Add pl->count samples at place pl (sym is copied). */
 int ktau_sample_profile_add(struct ktau_sample_profile *p, const struct ktau_sample_place *pl);
 /* Name (u and ks as ktau_sample_name; either may be NULL) and add samples. */
@@ -866,7 +892,8 @@ uint64_t ktau_sample_profile_total(const struct ktau_sample_profile *p);
 /*
  * Folded stacks of samples (flamegraph.pl, inferno, speedscope), one line
  * per thread name and place with its count: "comm;symbol N" for user
- * code, "comm;[k] routine;function N" for kernel code ("comm;[k] routine
+ * code ("comm;function;file.c:LINE N" for a place with a source line),
+ * "comm;[k] routine;function N" for kernel code ("comm;[k] routine
  * N" when the function is unknown), routine being the KTAU routine in
  * progress (read, sched_preempted, ...). comm is the thread's, from snap
  * (may be NULL), else "tid-<tid>".

@@ -32,11 +32,23 @@ struct kt_symbolizer *ktau__sym_open_maps(const char *maps, size_t len, pid_t pi
  * depend on libdw. Weak: an archive does not pull dwname.o in for them,
  * and then they are NULL. ktau__dw_report(): the modules of @pid now
  * (again in @old, if any), NULL if none; ktau__dw_name(): the name of
- * @addr, malloc()ed, or NULL.
+ * @addr, malloc()ed, or NULL; ktau__dw_line(): the source line of @addr
+ * (> 0) and its file as the debug information gives it into @file, or 0
+ * when the line table has none (no debug information, or a file name
+ * longer than @size).
  */
 void *ktau__dw_report(pid_t pid, void *old) __attribute__((weak));
 char *ktau__dw_name(void *dw, uint64_t addr) __attribute__((weak));
+int ktau__dw_line(void *dw, uint64_t addr, char *file, size_t size) __attribute__((weak));
 void ktau__dw_end(void *dw) __attribute__((weak));
+
+/*
+ * sample.c: whether sym is a place's name with a source line,
+ * "function [{file} {line}]" (KTAU_LIB_PROFILE_LINES): the function is
+ * sym[0..*fn), the file (*file)[0..*flen).
+ */
+int ktau__srcline_split(const char *sym, size_t *fn, const char **file, size_t *flen,
+			unsigned long *line);
 
 /* 1 when addr is in a mapping of one of the objects. */
 int ktau__sym_covers(const struct kt_symbolizer *s, uintptr_t addr);

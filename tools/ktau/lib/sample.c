@@ -341,11 +341,20 @@ struct ktau_sample_profile {
 	uint32_t *idx;		/* open addressing: index + 1, 0 empty */
 	size_t icap;
 	uint64_t total;
+	unsigned int flags;	/* KTAU_LIB_PROFILE_* */
 };
 
 struct ktau_sample_profile *ktau_sample_profile_new(void)
 {
 	return calloc(1, sizeof(struct ktau_sample_profile));
+}
+
+int ktau_sample_profile_set_flags(struct ktau_sample_profile *p, unsigned int flags)
+{
+	if (!p || (flags & ~(unsigned int)KTAU_LIB_PROFILE_LINES))
+		return -EINVAL;
+	p->flags = flags;
+	return 0;
 }
 
 void ktau_sample_profile_free(struct ktau_sample_profile *p)
@@ -440,6 +449,58 @@ int ktau_sample_profile_add(struct ktau_sample_profile *p, const struct ktau_sam
 	return 0;
 }
 
+/* The longest "[SAMPLE] <symbol>" row name (ktau__sample_rows). */
+#define SROW_MAX	511
+#define SROW_PREFIX	"[SAMPLE] "
+
+/*
+ * With KTAU_LIB_PROFILE_LINES, the name of user code that has a source
+ * line: "function [{file} {line}]", as TAU's own samples. The function is
+ * cut, never the line, so that the row's name keeps it.
+ */
+static void add_srcline(char *name, size_t size, struct ktau_usyms *u, uint64_t ip)
+{
+	char file[4096], sfx[4200];
+	size_t room = size - 1 < SROW_MAX - strlen(SROW_PREFIX) ? size - 1 :
+		      SROW_MAX - strlen(SROW_PREFIX);
+	size_t fn = strlen(name);
+	int line = ktau_usyms_srcline(u, ip, file, sizeof(file)), len;
+
+	if (line <= 0)
+		return;
+	len = snprintf(sfx, sizeof(sfx), " [{%s} {%d}]", file, line);
+	if (len < 0 || (size_t)len >= sizeof(sfx) || (size_t)len + 1 > room)
+		return;
+	if (fn > room - len)
+		fn = room - len;
+	memcpy(name + fn, sfx, len + 1);
+}
+
+int ktau__srcline_split(const char *sym, size_t *fn, const char **file, size_t *flen,
+			unsigned long *line)
+{
+	size_t n = strlen(sym), d;
+	const char *o = NULL, *q;
+
+	/* "... [{FILE} {LINE}]": the digits of LINE, back from its "}]". */
+	if (n < 10 || strcmp(sym + n - 2, "}]"))
+		return 0;
+	for (d = n - 2; d > 0 && sym[d - 1] >= '0' && sym[d - 1] <= '9'; d--)
+		;
+	if (d == n - 2 || sym[d] == '0' || d < 3 || memcmp(sym + d - 3, "} {", 3))
+		return 0;
+	/* The last " [{" before it, after a function name. */
+	for (q = strstr(sym, " [{"); q && q < sym + d - 3; q = strstr(q + 1, " [{"))
+		o = q;
+	if (!o || o == sym || o + 3 == sym + d - 3)
+		return 0;
+	*fn = (size_t)(o - sym);
+	*file = o + 3;
+	*flen = (size_t)(sym + d - 3 - (o + 3));
+	*line = strtoul(sym + d, NULL, 10);
+	return 1;
+}
+
 int ktau_sample_profile_add_samples(struct ktau_sample_profile *p,
 				    const struct ktau_sample_rec *v, size_t n,
 				    struct ktau_usyms *u, const struct ktau_ksyms *ks)
@@ -447,7 +508,7 @@ int ktau_sample_profile_add_samples(struct ktau_sample_profile *p,
 	struct ktau_sample_place pl;
 	char name[1024];
 	size_t i;
-	int ret;
+	int ret, named;
 
 	for (i = 0; i < n; i++) {
 		memset(&pl, 0, sizeof(pl));
@@ -457,7 +518,10 @@ int ktau_sample_profile_add_samples(struct ktau_sample_profile *p,
 		pl.user = v[i].user;
 		pl.count = 1;
 		/* A kernel address that kallsyms does not name: no symbol. */
-		if (ktau_sample_name(&v[i], u, ks, NULL, name, sizeof(name)) > 0 || v[i].user)
+		named = ktau_sample_name(&v[i], u, ks, NULL, name, sizeof(name));
+		if (named > 0 && v[i].user && (p->flags & KTAU_LIB_PROFILE_LINES))
+			add_srcline(name, sizeof(name), u, v[i].ip);
+		if (named > 0 || v[i].user)
 			pl.sym = name;
 		ret = ktau_sample_profile_add(p, &pl);
 		if (ret)
@@ -498,7 +562,7 @@ int ktau__sample_rows(const struct ktau_sample_profile *p, const struct ktau_tas
 		      struct ktau__srow **rowsp, size_t *np)
 {
 	struct ktau__srow *rows = NULL;
-	char raw[600], name[512];
+	char raw[600], name[SROW_MAX + 1];
 	size_t i, n = 0, m;
 
 	*rowsp = NULL;
@@ -516,7 +580,7 @@ int ktau__sample_rows(const struct ktau_sample_profile *p, const struct ktau_tas
 			if (!rows)
 				return -ENOMEM;
 		}
-		snprintf(raw, sizeof(raw), "[SAMPLE] %s%s", pl->user ? "" : "[k] ", pl->sym);
+		snprintf(raw, sizeof(raw), SROW_PREFIX "%s%s", pl->user ? "" : "[k] ", pl->sym);
 		ktau__clean_name(name, sizeof(name), raw);
 		rows[n].name = strdup(name);
 		rows[n].count = pl->count;

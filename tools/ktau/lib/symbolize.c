@@ -7,7 +7,8 @@
  * /proc/PID/maps lists them, through the symbol tables of elfsym.c with
  * the load bias of each mapping (a file deleted or replaced since it was
  * mapped through /proc/PID/map_files, or not at all); code outside them (a JIT's) from the
- * process's perf map, /tmp/perf-PID.map; names are cached per address.
+ * process's perf map, /tmp/perf-PID.map; names are cached per address,
+ * and so are source lines, which only libdwfl (dwname.c) gives.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -189,6 +190,8 @@ struct ucache {
 	uint64_t addr;
 	char *name;		/* NULL: empty */
 	int in_file;
+	int line;		/* its source line; 0: none, -1: not looked up */
+	char *file;		/* the line's file (NULL when none) */
 };
 
 /* A perf map's entry: JIT code [lo, hi) and its name. */
@@ -220,6 +223,11 @@ static void dw_report(struct ktau_usyms *u)
 static char *dw_name(struct ktau_usyms *u, uint64_t addr)
 {
 	return u->dw && ktau__dw_name ? ktau__dw_name(u->dw, addr) : NULL;
+}
+
+static int dw_line(struct ktau_usyms *u, uint64_t addr, char *file, size_t size)
+{
+	return u->dw && ktau__dw_line ? ktau__dw_line(u->dw, addr, file, size) : 0;
 }
 
 /* ---- Perf maps ------------------------------------------------------------ */
@@ -379,7 +387,8 @@ static void cache_clear(struct ktau_usyms *u)
 
 	for (i = 0; i < u->ccap; i++) {
 		free(u->cache[i].name);
-		u->cache[i].name = NULL;
+		free(u->cache[i].file);
+		u->cache[i].name = u->cache[i].file = NULL;
 	}
 	u->cn = 0;
 }
@@ -558,8 +567,47 @@ int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size)
 	c->addr = addr;
 	c->name = name;
 	c->in_file = in_file;
+	c->line = -1;
+	c->file = NULL;
 	u->cn++;
 	return in_file;
+}
+
+int ktau_usyms_srcline(struct ktau_usyms *u, uint64_t addr, char *file, size_t size)
+{
+	struct ucache *c = NULL;
+	char name[16], src[4096];
+	int in_file, line;
+
+	if (size)
+		file[0] = '\0';
+	if (!u || !size)
+		return 0;
+	/* Its name first: the cache entry, and the maps read again if need be. */
+	in_file = ktau_usyms_name(u, addr, name, sizeof(name));
+	if (u->ccap) {
+		c = cache_slot(u, addr);
+		if (!c->name)
+			c = NULL;
+	}
+	if (c && c->line >= 0) {
+		line = c->line;
+		if (line && strlen(c->file) >= size)
+			return 0;
+		if (line)
+			memcpy(file, c->file, strlen(c->file) + 1);
+		return line;
+	}
+	/* Only code in a mapped file has lines (not a perf map's JIT code). */
+	line = in_file && ktau__sym_covers(u->sym, addr) ? dw_line(u, addr, src, sizeof(src)) : 0;
+	if (c) {
+		c->file = line ? strdup(src) : NULL;
+		c->line = c->file || !line ? line : -1;
+	}
+	if (!line || strlen(src) >= size)
+		return 0;
+	memcpy(file, src, strlen(src) + 1);
+	return line;
 }
 
 int ktau_sample_name(const struct ktau_sample_rec *s, struct ktau_usyms *u,

@@ -2,7 +2,9 @@
 /*
  * A program whose names only debug information gives (c_sample_names_dwfl):
  * a static function, which a stripped program has no symbol for, and code
- * inlined into another function. It prints their addresses and waits.
+ * inlined into another function, whose call site has the line of the
+ * marked statement (c_sample_lines_dwfl). It prints their addresses and
+ * waits.
  */
 #include <stdio.h>
 #include <unistd.h>
@@ -23,7 +25,7 @@ static inline __attribute__((always_inline)) void *inlined_here(volatile int *ac
 	void *pc;
 
 	*acc += 1;
-	pc = call_site();
+	pc = call_site();	/* c_sample_lines_dwfl: the call site's line */
 	*acc += 2;
 	return pc;
 }

@@ -1362,6 +1362,125 @@ static int tau_line(const char *path, const char *name, char *vals, size_t size)
 	return found;
 }
 
+/* The address of its caller's call instruction (its return address less one). */
+static __attribute__((noinline)) uintptr_t call_pc(void)
+{
+	return (uintptr_t)__builtin_return_address(0) - 1;
+}
+
+/* The line of folded text that starts with prefix, into out; 0 when none. */
+static int folded_line(const char *text, const char *prefix, char *out, size_t size)
+{
+	const char *l;
+
+	for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, prefix, strlen(prefix)))
+			continue;
+		snprintf(out, size, "%.*s", (int)strcspn(l, "\n"), l);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Samples per source line (KTAU_LIB_PROFILE_LINES). This program has its
+ * debug information (-g): the address of a call in it has the call's
+ * line. Its place is "function [{file} {line}]" (TAU's name), its TAU row
+ * "[SAMPLE] function [{file} {line}]", its folded stack the function and
+ * "file.c:LINE" above it; a place without a line keeps its plain name, and
+ * without the flag every place is per function, as before.
+ */
+static int t_sample_lines(void)
+{
+	struct ktau_sample_profile *p = ktau_sample_profile_new();
+	struct ktau_sample_profile *q = ktau_sample_profile_new();
+	struct ktau_func_stat e = { KTAU_ID_USER, 0, 0, 0, 5 };
+	struct ktau_task t = { .tid = gettid(), .pid = getpid(), .nthreads = 1,
+			       .comm = "lines", .nentries = 1, .entries = &e };
+	struct ktau_snap s = { .ntasks = 1, .tasks = &t };
+	struct ktau_tau_opts o = { .dense_processes = 1, .sample_metric = "cpu-clock",
+				   .samples = p, .sample_period_ns = 1000000 };
+	struct ktau_sample_place inl = { .tid = t.tid, .pid = t.pid, .id = KTAU_ID_USER,
+					 .user = 1, .count = 2,
+					 .sym = "inner [inlined into outer] [{/src/a;b c.h} {7}]" };
+	struct ktau_sample_rec v[4];
+	const struct ktau_sample_place *pl;
+	struct ktau_usyms *u = NULL;
+	char file[4096], want[4200], got[4300], dir[512], path[600], vals[256];
+	char *text = NULL;
+	size_t len = 0, n, i;
+	uintptr_t pc;
+	int line, l;
+	FILE *f;
+
+	CHECK(p && q, "profiles");
+	CHECK(ktau_sample_profile_set_flags(p, 0x2) == -EINVAL &&
+	      ktau_sample_profile_set_flags(NULL, 0) == -EINVAL, "unknown flags");
+	CHECK(ktau_sample_profile_set_flags(p, KTAU_LIB_PROFILE_LINES) == 0, "lines");
+	CHECK(ktau_usyms_open(0, &u) == 0, "open self");
+	line = __LINE__ + 1;
+	pc = call_pc();
+	l = ktau_usyms_srcline(u, pc, file, sizeof(file));
+	/* The file as the compiler was given it, in the directory it ran in. */
+	CHECK(l == line && file[0] == '/' && strlen(file) > 24 &&
+	      !strcmp(file + strlen(file) - 24, "/tests/host/host-tests.c"),
+	      "line %d (want %d) of '%s'", l, line, file);
+	printf("# %s:%d\n", file, l);
+	/* Cached: the same again; no room for the file: none. */
+	CHECK(ktau_usyms_srcline(u, pc, got, sizeof(got)) == line && !strcmp(got, file), "cached");
+	CHECK(ktau_usyms_srcline(u, pc, got, 4) == 0 && !got[0], "small buffer");
+	CHECK(ktau_usyms_srcline(u, 0x10, got, sizeof(got)) == 0 && !got[0], "unknown address");
+	CHECK(ktau_usyms_srcline(NULL, pc, got, sizeof(got)) == 0, "no usyms");
+	/* Three samples at the call, one where no file is mapped. */
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < 4; i++) {
+		v[i].ip = i < 3 ? pc : 0x10;
+		v[i].id = KTAU_ID_USER;
+		v[i].user = 1;
+		v[i].tid = t.tid;
+		v[i].pid = t.pid;
+	}
+	CHECK(ktau_sample_profile_add_samples(p, v, 4, u, NULL) == 0 &&
+	      ktau_sample_profile_add_samples(q, v, 4, u, NULL) == 0 &&
+	      ktau_sample_profile_add(p, &inl) == 0, "add");
+	snprintf(want, sizeof(want), "t_sample_lines [{%s} {%d}]", file, line);
+	pl = ktau_sample_profile_places(p, &n);
+	CHECK(n == 3 && !strcmp(pl[0].sym, want) && pl[0].count == 3, "place '%s'",
+	      n ? pl[0].sym : "");
+	CHECK(!strcmp(pl[1].sym, "[unknown] 0x10"), "no line: '%s'", pl[1].sym);
+	pl = ktau_sample_profile_places(q, &n);
+	CHECK(n == 2 && !strcmp(pl[0].sym, "t_sample_lines"), "without the flag: '%s'",
+	      pl[0].sym);
+	/* The TAU rows, which the strict checker reads (c_taucheck). */
+	snprintf(dir, sizeof(dir), "%s/taulines", tmpdir);
+	CHECK(ktau_write_tau(dir, &s, NULL, &o) == 1, "write");
+	snprintf(path, sizeof(path), "%s/MULTI__cpu-clock/profile.0.0.0", dir);
+	snprintf(got, sizeof(got), "[SAMPLE] %s", want);
+	CHECK(tau_line(path, got, vals, sizeof(vals)) && !strcmp(vals, "3 0 3 3"), "row '%s': %s",
+	      got, vals);
+	CHECK(tau_line(path, "[SAMPLE] inner [inlined into outer] [{/src/a;b c.h} {7}]", vals,
+		       sizeof(vals)), "inlined row");
+	CHECK(tau_line(path, "[SAMPLE] [unknown] 0x10", vals, sizeof(vals)), "plain row");
+	keep_for_checker(dir, "tau-sample-lines");
+	/* Folded: the line a frame above the function's, no ';' or space in it. */
+	f = open_memstream(&text, &len);
+	CHECK(f && ktau_write_sample_folded(f, p, &s, NULL) == 0, "folded");
+	fclose(f);
+	snprintf(want, sizeof(want), "lines;t_sample_lines;host-tests.c:%d 3", line);
+	CHECK(folded_line(text, "lines;t_sample_lines;", got, sizeof(got)) && !strcmp(got, want),
+	      "folded '%s', want '%s'", got, want);
+	CHECK(folded_line(text, "lines;inner", got, sizeof(got)) &&
+	      !strcmp(got, "lines;inner [inlined into outer];a:b_c.h:7 2"), "folded inlined '%s'",
+	      got);
+	CHECK(folded_line(text, "lines;[unknown]", got, sizeof(got)) &&
+	      !strcmp(got, "lines;[unknown] 0x10 1"), "folded plain '%s'", got);
+	free(text);
+	ktau_usyms_free(u);
+	ktau_sample_profile_free(p);
+	ktau_sample_profile_free(q);
+	return 0;
+}
+
 static int t_tau_samples(void)
 {
 	struct ktau_func_stat e[] = {
@@ -1703,6 +1822,7 @@ static const struct host_test tests[] = {
 	{ "usyms_perf_map", t_usyms_perf_map },
 	{ "sample_profile_folded", t_sample_profile_folded },
 	{ "tau_samples", t_tau_samples },
+	{ "sample_lines", t_sample_lines },
 	{ "snap_samples", t_snap_samples },
 	{ "tau_rows", t_tau_rows },
 	{ "tau_ranks_concurrent", t_tau_ranks_concurrent },
@@ -1739,6 +1859,42 @@ int main(int argc, char **argv)
 		}
 		ktau_usyms_free(u);
 		return 0;
+	}
+	/*
+	 * Samples of a live process per source line (c_sample_lines_dwfl):
+	 * one sample at each address, a profile with KTAU_LIB_PROFILE_LINES
+	 * written as TAU directory DIR; prints each place's name.
+	 */
+	if (argc >= 4 && !strcmp(argv[1], "--sample-lines")) {
+		struct ktau_func_stat e = { KTAU_ID_USER, 0, 0, 0, argc - 4 };
+		struct ktau_task t = { .tid = atoi(argv[2]), .pid = atoi(argv[2]),
+				       .nthreads = 1, .comm = "dwp", .nentries = 1,
+				       .entries = &e };
+		struct ktau_snap s = { .ntasks = 1, .tasks = &t };
+		struct ktau_sample_profile *p = ktau_sample_profile_new();
+		struct ktau_tau_opts o = { .sample_metric = "cpu-clock", .samples = p };
+		const struct ktau_sample_place *pl;
+		struct ktau_sample_rec r = { .id = KTAU_ID_USER, .user = 1, .tid = t.tid,
+					     .pid = t.pid };
+		struct ktau_usyms *u;
+		size_t n;
+		int i;
+
+		if (!p || ktau_sample_profile_set_flags(p, KTAU_LIB_PROFILE_LINES) ||
+		    ktau_usyms_open(t.pid, &u))
+			return 1;
+		for (i = 4; i < argc; i++) {
+			r.ip = strtoull(argv[i], NULL, 16);
+			if (ktau_sample_profile_add_samples(p, &r, 1, u, NULL))
+				return 1;
+		}
+		pl = ktau_sample_profile_places(p, &n);
+		for (i = 0; i < (int)n; i++)
+			printf("%s\n", pl[i].sym);
+		ret = ktau_write_tau(argv[3], &s, NULL, &o) == 1 ? 0 : 1;
+		ktau_usyms_free(u);
+		ktau_sample_profile_free(p);
+		return ret;
 	}
 	ret = test_args(argc, argv, tests, NTESTS(tests), "FIXTURE-DIR");
 	if (ret >= 0)

@@ -728,6 +728,83 @@ inlined_here [inlined into outer_fn]" ] || return 1
 	grep -q '^dwp+0x' "$d/without" || { sed 's/^/# without: /' "$d/without"; return 1; }
 }
 
+# Samples per source line (KTAU_LIB_PROFILE_LINES, what 'ktaud sample
+# --lines' asks for): with the debug information of KTAU_DEBUGINFO_PATH the
+# call site in the inlined function is the TAU row "[SAMPLE] inlined_here
+# [inlined into outer_fn] [{<dw-prog.c>} {<its marked line>}]", which the
+# strict checker takes; without it, and through the static libktau.a (no
+# libdw, even for a program with its debug information in it), the rows
+# are the plain per-function ones, never a line.
+c_sample_lines_dwfl() {
+	d=$W/dwlines src=$TOOLS/tests/host/dw-prog.c
+	rm -rf "$d" && mkdir -p "$d" || return 1
+	$CC -std=gnu11 -Wall -Wextra -Werror -g -O1 -Wl,--build-id -o "$d/dwp" "$src" || return 1
+	id=$(readelf -n "$d/dwp" | sed -n 's/.*Build ID: //p')
+	dbg=$d/dbg/.build-id/$(echo "$id" | cut -c1-2)
+	mkdir -p "$dbg" && cp "$d/dwp" "$d/dwp-g" &&
+		objcopy --only-keep-debug "$d/dwp" "$dbg/$(echo "$id" | cut -c3-).debug" &&
+		strip --strip-all "$d/dwp" || return 1
+	line=$(grep -n "c_sample_lines_dwfl: the call site's line" "$src" | cut -d: -f1)
+	case $src in /*) ;; *) src=$(pwd)/$src ;; esac
+	cat >"$d/st.c" <<'EOT'
+#include <stdio.h>
+#include <stdlib.h>
+#include "libktau.h"
+int main(int argc, char **argv)
+{
+	unsigned long long a = argc == 3 ? strtoull(argv[2], NULL, 16) : 0;
+	char name[256], file[4096] = "?";
+	struct ktau_usyms *u;
+	int line;
+
+	if (argc != 3 || ktau_usyms_open(atoi(argv[1]), &u))
+		return 1;
+	ktau_usyms_name(u, a, name, sizeof(name));
+	line = ktau_usyms_srcline(u, a, file, sizeof(file));
+	printf("%s %d '%s'\n", name, line, file);
+	return 0;
+}
+EOT
+	$CC -std=gnu11 -Wall -Werror $KHDR_INCLUDES -I"$TOOLS/lib" -o "$d/st" "$d/st.c" \
+		"$O/libktau.a" -ljson-c -liberty -lm -pthread || return 1
+	! readelf -d "$d/st" | grep -q 'NEEDED.*libdw' || { echo "# st needs libdw"; return 1; }
+	for p in dwp dwp-g; do
+		"$d/$p" >"$d/$p.out" &
+		echo $! >"$d/$p.pid"
+	done
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$d/dwp.out" ] && [ -s "$d/dwp-g.out" ] && break; sleep 0.1; done
+	read -r fn site v <"$d/dwp.out"
+	read -r gfn gsite v <"$d/dwp-g.out"
+	pid=$(cat "$d/dwp.pid") gpid=$(cat "$d/dwp-g.pid")
+	KTAU_DEBUGINFO_PATH=$d/dbg "$HOST_TEST" --sample-lines $pid "$d/with" "$site" "$site" "$fn" \
+		>"$d/with.txt" 2>&1
+	"$HOST_TEST" --sample-lines $pid "$d/without" "$site" "$fn" >"$d/without.txt" 2>&1
+	"$HOST_TEST" --sample-lines $gpid "$d/in-file" "$gsite" >"$d/in-file.txt" 2>&1
+	"$d/st" $gpid "$gsite" >"$d/static.txt" 2>&1
+	kill $pid $gpid
+	wait $pid $gpid 2>/dev/null
+	sed 's/^/# with debug information: /' "$d/with.txt"
+	want="inlined_here [inlined into outer_fn] [{$src} {$line}]"
+	[ -n "$line" ] && [ "$(head -n 1 "$d/with.txt")" = "$want" ] ||
+		{ echo "# want: $want"; return 1; }
+	# The static function's entry has a line of its own (the function's).
+	grep -q '^hidden_static \[{.*/dw-prog\.c} {[1-9][0-9]*}\]$' "$d/with.txt" || return 1
+	[ "$(fline "$d/with/MULTI__cpu-clock/profile.0.0.0" "[SAMPLE] $want" | cut -d' ' -f1)" = 2 ] ||
+		{ echo "# no row '[SAMPLE] $want' of 2 samples"; return 1; }
+	"$TAUCHECK" "$d/with" >"$LOG" 2>&1 || { sed 's/^/# /' "$LOG"; return 1; }
+	# No debug information: the names of the ELF reader, no line.
+	! grep -q '\[{' "$d/without.txt" && grep -q '^dwp+0x' "$d/without.txt" &&
+		fline "$d/without/MULTI__cpu-clock/profile.0.0.0" "[SAMPLE] $(head -n 1 "$d/without.txt")" |
+		grep -q . || { sed 's/^/# without: /' "$d/without.txt"; return 1; }
+	# Debug information in the file: a line through libdw, none without it.
+	[ "$(cat "$d/in-file.txt")" = "$want" ] || { sed 's/^/# in the file: /' "$d/in-file.txt"; return 1; }
+	[ "$(cat "$d/static.txt")" = "outer_fn 0 ''" ] || { sed 's/^/# static: /' "$d/static.txt"; return 1; }
+	# The options (sampling itself needs a KTAU kernel, which the host has not).
+	expect_rc 2 "$KTAUD" run --sample-lines -o "$d/ktaud" -- true || return 1
+	grep -q -- "--sample-lines needs --sample" "$LOG" || return 1
+	expect_rc 3 "$KTAUD" sample --lines -o "$d/ktaud" -- true
+}
+
 # Snapshot files of two boots: IDs of IRQs and dynamic points (and of
 # anything, in general) name other routines there. export adds them up by
 # name: a copy of run.ktau whose IDs are all permuted, with another boot
@@ -1269,7 +1346,8 @@ lib_declared() {
 # has no -finstrument-functions hooks and does not need capstone.
 c_lib_exports() {
 	lib_declared || return 1
-	for l in libktau:KTAU_2.0:reader libktau-runtime:KTAU_RUNTIME_2.0:rt; do
+	# The reader's versions: KTAU_2.0, and KTAU_2.1 (source lines of samples).
+	for l in 'libktau:KTAU_2\.[01]:reader' libktau-runtime:KTAU_RUNTIME_2.0:rt; do
 		so=$O/${l%%:*}.so.2 ver=${l#*:} part=${ver#*:} ver=${ver%:*}
 		[ -f "$so" ] || { echo "# no $so"; return 1; }
 		nm -D --defined-only "$so" | awk '$2 != "A" { print $3 }' >"$W/exp.txt"
@@ -1281,6 +1359,8 @@ c_lib_exports() {
 		[ -s "$W/diff.txt" ] && { sed "s/^/# $(basename "$so") declared (left) or exported (right) only: /" \
 			"$W/diff.txt" | head -n 20; return 1; }
 	done
+	nm -D --defined-only "$O/libktau.so.2" | grep -q ' ktau_usyms_srcline@@KTAU_2\.1$' ||
+		{ echo "# ktau_usyms_srcline is not KTAU_2.1's"; return 1; }
 	! nm -D --defined-only "$O/libktau.so.2" | grep -q __cyg_profile ||
 		{ echo "# libktau.so defines the -finstrument-functions hooks"; return 1; }
 	nm -D --defined-only "$O/libktau-runtime.so.2" | grep -q '__cyg_profile_func_enter@@' ||
@@ -1379,7 +1459,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_op
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake
-c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
+c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
