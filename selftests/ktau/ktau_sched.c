@@ -305,8 +305,14 @@ TEST_F_TIMEOUT(sched, text_splits_on_and_off_cpu, 20)
 	TH_LOG("on CPU %llu ns, off CPU %llu ns; thread CPU time %llu ns",
 	       on, off, cpu_ns);
 	EXPECT_LE((__u64)N_SLEEPS * SLEEP_NS, off);
-	/* The kernel's part of the time on the CPU is within all of it. */
-	EXPECT_LE(on, cpu_ns);
+	/*
+	 * The kernel's part of the time on the CPU is within all of it, up to
+	 * what the two clocks disagree on: KTAU charges the interrupts that
+	 * land on the thread to it, which the thread's CPU time leaves out
+	 * where interrupt time is accounted apart, and reads another clock
+	 * (seen: 52.8 ms against 51.8 ms on the debug kernel, 2%).
+	 */
+	EXPECT_LE(on, cpu_ns + cpu_ns / 10 + 2 * KTAU_NSEC_PER_MSEC);
 }
 
 /* The voluntary and involuntary switches of this thread, from its status. */
