@@ -210,6 +210,7 @@ struct ktau_times __ktau_clamp(u64 incl, u64 child);
 
 void ktau_init(void);
 int ktau_tsk_init(struct task_struct *tsk);
+void ktau_post_fork(struct task_struct *tsk);
 
 extern struct ktau_task *ktau_sink;
 
@@ -588,6 +589,7 @@ static inline int ktau_tsk_init(struct task_struct *tsk)
 	return 0;
 }
 
+static inline void ktau_post_fork(struct task_struct *tsk) { }
 static inline void ktau_tsk_free(struct task_struct *tsk) { }
 static inline void ktau_exit(struct task_struct *tsk) { }
 static inline void ktau_exec(void) { }

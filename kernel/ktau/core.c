@@ -480,6 +480,18 @@ int ktau_tsk_init(struct task_struct *tsk)
 	return 0;
 }
 
+/*
+ * copy_process() past its last failure, the new task on the task list and
+ * not yet run: what must see every task that exists from then on.
+ */
+void ktau_post_fork(struct task_struct *tsk)
+{
+	struct ktau_task *kt = ktau_profile(tsk);
+
+	if (kt && !(tsk->flags & PF_KTHREAD))
+		ktau_trace_post_fork(tsk, kt);
+}
+
 static void ktau_proc_put(struct ktau_proc *pr)
 {
 	if (pr && refcount_dec_and_test(&pr->ref))

@@ -214,6 +214,7 @@ void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id);
 void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		     struct ktau_task *kt);
 void ktau_trace_free(struct ktau_task *kt);
+void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_trace_stop(struct ktau_task *kt);
 void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_trace_exec_nondumpable(struct ktau_task *kt);

@@ -244,6 +244,15 @@ static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
 	return b;
 }
 
+/* A new buffer that was not published goes; s->lock held. */
+static void ktau_tbuf_unnew(struct ktau_tsession *s, struct ktau_tbuf *b)
+{
+	s->nbufs--;
+	s->bytes -= (size_t)(b->mask + 1) * sizeof(struct ktau_trec);
+	s->tasks--;
+	ktau_tbuf_put(b);
+}
+
 /*
  * Publish @b as @kt's (task @t) buffer: false when the thread has a live
  * one or exits. A buffer whose session closed (no ring) is replaced; it
@@ -284,6 +293,52 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
 		return;
 	WRITE_ONCE(b->stopped, true);
 	ktau_tbuf_put(b);
+}
+
+/*
+ * A new user task @tsk (profile @kt), on the task list and not yet run
+ * (copy_process() past its last failure, a context that may sleep): the
+ * system-wide session's buffer, unless it has one (inherited at its fork,
+ * or given by the session's walk, which may have found it on the list
+ * already). Not at ktau_tsk_init(): a fork that began before the session
+ * was published and joined the list after the walk passed would be traced
+ * by neither. The walk holds tasklist_lock, which this fork held to join
+ * the list: either the walk came after and saw the task, or the publish
+ * came before and is seen here.
+ */
+void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt)
+{
+	struct ktau_tbuf *b, *old;
+	struct ktau_tsession *s;
+	int err;
+
+	if (!rcu_access_pointer(ktau_trace_all))
+		return;
+	rcu_read_lock();
+	s = rcu_dereference(ktau_trace_all);
+	if (s && !refcount_inc_not_zero(&s->ref))
+		s = NULL;
+	rcu_read_unlock();
+	if (!s)
+		return;
+	mutex_lock(&s->lock);
+	/* Only tasks the opener's pid namespace sees. */
+	if (!s->closed && task_pid_nr_ns(tsk, s->ns)) {
+		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
+		if (!b) {
+			s->refused++;
+		} else if (ktau_tbuf_publish(tsk, kt, b, &old)) {
+			list_add_tail(&b->node, &s->bufs);
+			ktau_tsession_key(s);
+			/* Of a closed session; the task never ran: no writer. */
+			if (old)
+				ktau_tbuf_put(old);
+		} else {
+			ktau_tbuf_unnew(s, b);
+		}
+	}
+	mutex_unlock(&s->lock);
+	ktau_tsession_put(s);
 }
 
 /*
@@ -342,46 +397,10 @@ void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id)
 }
 
 /*
- * A new user task @tsk whose parent passes no buffer on: the system-wide
- * session's, if there is one. The child runs nothing yet.
- */
-static void ktau_trace_fork_all(struct task_struct *tsk, struct ktau_task *kt)
-{
-	struct ktau_tsession *s;
-	struct ktau_tbuf *b;
-	int err;
-
-	if (!rcu_access_pointer(ktau_trace_all))
-		return;
-	rcu_read_lock();
-	s = rcu_dereference(ktau_trace_all);
-	if (s && !refcount_inc_not_zero(&s->ref))
-		s = NULL;
-	rcu_read_unlock();
-	if (!s)
-		return;
-	mutex_lock(&s->lock);
-	/* Only tasks the opener's pid namespace sees: as the parent is. */
-	if (!s->closed && task_pid_nr_ns(current, s->ns)) {
-		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
-		if (b) {
-			list_add_tail(&b->node, &s->bufs);
-			ktau_tsession_key(s);
-			refcount_inc(&b->ref);
-			kt->trace = b;
-		} else {
-			s->refused++;
-		}
-	}
-	mutex_unlock(&s->lock);
-	ktau_tsession_put(s);
-}
-
-/*
  * Fork (ktau_tsk_init(), the parent's context): a child of a thread
  * traced with KTAU_TRACE_INHERIT is traced from its first instruction,
- * in the same session, with the same size and groups; any other user
- * task, in the system-wide session if there is one.
+ * in the same session, with the same size and groups. The system-wide
+ * session's come later, in ktau_trace_post_fork().
  */
 void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		     struct ktau_task *kt)
@@ -391,12 +410,9 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 	struct ktau_tbuf *b;
 	int err;
 
-	if (tsk->flags & PF_KTHREAD)
+	if ((tsk->flags & PF_KTHREAD) || !pb || !(pb->flags & KTAU_TRACE_INHERIT) ||
+	    READ_ONCE(pb->stopped))
 		return;
-	if (!pb || !(pb->flags & KTAU_TRACE_INHERIT) || READ_ONCE(pb->stopped)) {
-		ktau_trace_fork_all(tsk, kt);
-		return;
-	}
 	s = pb->s;
 	mutex_lock(&s->lock);
 	if (s->closed) {
@@ -610,10 +626,7 @@ static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t
 			list_add_tail(&b->node, &s->bufs);
 		} else {
 			err = -EEXIST;
-			s->nbufs--;
-			s->bytes -= (size_t)a->capacity * sizeof(struct ktau_trec);
-			s->tasks--;
-			ktau_tbuf_put(b);
+			ktau_tbuf_unnew(s, b);
 		}
 	}
 	mutex_unlock(&s->lock);
@@ -665,7 +678,8 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 	rcu_assign_pointer(ktau_trace_all, s);
 	mutex_unlock(&ktau_trace_all_lock);
 
-	rcu_read_lock();
+	/* Under tasklist_lock: see ktau_trace_post_fork(). */
+	read_lock(&tasklist_lock);
 	for_each_process_thread(p, t) {
 		if ((t->flags & (PF_KTHREAD | PF_EXITING)) || same_thread_group(t, current) ||
 		    !task_pid_nr_ns(t, s->ns))
@@ -677,7 +691,7 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		get_task_struct(t);
 		v[n++] = t;
 	}
-	rcu_read_unlock();
+	read_unlock(&tasklist_lock);
 	for (i = 0; i < n; i++) {
 		struct ktau_task *kt = ktau_profile(v[i]);
 		struct ktau_tbuf *old = NULL;

@@ -558,6 +558,110 @@ TEST_F_TIMEOUT(trace, whole_system, 60)
 	close(done[0]);
 }
 
+#define RACE_ROUNDS	12
+#define RACE_KIDS	64
+#define RACE_CALLS	7
+#define RACE_MEM	(32 << 20)
+
+/*
+ * A forker that never stops while the system-wide session starts: every
+ * child alive once KTAU_TRACE_ALL returns is traced, whether the walk
+ * found it or its fork saw the session published. A fork that began
+ * before the publish and joined the task list after the walk passed is
+ * the case in between (its copy_mm() of RACE_MEM widens it). Children
+ * block until released, then make RACE_CALLS getppid() calls each.
+ */
+static void race_forker(int rel, int pids, int *stop)
+{
+	char *mem = mmap(NULL, RACE_MEM, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int n = 0, status;
+	pid_t c;
+	char x;
+
+	if (mem == MAP_FAILED)
+		_exit(20);
+	memset(mem, 1, RACE_MEM);
+	while (n < RACE_KIDS && !__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+		c = fork();
+		if (c == 0) {
+			close(pids);
+			if (read(rel, &x, 1) != 1)
+				_exit(1);
+			ktau_getppid_loop(RACE_CALLS);
+			_exit(0);
+		}
+		if (c < 0 || write(pids, &c, sizeof(c)) != sizeof(c))
+			_exit(21);
+		n++;
+	}
+	close(pids);
+	while (n--)
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			_exit(22);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(trace, whole_system_forks_meanwhile, 240)
+{
+	int *stop = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int round, rel[2], pids[2], fd, status, i, n, missed = 0, kids = 0;
+	struct ktau_trace_stats st;
+	pid_t f, kid[RACE_KIDS];
+	ssize_t len;
+
+	ASSERT_NE(MAP_FAILED, (void *)stop);
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		__atomic_store_n(stop, 0, __ATOMIC_RELAXED);
+		ASSERT_EQ(0, pipe(rel));
+		ASSERT_EQ(0, pipe(pids));
+		f = fork();
+		ASSERT_LE(0, f);
+		if (f == 0) {
+			close(rel[1]);
+			close(pids[0]);
+			race_forker(rel[0], pids[1], stop);
+		}
+		close(rel[0]);
+		close(pids[1]);
+		/* The forker is under way: its first child exists. */
+		ASSERT_EQ(sizeof(pid_t), read(pids[0], &kid[0], sizeof(pid_t)));
+		fd = trace_open();
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, trace_attach(fd, 0, KTAU_TRACE_ALL, 256, 0));
+		__atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+		n = 1;
+		while (n < RACE_KIDS && read(pids[0], &kid[n], sizeof(pid_t)) == sizeof(pid_t))
+			n++;
+		close(pids[0]);
+		/* Release them all; the forker reaps them. */
+		for (i = 0; i < n; i++)
+			ASSERT_EQ(1, write(rel[1], "x", 1));
+		close(rel[1]);
+		ASSERT_EQ(f, waitpid(f, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("forker: %d", WEXITSTATUS(status));
+		len = trace_read_all(fd, self->buf, TRACE_BUF);
+		ASSERT_LT(0, len);
+		ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
+		ASSERT_EQ(0, st.refused);
+		for (i = 0; i < n; i++) {
+			long r = getppid_records(self->buf, len, kid[i]);
+
+			if (r != RACE_CALLS) {
+				TH_LOG("round %d: child %d of %d (pid %d): %ld getppid records",
+				       round, i, n, kid[i], r);
+				missed++;
+			}
+		}
+		kids += n;
+		close(fd);
+	}
+	TH_LOG("%d children over %d rounds", kids, RACE_ROUNDS);
+	EXPECT_EQ(0, missed);
+}
+
 static void *spinner(void *arg)
 {
 	int *stop = arg;
