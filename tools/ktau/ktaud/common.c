@@ -58,12 +58,15 @@ int moved_short(const char *cmd, int c, const char *instead)
 
 int bare_before_command(const char *cmd, char **argv, int optind_now, int bare_end)
 {
+	const char *o;
+
 	if (!bare_end || bare_end != optind_now || !argv[optind_now])
 		return EX_KT_OK;
-	return usage_err(cmd, "%s '%s': a bare %s writes to stdout, and '%s' would be the command; "
-			 "write %s=%s, or end the options with --", argv[bare_end - 1],
-			 argv[optind_now], argv[bare_end - 1], argv[optind_now], argv[bare_end - 1],
-			 argv[optind_now]);
+	o = argv[bare_end - 1];
+	/* A short option's FILE is attached (-jFILE), a long one's after "=". */
+	return usage_err(cmd, "'%s' '%s': a bare %s writes to stdout, and '%s' would be the command; "
+			 "write %s%s%s, or end the options with --", o, argv[optind_now], o,
+			 argv[optind_now], o, o[1] == '-' ? "=" : "", argv[optind_now]);
 }
 
 uint64_t now_ns(clockid_t c)

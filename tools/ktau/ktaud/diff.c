@@ -31,8 +31,8 @@ static void help(FILE *f)
 "  -n, --top N          the N largest changes (default 25; 0: all)\n"
 "  -s, --sort KEY       excl (default), incl, calls or name\n"
 "      --callpaths      also the callpath rows of TAU profiles (A => B)\n"
-"  -j FILE, --json[=FILE]  the whole comparison as JSON into FILE (--json\n"
-"                       alone, or -j -: on stdout instead of the table)\n"
+"  -j, --json[=FILE]    the whole comparison as JSON on stdout instead of the\n"
+"                       table, or into FILE (--json=FILE, -jFILE)\n"
 "  -h, --help           this help\n\n"
 "Exit status: 0, 1 when a side cannot be read, 2 for a usage error.\n");
 }
@@ -332,7 +332,7 @@ int cmd_diff(int argc, char **argv)
 	size_t i, w = 7, shown, changed = 0;
 
 	sort_key = 0;
-	while ((c = getopt_long(argc, argv, "n:s:cj:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:cj::h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_uint(optarg, &top))
@@ -353,7 +353,7 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case 'c': return moved_short("diff", c, "--callpaths");
 		case 'C': callpaths = 1; break;
-		/* --json alone: stdout; -j takes FILE (the next word). */
+		/* -j and --json alone: stdout; a FILE only attached (-jFILE). */
 		case 'j':
 			json = optarg ? optarg : "-";
 			bare = !optarg;
@@ -363,8 +363,8 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (argc - optind == 3 && bare)
-		return usage_err("diff", "three operands: a bare --json writes to stdout; "
-				 "write --json=%s for a file", argv[optind]);
+		return usage_err("diff", "three operands: a bare -j or --json writes to stdout; "
+				 "write --json=%s (or -j%s) for a file", argv[optind], argv[optind]);
 	if (argc - optind != 2)
 		return usage_err("diff", "two runs are needed: ktaud diff A B");
 	memset(ds, 0, sizeof(ds));

@@ -109,7 +109,7 @@ int cmd_dump(int argc, char **argv)
 	unsigned int flags = 0;
 	int c, ret, rc = EX_KT_OK;
 
-	while ((c = getopt_long(argc, argv, "taAs:n:jT:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "taAs:n:j::T:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': threads = 1; break;
 		case 'I': tids = 1; break;

@@ -234,7 +234,7 @@ int cmd_export(int argc, char **argv)
 	int files;
 	size_t i;
 
-	while ((c = getopt_long(argc, argv, "T:jtPh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "T:j::tPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'T': oo.tau_dir = optarg; break;
 		case 'j': json_path = optarg ? optarg : "-"; break;

@@ -38,7 +38,7 @@ int cmd_functions(int argc, char **argv)
 	const char *json_path = NULL;
 	json_object *arr = NULL;
 
-	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "g:j::h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'g': {
 			char *list = strdup(optarg), *g, *gsave;

@@ -195,7 +195,7 @@ int cmd_kvm(int argc, char **argv)
 	int c, ret, json = 0, table = 1, rc = EX_KT_OK;
 	const char *json_path = NULL;
 
-	while ((c = getopt_long(argc, argv, "ijh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ij::h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': return moved_short("kvm", c, "--input");
 		case 'I': input = optarg; break;

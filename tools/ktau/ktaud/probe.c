@@ -39,7 +39,7 @@ static void help(FILE *f)
 "owner (pid and name of the process that holds it) and missed calls (not\n"
 "timed: too many calls in progress at once).\n\n"
 "Options of add with a command: those of 'ktaud run' (-o DIR, -f,\n"
-"-j FILE, --json[=FILE], --folded[=FILE], --save FILE, -n N, -q).\n"
+"-j, --json[=FILE], --folded[=FILE], --save FILE, -n N, -q).\n"
 "  -h, --help           this help\n\n"
 "Exit status: 2 for a function the kernel does not have, 1 for one it\n"
 "cannot probe (not traceable, inlined, KTAU's own) or already probed, or\n"
@@ -191,7 +191,7 @@ static int probe_add(int argc, char **argv)
 			break;
 		}
 	nfunc = dash < 0 ? argc : dash;
-	while ((c = getopt_long(nfunc, argv, "o:j:n:qfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(nfunc, argv, "o:j::n:qfh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			help(stdout);
 			return EX_KT_OK;

@@ -37,8 +37,8 @@ static void help(FILE *f)
 "                       the MPI rank, %%p ktaud's pid, %%h the host name\n"
 "  -f, --force          write DIR even when it holds files ktaud did not write\n"
 "                       (none of them is replaced)\n"
-"  -j FILE, --json[=FILE]  also write JSON into FILE (--json alone, or -j -:\n"
-"                       on stdout)\n"
+"  -j, --json[=FILE]    also write JSON on stdout, or into FILE\n"
+"                       (--json=FILE, -jFILE)\n"
 "      --folded[=FILE]  also write folded stacks (alone: on stdout)\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "  -n, --top N          routines in the summary (default 5)\n"
@@ -158,7 +158,7 @@ int run_output_option(struct run_args *ra, int c, const char *arg)
 {
 	switch (c) {
 	case 'o': ra->oo.tau_dir = arg; break;
-	/* --json and --folded alone: stdout; -j takes FILE (the next word). */
+	/* -j, --json and --folded alone: stdout; a FILE only attached. */
 	case 'j': ra->oo.json_path = arg ? arg : "-"; break;
 	case 'F': ra->oo.folded_path = arg ? arg : "-"; break;
 	case 'S': ra->oo.save_path = arg; break;
@@ -190,7 +190,7 @@ int cmd_run(int argc, char **argv)
 	double interval = 0.1;
 	int c, ret, bare_end = 0, lines = 0;
 
-	while ((c = getopt_long(argc, argv, "+o:j:n:qfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:j::n:qfh", opts, NULL)) != -1) {
 		ret = run_output_option(&ra, c, optarg);
 		if ((c == 'j' || c == 'F') && !optarg)
 			bare_end = optind;

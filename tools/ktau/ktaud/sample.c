@@ -715,8 +715,8 @@ static void help(FILE *f)
 "      --lines          user code per source line where its debug information\n"
 "                       has lines: rows \"[SAMPLE] function [{file} {line}]\"\n"
 "                       (TAU's names), folded \"comm;function;file.c:LINE N\"\n"
-"  -j FILE, --json[=FILE]  also write the kernel profile as JSON into FILE\n"
-"                       (--json alone, or -j -: on stdout)\n"
+"  -j, --json[=FILE]    also write the kernel profile as JSON on stdout, or\n"
+"                       into FILE (--json=FILE, -jFILE)\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "  -n, --top N          entries in the summaries (default 5)\n"
 "  -q, --quiet          no summary\n"
@@ -1023,7 +1023,7 @@ int cmd_sample(int argc, char **argv)
 	struct ssess *s = NULL;
 	int c, ret, bare_end = 0, lines = 0;
 
-	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j:n:qfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:i:b:p:td:o:j::n:qfh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e': spec = optarg; break;
 		case 'i':
@@ -1055,7 +1055,7 @@ int cmd_sample(int argc, char **argv)
 			}
 			break;
 		case 'o': ra.oo.tau_dir = optarg; break;
-		/* --folded and --json alone: stdout; -j takes FILE (the next word). */
+		/* -j, --json and --folded alone: stdout; a FILE only attached. */
 		case 'F':
 			ra.sample_folded = optarg ? optarg : "-";
 			bare_end = optarg ? bare_end : optind;
@@ -1077,19 +1077,20 @@ int cmd_sample(int argc, char **argv)
 		default: free(aa.ids); return usage_err("sample", "bad option");
 		}
 	}
-	ret = EX_KT_USAGE;
-	if (!*ra.oo.tau_dir)
-		usage_err("sample", "-o needs a directory name");
-	else if (aa.nids && optind < argc)
-		usage_err("sample", "give a command or -p, not both");
-	else if (!aa.nids && optind >= argc)
-		usage_err("sample", "nothing to sample: ktaud sample [options] -- command args..., "
-			  "or -p PID");
-	else if ((aa.tids || aa.duration) && !aa.nids)
-		usage_err("sample", "--tid and --duration go with -p");
-	else if ((ret = json_folded_to_stdout("sample", ra.oo.json_path, ra.sample_folded, &c)))
+	/* A bare --json before a word first: with -p, the word is its FILE. */
+	ret = bare_before_command("sample", argv, optind, bare_end);
+	if (ret)
 		;
-	else if ((ret = bare_before_command("sample", argv, optind, bare_end)))
+	else if (!*ra.oo.tau_dir)
+		ret = usage_err("sample", "-o needs a directory name");
+	else if (aa.nids && optind < argc)
+		ret = usage_err("sample", "give a command or -p, not both");
+	else if (!aa.nids && optind >= argc)
+		ret = usage_err("sample", "nothing to sample: ktaud sample [options] -- "
+				"command args..., or -p PID");
+	else if ((aa.tids || aa.duration) && !aa.nids)
+		ret = usage_err("sample", "--tid and --duration go with -p");
+	else if ((ret = json_folded_to_stdout("sample", ra.oo.json_path, ra.sample_folded, &c)))
 		;
 	else if (!(ret = prepare_outputs(&ra.oo)))
 		ret = ssess_new("sample", spec, interval, capacity, lines, &s);

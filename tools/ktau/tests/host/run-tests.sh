@@ -74,13 +74,15 @@ c_options_anywhere() {
 	grep -q "contradict" "$LOG"
 }
 
-# A short option means one thing in every command (issue 14: -t meant
-# threads, tid, top, title and threshold); the old letters say what to write.
+# A short option means one thing in every command, and takes its argument
+# the same way (issue 14: -t meant threads, tid, top, title and threshold;
+# -j took FILE in run, sample and diff only); the old letters say what to
+# write.
 c_options_one_meaning() {
 	local c clash
 	for c in $(ktaud_commands); do
 		"$KTAUD" "$c" --help | grep -oE -- '^ +-[a-zA-Z]( [A-Z]+)?, --[a-z-]+' |
-			sed -E "s/^ +-([a-zA-Z])( [A-Z]+)?, (--[a-z-]+)/\1 \3 $c/"
+			sed -E "s/^ +-([a-zA-Z])( ([A-Z]+))?, (--[a-z-]+)/\1 \4\/\3 $c/"
 	done >"$W/shorts"
 	[ "$(wc -l <"$W/shorts")" -gt 40 ] || { echo "# too few options parsed"; return 1; }
 	clash=$(awk '{ if ($1 in m && m[$1] != $2) print $1 ": " m[$1] " (" w[$1] "), " $2 " (" $3 ")";
@@ -105,8 +107,25 @@ c_options_one_meaning() {
 	"$KTAUD" diff --json "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >"$W/dj" 2>"$LOG" &&
 		"$PYTHON" -c 'import json,sys; d = json.load(open(sys.argv[1])); assert d["format"] == "ktau-diff"' \
 			"$W/dj" || { echo "# diff --json: not JSON on stdout"; return 1; }
-	"$KTAUD" diff -j "$W/dj2" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >/dev/null 2>"$LOG" &&
-		cmp -s "$W/dj" "$W/dj2" || { echo "# diff -j FILE differs from --json"; return 1; }
+	"$KTAUD" diff -j"$W/dj2" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >/dev/null 2>"$LOG" &&
+		cmp -s "$W/dj" "$W/dj2" || { echo "# diff -jFILE differs from --json"; return 1; }
+	# -j is --json in every command: alone stdout, a FILE only attached;
+	# "-j FILE" is refused where a word would be taken for something else.
+	expect_rc 2 "$KTAUD" diff -j "$W/dj3" "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" ||
+		return 1
+	grep -q "a bare -j or --json writes to stdout; write --json=$W/dj3 (or -j$W/dj3)" "$LOG" ||
+		return 1
+	[ ! -e "$W/dj3" ] || return 1
+	expect_rc 2 "$KTAUD" run -j out.json -- true || return 1
+	grep -q "'-j' 'out.json': a bare -j writes to stdout" "$LOG" || return 1
+	[ ! -e out.json ] || return 1
+	expect_rc 2 "$KTAUD" sample -p 1 -j out.json || return 1
+	grep -q "write -jout.json, or end the options with --" "$LOG" || return 1
+	expect_rc 2 "$KTAUD" sample -p 1 --json out.json || return 1
+	grep -q "write --json=out.json" "$LOG" || return 1
+	"$KTAUD" export -j"$W/dj6" "$FIXTURES/run.ktau" >/dev/null 2>"$LOG" &&
+		"$KTAUD" export -j "$FIXTURES/run.ktau" >"$W/dj7" 2>"$LOG" &&
+		cmp -s "$W/dj6" "$W/dj7" || { echo "# export -jFILE differs from -j"; return 1; }
 }
 
 # The man page gives each command the options 'ktaud CMD --help' lists (issue
@@ -922,8 +941,8 @@ c_diff() {
 	"$KTAUD" diff "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
 	grep -q "^[1-9][0-9]* routines, 0 changed$" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	"$KTAUD" export --tau "$W/diff-tau" "$FIXTURES/run.ktau" >/dev/null 2>&1 || return 1
-	"$KTAUD" diff -j "$W/diff1.json" "$W/diff-tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
-	"$KTAUD" diff -j - "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >"$W/diff2.json" 2>"$LOG" ||
+	"$KTAUD" diff -j"$W/diff1.json" "$W/diff-tau" "$FIXTURES/run.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" diff -j "$FIXTURES/run.ktau" "$FIXTURES/process.ktau" >"$W/diff2.json" 2>"$LOG" ||
 		return 1
 	"$KTAUD" export --json "$FIXTURES/run.ktau" >"$W/diff-a.json" 2>/dev/null || return 1
 	"$KTAUD" export --json "$FIXTURES/process.ktau" >"$W/diff-b.json" 2>/dev/null || return 1
@@ -959,7 +978,7 @@ PY
 	expect_rc 2 "$KTAUD" diff "$FIXTURES/run.ktau" || return 1
 	expect_rc 1 "$KTAUD" diff "$FIXTURES/run.ktau" "$W/no-such-run" || return 1
 	expect_rc 1 "$KTAUD" diff "$FIXTURES/run.ktau" "$FIXTURES/functions.txt" || return 1
-	expect_rc 1 "$KTAUD" diff -j "$W/diff1.json" "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" || return 1
+	expect_rc 1 "$KTAUD" diff -j"$W/diff1.json" "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" || return 1
 	expect_rc 2 "$KTAUD" diff -s bogus "$FIXTURES/run.ktau" "$FIXTURES/run.ktau"
 }
 
