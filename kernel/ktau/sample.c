@@ -266,6 +266,21 @@ static struct ktau_sampler *ktau_sampler_detach(struct task_struct *t)
 	return sp;
 }
 
+/* Detach @sp if it is still @t's sampler; the caller stops it. */
+static bool ktau_sampler_detach_this(struct task_struct *t, struct ktau_sampler *sp)
+{
+	struct ktau_task *kt = ktau_profile(t);
+	bool ok = false;
+
+	task_lock(t);
+	if (rcu_access_pointer(kt->sample) == sp) {
+		RCU_INIT_POINTER(kt->sample, NULL);
+		ok = true;
+	}
+	task_unlock(t);
+	return ok;
+}
+
 /* Exit and exec: sampling of the thread ends. */
 void ktau_sample_release(struct task_struct *t)
 {
@@ -462,9 +477,12 @@ static int ktau_stack_check(const struct ktau_stack_desc *d, u32 capacity,
 {
 	u32 min = d->next_off, max = d->next_off, k;
 
+	/* No hidden padding: one size, so one ioctl number, on every ABI. */
+	BUILD_BUG_ON(sizeof(*d) != offsetofend(struct ktau_stack_desc, reserved));
 	if (!d->nderef || d->nderef > KTAU_STACK_MAX_DEREF ||
 	    !d->nfields || d->nfields > KTAU_STACK_MAX_FIELDS ||
-	    !d->max_depth || d->max_depth > KTAU_STACK_MAX_DEPTH || d->reserved ||
+	    !d->max_depth || d->max_depth > KTAU_STACK_MAX_DEPTH ||
+	    d->reserved[0] || d->reserved[1] ||
 	    (u64)capacity * d->max_depth * d->nfields > KTAU_STACK_MAX_WORDS)
 		return -EINVAL;
 	for (k = 0; k < d->nfields; k++) {
@@ -613,7 +631,6 @@ static int ktau_sample_drain_words(struct ktau_sampler *sp, const struct ktau_sa
 				   u32 *nwords)
 {
 	u32 i, used = 0, w;
-	u64 *wbuf;
 
 	for (i = 0; i < *n; i++) {
 		w = KTAU_SAMPLE_NFRAMES(buf[i].flags) * sp->stack.nfields;
@@ -623,20 +640,15 @@ static int ktau_sample_drain_words(struct ktau_sampler *sp, const struct ktau_sa
 	}
 	*n = i;
 	*nwords = used;
-	if (!used)
-		return 0;
-	wbuf = kvmalloc_array(used, sizeof(*wbuf), GFP_KERNEL);
-	if (!wbuf)
-		return -ENOMEM;
+	/* Without overwrite the handler never rewrites the slots of [tail, head). */
 	for (i = 0, used = 0; i < *n; i++) {
 		w = KTAU_SAMPLE_NFRAMES(buf[i].flags) * sp->stack.nfields;
-		memcpy(wbuf + used, &sp->words[((t + i) & sp->mask) * sp->stride],
-		       w * sizeof(*wbuf));
+		if (copy_to_user(uwords + used, &sp->words[((t + i) & sp->mask) * sp->stride],
+				 w * sizeof(u64)))
+			return -EFAULT;
 		used += w;
 	}
-	w = copy_to_user(uwords, wbuf, used * sizeof(*wbuf)) ? -EFAULT : 0;
-	kvfree(wbuf);
-	return (int)w;
+	return 0;
 }
 
 /*
@@ -740,23 +752,29 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
 		goto out_task;
 	ret = -ENOENT;
+	sp = ktau_sampler_get(t);
+	if (!sp)
+		goto out_task;
+	/* The frames are read as they were started (ktau_sample_start()). */
+	ret = -EPERM;
+	if (stack && sp->stride && !same_thread_group(t, current) &&
+	    !ptrace_may_access(t, PTRACE_MODE_ATTACH_REALCREDS))
+		goto out_put;
+	/* Room for the frames of one sample at least, before a stop. */
+	ret = -EINVAL;
+	if (stack && r.max && sp->stride && sr.max_words < sp->stride)
+		goto out_put;
 	if (stop) {
-		sp = ktau_sampler_detach(t);
-		if (!sp)
-			goto out_task;
+		/* Ours to stop unless another stop or exit came first. */
+		ret = -ENOENT;
+		if (!ktau_sampler_detach_this(t, sp))
+			goto out_put;
 		/* The counter stops; the last samples are read below. */
-		ktau_sampler_halt(sp);
-	} else {
-		sp = ktau_sampler_get(t);
-		if (!sp)
-			goto out_task;
+		ktau_sampler_stop(sp);
 	}
 
 	mutex_lock(&sp->read_lock);
-	/* Room for the frames of one sample at least, or no progress. */
-	if (stack && r.max && sp->stride && sr.max_words < sp->stride)
-		n = -EINVAL;
-	else if (r.max)
+	if (r.max)
 		n = ktau_sample_drain(sp, u64_to_user_ptr(r.buf), r.max,
 				      kallsyms_show_value(file->f_cred),
 				      stack ? u64_to_user_ptr(sr.words) : NULL,
@@ -769,12 +787,13 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	r.buffered = min_t(u64, smp_load_acquire(&sp->head) - sp->tail,
 			   sp->overwrite ? sp->mask : sp->mask + 1);
 	mutex_unlock(&sp->read_lock);
-	ktau_sampler_put(sp);
 
 	ret = n < 0 ? n : 0;
 	sr.r = r;
 	if (!ret && copy_to_user(ureq, &sr, stack ? sizeof(sr) : sizeof(r)))
 		ret = -EFAULT;
+out_put:
+	ktau_sampler_put(sp);
 out_task:
 	put_task_struct(t);
 	return ret;

@@ -1158,7 +1158,8 @@ static void fz_build_stack_desc(struct fz_thread *t, struct ktau_stack_desc *d)
 		d->field_off[k] = (__u32)fz_below(t, fz_chance(t, 90) ? 16 : 64) * 8;
 	d->next_off = (__u32)fz_below(t, 16) * 8;
 	d->max_depth = depths[fz_below(t, ARRAY_SIZE(depths))];
-	d->reserved = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
+	d->reserved[0] = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
+	d->reserved[1] = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
 }
 #endif
 

@@ -412,6 +412,12 @@ TEST_F(sample, user_stack_faults_and_limits)
 	EXPECT_EQ(1004, words[8]);
 	EXPECT_EQ(28, words[9]);
 	EXPECT_EQ(-EINVAL, stack_read(self->fd, self->buf, 256, words, 127, &sr, false));
+	/* A stop with too little room changes nothing either: sampling goes on. */
+	EXPECT_EQ(-EINVAL, stack_read(self->fd, self->buf, 256, words, 127, &sr, true));
+	spin_user(SPIN_NS / 16);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, false));
+	total += sr.r.nread;
+	EXPECT_LE(1, sr.r.nread);
 	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
 	EXPECT_EQ(0, sr.r.lost);
 	EXPECT_LE(5, total + sr.r.nread);
@@ -466,6 +472,44 @@ TEST_F(sample, user_stack_faults_and_limits)
 	EXPECT_EQ(0, WEXITSTATUS(status))
 		TH_LOG("1: stack allowed to CAP_PERFMON alone, 2/4: plain sampling refused");
 
+	/*
+	 * The same for its frames: reading or stopping another process's
+	 * stack sampler with them needs ptrace attach access; a plain read
+	 * (no frames) keeps sampling's rule.
+	 */
+	toy_build();
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct ktau_sample_stack_read r2 = {
+			.r = { .size = sizeof(r2.r), .tid = getppid(),
+			       .buf = (__u64)(uintptr_t)self->buf, .max = 16 },
+			.words = (__u64)(uintptr_t)words, .max_words = 4096,
+		};
+		struct ktau_sample_read r;
+		int code = 0;
+
+		if (ktau_become(KTAU_USER_ID, KTAU_CAP(CAP_PERFMON)))
+			_exit(30);
+		if (!ioctl(self->fd, KTAU_IOC_SAMPLE_READ_STACK, &r2) || errno != EPERM)
+			code |= 1;
+		if (!ioctl(self->fd, KTAU_IOC_SAMPLE_STOP_STACK, &r2) || errno != EPERM)
+			code |= 2;
+		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, false))
+			code |= 4;
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("1/2: frames read or stopped by CAP_PERFMON alone, 4: plain read refused");
+	spin_user(SPIN_NS / 16);
+	/* Still sampling, frames and all. */
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
+	EXPECT_LE(1, sr.r.nread);
+	EXPECT_EQ(sr.r.nread * 8 * 2, sr.nwords);
+
 	/* Bad descriptors, and overwrite mode with a stack. */
 	toy_desc(&d, 0);
 	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
@@ -488,7 +532,10 @@ TEST_F(sample, user_stack_faults_and_limits)
 	d.field_off[3] = 8;
 	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
 	toy_desc(&d, 64);
-	d.reserved = 1;
+	d.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
+	toy_desc(&d, 64);
+	d.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, 256, 0));
 	toy_desc(&d, KTAU_STACK_MAX_DEPTH);
 	EXPECT_EQ(-EINVAL, stack_start(self->fd, &d, KTAU_SAMPLE_MAX_CAPACITY, 0));

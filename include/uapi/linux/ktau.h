@@ -353,7 +353,7 @@ struct ktau_stack_desc {
 	__u32 nfields;		/* words copied per frame, 1 to 4 */
 	__u32 field_off[KTAU_STACK_MAX_FIELDS];
 	__u32 max_depth;	/* frames per sample, 1 to 128 */
-	__u32 reserved;		/* zero */
+	__u32 reserved[2];	/* zero; 64 bytes on every ABI */
 };
 
 struct ktau_sample_stack_attr {

@@ -1344,6 +1344,32 @@ c_taucheck() {
 	done
 }
 
+# ---- the kernel's ABI header ----
+# One layout for 64- and 32-bit callers: /proc/ktau's compat ioctl passes
+# the command, whose number holds the argument's size, unchanged, so every
+# struct of <linux/ktau.h> must have the size a 32-bit build gives it (a
+# hidden tail pad made KTAU_IOC_SAMPLE_START_STACK ENOTTY for i386 tasks).
+# The 64-bit sizes come from a program built here; gcc -m32 then checks
+# them with only the compiler (its x86 <asm/types.h> is the same header).
+c_uapi_compat_layout() {
+	local h="$TOOLS/../../include/uapi/linux/ktau.h" structs s
+	structs=$(sed -n 's/^struct \(ktau_[a-z0-9_]*\) {$/\1/p' "$h")
+	[ "$(echo $structs | wc -w)" -ge 15 ] || { echo "# structs: $structs"; return 1; }
+	{
+		printf '#include <stdio.h>\n#include <linux/ktau.h>\nint main(void)\n{\n'
+		for s in $structs; do
+			printf '\tprintf("_Static_assert(sizeof(struct %s) == %%zu, \"%s\");\\n", sizeof(struct %s));\n' \
+				"$s" "$s" "$s"
+		done
+		printf '\treturn 0;\n}\n'
+	} >"$W/uapi64.c"
+	$CC -std=gnu11 $KHDR_INCLUDES -o "$W/uapi64" "$W/uapi64.c" || return 1
+	{ echo '#include <linux/ktau.h>'; "$W/uapi64"; } >"$W/uapi32.c" || return 1
+	$CC -m32 -std=gnu11 -fsyntax-only $KHDR_INCLUDES -idirafter /usr/include/x86_64-linux-gnu \
+		"$W/uapi32.c" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	echo "# $(echo $structs | wc -w) structs, one size on both ABIs"
+}
+
 # ---- libktau as other tools link it ----
 # The functions libktau.h declares (gcc -aux-info: the compiler's own list),
 # split at the runtime section, which is libktau-runtime's.
@@ -1482,7 +1508,8 @@ c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_s
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
-c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_foreign_timer_no_ktau c_taucheck"
+c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_foreign_timer_no_ktau c_taucheck
+c_uapi_compat_layout"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
