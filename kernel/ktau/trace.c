@@ -254,27 +254,31 @@ static void ktau_tbuf_unnew(struct ktau_tsession *s, struct ktau_tbuf *b)
 }
 
 /*
- * Publish @b as @kt's (task @t) buffer: false when the thread has a live
- * one or exits. A buffer whose session closed (no ring) is replaced; it
- * goes, a grace period later, in *@old.
+ * Publish @b as @kt's (task @t) buffer: -EEXIST when the thread has a live
+ * one of the same session or exits, -EBUSY when it has one of another
+ * session. A buffer whose session closed (no ring) or is closing is
+ * replaced; it goes, a grace period later, in *@old.
  */
-static bool ktau_tbuf_publish(struct task_struct *t, struct ktau_task *kt,
-			      struct ktau_tbuf *b, struct ktau_tbuf **old)
+static int ktau_tbuf_publish(struct task_struct *t, struct ktau_task *kt,
+			     struct ktau_tbuf *b, struct ktau_tbuf **old)
 {
 	struct ktau_tbuf *cur;
-	bool ok = false;
+	int err = 0;
 
 	*old = NULL;
 	task_lock(t);
 	cur = kt->trace;
-	if ((!cur || !READ_ONCE(cur->ring)) && !(t->flags & PF_EXITING)) {
+	if (t->flags & PF_EXITING)
+		err = -EEXIST;
+	else if (cur && READ_ONCE(cur->ring) && !READ_ONCE(cur->s->closed))
+		err = cur->s == b->s ? -EEXIST : -EBUSY;
+	if (!err) {
 		refcount_inc(&b->ref);		/* the thread's */
 		smp_store_release(&kt->trace, b);
 		*old = cur;
-		ok = true;
 	}
 	task_unlock(t);
-	return ok;
+	return err;
 }
 
 /*
@@ -325,16 +329,19 @@ void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt)
 	/* Only tasks the opener's pid namespace sees. */
 	if (!s->closed && task_pid_nr_ns(tsk, s->ns)) {
 		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
-		if (!b) {
-			s->refused++;
-		} else if (ktau_tbuf_publish(tsk, kt, b, &old)) {
+		if (b)
+			err = ktau_tbuf_publish(tsk, kt, b, &old);
+		if (b && !err) {
 			list_add_tail(&b->node, &s->bufs);
 			ktau_tsession_key(s);
-			/* Of a closed session; the task never ran: no writer. */
+			/* Of a closed(-ing) session; the task never ran: no writer. */
 			if (old)
 				ktau_tbuf_put(old);
 		} else {
-			ktau_tbuf_unnew(s, b);
+			/* Not in another session (inherited) either: counted. */
+			s->refused += err != -EEXIST;
+			if (b)
+				ktau_tbuf_unnew(s, b);
 		}
 	}
 	mutex_unlock(&s->lock);
@@ -405,32 +412,46 @@ void ktau_trace_event(struct ktau_task *kt, unsigned int group, u32 id)
 void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		     struct ktau_task *kt)
 {
-	struct ktau_tbuf *pb = parent ? READ_ONCE(parent->trace) : NULL;
-	struct ktau_tsession *s;
-	struct ktau_tbuf *b;
+	struct ktau_tsession *s = NULL;
+	struct ktau_tbuf *pb, *b;
+	u32 cap = 0, flags = 0;
+	u64 groups = 0;
 	int err;
 
-	if ((tsk->flags & PF_KTHREAD) || !pb || !(pb->flags & KTAU_TRACE_INHERIT) ||
-	    READ_ONCE(pb->stopped))
+	if ((tsk->flags & PF_KTHREAD) || !parent || !READ_ONCE(parent->trace))
 		return;
-	s = pb->s;
+	/*
+	 * Another task's attach may replace the parent's buffer (of a closed
+	 * session) and free it, and its session, while this fork sleeps: take
+	 * what is needed under the lock that replacing takes.
+	 */
+	task_lock(current);
+	pb = parent->trace;
+	if (pb && (pb->flags & KTAU_TRACE_INHERIT) && !READ_ONCE(pb->stopped)) {
+		s = pb->s;
+		refcount_inc(&s->ref);
+		cap = pb->mask + 1;
+		flags = pb->flags;
+		groups = pb->groups;
+	}
+	task_unlock(current);
+	if (!s)
+		return;
 	mutex_lock(&s->lock);
-	if (s->closed) {
-		mutex_unlock(&s->lock);
-		return;
+	if (!s->closed) {
+		b = ktau_tbuf_new(s, tsk, cap, flags, groups, &err);
+		if (b) {
+			list_add_tail(&b->node, &s->bufs);
+			ktau_tsession_key(s);
+			/* The child runs nothing yet: its pointer is set without a race. */
+			refcount_inc(&b->ref);
+			kt->trace = b;
+		} else {
+			s->refused++;
+		}
 	}
-	b = ktau_tbuf_new(s, tsk, pb->mask + 1, pb->flags, pb->groups, &err);
-	if (!b) {
-		s->refused++;
-		mutex_unlock(&s->lock);
-		return;
-	}
-	list_add_tail(&b->node, &s->bufs);
-	ktau_tsession_key(s);
-	/* The child runs nothing yet: its pointer is set without a race. */
-	refcount_inc(&b->ref);
-	kt->trace = b;
 	mutex_unlock(&s->lock);
+	ktau_tsession_put(s);
 }
 
 /*
@@ -622,12 +643,11 @@ static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t
 	if (b) {
 		/* The key before the pointer: records from the first call on. */
 		ktau_tsession_key(s);
-		if (ktau_tbuf_publish(t, kt, b, &old)) {
+		err = ktau_tbuf_publish(t, kt, b, &old);
+		if (!err)
 			list_add_tail(&b->node, &s->bufs);
-		} else {
-			err = -EEXIST;
+		else
 			ktau_tbuf_unnew(s, b);
-		}
 	}
 	mutex_unlock(&s->lock);
 unlock:
@@ -658,8 +678,11 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		return -EPERM;
 	if (a->tid)
 		return -EINVAL;
-	/* Room for the threads that exist, and for some made meanwhile. */
-	max = READ_ONCE(nr_threads) + 256;
+	/*
+	 * Room for the threads that exist, and for some made meanwhile, up
+	 * to the session's bound: those beyond are counted refused.
+	 */
+	max = min(READ_ONCE(nr_threads) + 256, KTAU_TRACE_MAX_TASKS);
 	v = kvmalloc_array(2 * (size_t)max, sizeof(*v), GFP_KERNEL_ACCOUNT);
 	if (!v)
 		return -ENOMEM;

@@ -558,6 +558,52 @@ TEST_F_TIMEOUT(trace, whole_system, 60)
 	close(done[0]);
 }
 
+/*
+ * A thread that another session traces stays in that session: the
+ * system-wide session does not take it over, and counts it as refused
+ * (it was skipped silently); its calls are the other session's.
+ */
+TEST_F_TIMEOUT(trace, whole_system_counts_other_sessions, 60)
+{
+	struct ktau_trace_stats st;
+	int go[2], fd1, fd2, status;
+	ssize_t len;
+	pid_t c;
+	char x;
+
+	ASSERT_EQ(0, pipe(go));
+	c = fork();
+	ASSERT_LE(0, c);
+	if (c == 0) {
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(1);
+		ktau_getppid_loop(ALL_CALLS_G);
+		_exit(0);
+	}
+	close(go[0]);
+	fd1 = trace_open();
+	ASSERT_LE(0, fd1);
+	ASSERT_EQ(0, trace_attach(fd1, c, 0, 256, 0));
+	fd2 = trace_open();
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, trace_attach(fd2, 0, KTAU_TRACE_ALL, 256, 0));
+	ASSERT_EQ(0, ioctl(fd2, KTAU_IOC_TRACE_STATS, &st));
+	EXPECT_EQ(1, st.refused);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(c, waitpid(c, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	len = trace_read_all(fd1, self->buf, TRACE_BUF);
+	ASSERT_LT(0, len);
+	EXPECT_EQ(ALL_CALLS_G, getppid_records(self->buf, len, c));
+	len = trace_read_all(fd2, self->buf, TRACE_BUF);
+	ASSERT_LE(0, len);
+	EXPECT_EQ(0, getppid_records(self->buf, len, c));
+	close(fd2);
+	close(fd1);
+	close(go[1]);
+}
+
 #define RACE_ROUNDS	12
 #define RACE_KIDS	64
 #define RACE_CALLS	7
