@@ -273,7 +273,7 @@ extra_pass() {
 # whose figures do not depend on having the host to themselves), and the
 # tools' guest tests; then with the TSC marked unstable, where routines
 # that change CPU are rebased.
-smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control,ktau_overflow,drill-tests,ktaud-tests,merge-tests,sample-tests,ktau_kvm"
+smp_append="ktautests=ktau_churn,ktau_stress,ktau_shared,ktau_syscall,ktau_exit,ktau_probe,ktau_modules,ktau_clock,ktau_sched,ktau_irq,ktau_sample,ktau_control,ktau_overflow,drill-tests,ktaud-tests,merge-tests,sample-tests,python-tests,ktau_kvm"
 tsc_append="tsc=unstable ktautests=ktau_clock,ktau_stress,ktau_churn"
 # Two CPUs that really run at the same time (multi-threaded TCG; every
 # other pass runs one host thread, so readers and writers only
@@ -368,4 +368,6 @@ else
 fi
 # --- end bench smoke
 
+# Every case that some pass skipped ran in another (a designed skip).
+count_verdicts < <(skips_ran_elsewhere "$R/results.tsv")
 finish

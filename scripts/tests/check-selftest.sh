@@ -171,6 +171,23 @@ t_summary() {
 	check_summary "$T/r.tsv" >/dev/null || { echo "# check_summary failed a clean run"; return 1; }
 }
 
+# A skipped case passes only when another pass ran it.
+t_skips_ran_elsewhere() {
+	local v
+	printf '%s\n' 'SKIP	guest: ktau_c: global.hotplug	SKIP no CPU 1' \
+		'PASS	smp: ktau_c: global.hotplug	' 'SKIP	debug: ktau_c: global.hotplug	SKIP no CPU 1' \
+		'SKIP	guest: ktau_e: x.failslab	SKIP none' 'SKIP	smp: ktau_e: x.failslab	SKIP none' \
+		'PASS	guest: ktau_e: x.other	' 'SKIP	host: c_thing	SKIP no fixtures' \
+		'SKIP	build: something	' >"$T/sk.tsv"
+	v=$(skips_ran_elsewhere "$T/sk.tsv")
+	has "$v" PASS "skipped case ran elsewhere: ktau_c: global.hotplug" "skipped in guest debug; passed in smp" &&
+		has "$v" FAIL "skipped case ran elsewhere: ktau_e: x.failslab" "skipped in guest smp, passed in no pass" &&
+		has "$v" FAIL "skipped case ran elsewhere: host: c_thing" "skipped in host" &&
+		[ "$(printf '%s\n' "$v" | wc -l)" -eq 3 ] || { echo "# gates (a gate's skip is not a case):"; printf '%s\n' "$v" | sed 's/^/#   /'; return 1; }
+	printf 'PASS\tguest: a: one\t\n' >"$T/sk.tsv"
+	[ -z "$(skips_ran_elsewhere "$T/sk.tsv")" ] || { echo "# verdicts without skips"; return 1; }
+}
+
 # ---- console ----
 t_console_patterns_caught() {
 	local l bad=0

@@ -1370,6 +1370,18 @@ c_uapi_compat_layout() {
 	echo "# $(echo $structs | wc -w) structs, one size on both ABIs"
 }
 
+# The decoders' fixtures are of the ABI the kernel writes now (issue 19:
+# they were of 1.0 while the kernel wrote 1.2); 'make fixtures' captures
+# them again (abi-1.0/ stays, to prove that old snapshots read).
+c_fixtures_current_abi() {
+	local h="$TOOLS/../../include/uapi/linux/ktau.h" want have
+	want=$(sed -n 's/^#define KTAU_ABI_VERSION_MAJOR[[:space:]]*\([0-9]*\)$/\1/p' "$h").$(
+		sed -n 's/^#define KTAU_ABI_VERSION_MINOR[[:space:]]*\([0-9]*\)$/\1/p' "$h")
+	have=$(cat "$FIXTURES/version.txt")
+	[ "$have" = "$want" ] ||
+		{ echo "# fixtures of ABI '$have', <linux/ktau.h> is ABI '$want': run make -C tools/ktau fixtures"; return 1; }
+}
+
 # ---- libktau as other tools link it ----
 # The functions libktau.h declares (gcc -aux-info: the compiler's own list),
 # split at the runtime section, which is libktau-runtime's.
@@ -1509,7 +1521,7 @@ c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smok
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
 c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_foreign_timer_no_ktau c_taucheck
-c_uapi_compat_layout"
+c_uapi_compat_layout c_fixtures_current_abi"
 echo "1..$((nunits + $(echo $uunits | wc -w) + $(echo $dunits | wc -w) + $(echo $cli | wc -w)))"
 n=0 fails=0
 for t in $units; do
