@@ -84,9 +84,12 @@ static int series_add_file(struct series *s, const char *path)
 	}
 	if (s->n && other_boot(s->snaps[0], snap)) {
 		/* Its IDs of IRQs and dynamic points mean other routines. */
-		fprintf(stderr, "ktaud: note: %s was taken in another boot than %s (%s): its "
-			"routines are matched by name\n", path, s->names[0],
-			snap->boot_id[0] ? snap->boot_id : snap->hostname);
+		if (!s->noted || other_boot(s->noted, snap))
+			fprintf(stderr, "ktaud: note: %s (and the files after it of that boot) was "
+				"taken in another boot than %s (%s): its routines are matched by "
+				"name\n", path, s->names[0],
+				snap->boot_id[0] ? snap->boot_id : snap->hostname);
+		s->noted = snap;
 		ret = ktau__registry_renumber(&s->reg, reg, snap);
 	} else {
 		ret = ktau_registry_merge(&s->reg, reg);

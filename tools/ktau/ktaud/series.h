@@ -10,6 +10,7 @@ struct series {
 	struct ktau_snap **snaps;	/* in file name order */
 	char **names;
 	struct ktau_registry *reg;	/* the registries of all files merged */
+	const struct ktau_snap *noted;	/* the last file of another boot noted */
 };
 
 /* Load files and directories (their *.ktau); errors are reported. */

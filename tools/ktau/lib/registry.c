@@ -401,12 +401,27 @@ static int cmp_stat(const void *a, const void *b)
  * added to *@dstp with @src's group), so that adding the snapshots adds up
  * routines by name. Entries that end up with one ID are summed.
  */
+/* The index in the sorted @from[@n] where @id is or would go. */
+static size_t renumber_slot(const uint32_t *from, size_t n, uint32_t id)
+{
+	size_t lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (from[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_registry *src,
 			    struct ktau_snap *snap)
 {
 	struct ktau_registry *dst = *dstp;
 	uint32_t next = RENUMBER_BASE, *from = NULL, *to = NULL;
-	size_t nmap = 0, cap = 0, t, i, j, k;
+	size_t nmap = 0, cap = 0, t, i, j, k, added = 0;
 	int ret = 0;
 
 	if (!dst) {
@@ -426,9 +441,9 @@ int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_regis
 			char name[NAME_MAX_LEN];
 			struct reg_func *nv;
 
-			for (j = 0; j < nmap && from[j] != id; j++)
-				;
-			if (j < nmap) {
+			/* The IDs seen so far, sorted: each looked up once by name. */
+			j = renumber_slot(from, nmap, id);
+			if (j < nmap && from[j] == id) {
 				tk->entries[i].id = to[j];
 				continue;
 			}
@@ -450,7 +465,7 @@ int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_regis
 				nv[dst->n].group = ktau_func_group(src, id);
 				memcpy(nv[dst->n].name, name, sizeof(name));
 				dst->n++;
-				qsort(dst->v, dst->n, sizeof(*dst->v), cmp_func);
+				added++;
 			}
 			if (nmap == cap) {
 				uint32_t *a, *b;
@@ -467,8 +482,11 @@ int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_regis
 					break;
 				}
 			}
-			from[nmap] = id;
-			to[nmap++] = nid;
+			memmove(from + j + 1, from + j, (nmap - j) * sizeof(*from));
+			memmove(to + j + 1, to + j, (nmap - j) * sizeof(*to));
+			from[j] = id;
+			to[j] = nid;
+			nmap++;
 			tk->entries[i].id = nid;
 		}
 		/* Sorted by ID again; two IDs of one name become one entry. */
@@ -487,6 +505,9 @@ int ktau__registry_renumber(struct ktau_registry **dstp, const struct ktau_regis
 		}
 		tk->nentries = k;
 	}
+	/* The registry is sorted by ID for its lookups: once, not per name. */
+	if (added)
+		qsort(dst->v, dst->n, sizeof(*dst->v), cmp_func);
 	free(from);
 	free(to);
 	return ret;

@@ -834,8 +834,14 @@ c_export_other_boot() {
 	"$KTAUD" export --json "$W/ob.ktau" >"$W/ob2.json" 2>"$LOG" || return 1
 	"$KTAUD" export --json "$FIXTURES/run.ktau" "$W/ob.ktau" >"$W/ob12.json" 2>"$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
-	grep -q "ob.ktau was taken in another boot than .*: its routines are matched by name" "$LOG" ||
+	grep -q "ob.ktau (and the files after it of that boot) was taken in another boot than .*: its routines are matched by name" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# One note per other boot, not one per file: two more copies of that
+	# boot, and the first boot's file between them.
+	cp "$W/ob.ktau" "$W/ob-b.ktau" && cp "$W/ob.ktau" "$W/ob-c.ktau" || return 1
+	"$KTAUD" export --json "$FIXTURES/run.ktau" "$W/ob.ktau" "$W/ob-b.ktau" "$FIXTURES/run.ktau" \
+		"$W/ob-c.ktau" >"$W/ob5.json" 2>"$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(grep -c 'was taken in another boot' "$LOG")" -eq 1 ] || { sed 's/^/#   /' "$LOG"; return 1; }
 	"$PYTHON" - "$W" <<'PY'
 import json, sys
 def byname(path):
@@ -849,11 +855,13 @@ def byname(path):
 w = sys.argv[1]
 a, b, ab = byname(w + "/ob1.json"), byname(w + "/ob2.json"), byname(w + "/ob12.json")
 assert a == b, "the copy does not mean the same profile: %s" % sorted(set(a.items()) ^ set(b.items()))[:4]
-want = {k: [2 * x for x in v] for k, v in a.items()}
-bad = [(k, ab.get(k), v) for k, v in want.items() if ab.get(k) != v]
-bad += [(k, v, None) for k, v in ab.items() if k not in want]
-assert not bad, "%d routines wrong, e.g. %s" % (len(bad), bad[:3])
-print("# %d routines, each twice" % len(want))
+for path, times in ((w + "/ob12.json", 2), (w + "/ob5.json", 5)):
+    got = byname(path)
+    want = {k: [times * x for x in v] for k, v in a.items()}
+    bad = [(k, got.get(k), v) for k, v in want.items() if got.get(k) != v]
+    bad += [(k, v, None) for k, v in got.items() if k not in want]
+    assert not bad, "%s: %d routines wrong, e.g. %s" % (path, len(bad), bad[:3])
+print("# %d routines, each twice, and five times" % len(a))
 PY
 }
 
