@@ -938,18 +938,31 @@ static PyObject *py_sample_drain(PyObject *self, PyObject *args)
 			int n = (int)(hdr >> 32);
 			PyObject *fr = PyTuple_New(n), *s;
 
+			int k = 0;
+
 			tail += 2;
 			for (int i = 0; fr && i < n; i++) {
 				PyObject *co = sp_code(t->ring[tail % SP_RING_WORDS]);
 				unsigned long long off = t->ring[(tail + 1) % SP_RING_WORDS];
 
 				tail += 2;
-				PyTuple_SET_ITEM(fr, i, co ? Py_BuildValue("(NK)", co, off) : NULL);
 				if (!co) {
 					Py_CLEAR(fr);
 					break;
 				}
+				/* A frame being set up, as the signal walker skips them. */
+				if (co != Py_None && ktau_py_frame_incomplete(co, off)) {
+					Py_DECREF(co);
+					continue;
+				}
+				PyTuple_SET_ITEM(fr, k, Py_BuildValue("(NK)", co, off));
+				if (!PyTuple_GET_ITEM(fr, k++)) {
+					Py_CLEAR(fr);
+					break;
+				}
 			}
+			if (fr && k < n && _PyTuple_Resize(&fr, k) < 0)
+				fr = NULL;
 			if (!fr)
 				break;
 			s = Py_BuildValue("(KIN)", (unsigned long long)time, (unsigned int)hdr, fr);
@@ -1014,6 +1027,20 @@ static PyObject *py_sample_forget(PyObject *self, PyObject *noargs)
 	Py_RETURN_NONE;
 }
 
+/* ktau_py_frame_incomplete() on a code object and an offset (-1: before
+ * the first instruction), for the tests. */
+static PyObject *py_frame_incomplete(PyObject *self, PyObject *args)
+{
+	long long off;
+	PyObject *co;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "O!L", &PyCode_Type, &co, &off))
+		return NULL;
+	return PyBool_FromLong(ktau_py_frame_incomplete(co, off < 0 ? KTAU_PY_OFF_BEFORE :
+							(uint64_t)off));
+}
+
 static PyObject *py_walk_version(PyObject *self, PyObject *noargs)
 {
 	(void)self;
@@ -1040,6 +1067,8 @@ static PyMethodDef methods[] = {
 	{ "sample_drain", py_sample_drain, METH_VARARGS, "sample_drain([final]): the samples" },
 	{ "sample_forget", py_sample_forget, METH_NOARGS, "after fork: sample nothing" },
 	{ "walk_version", py_walk_version, METH_NOARGS, "the CPython version of the walker" },
+	{ "frame_incomplete", py_frame_incomplete, METH_VARARGS,
+	  "frame_incomplete(code, offset): is that frame being set up (for tests)" },
 	{ NULL, NULL, 0, NULL },
 };
 

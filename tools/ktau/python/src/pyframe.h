@@ -36,8 +36,21 @@ struct ktau_py_stack_layout {
 	uint32_t nderef, deref_off[2], next_off, nfields, field_off[2];
 };
 void ktau_py_stack_layout(const void *ts, struct ktau_py_stack_layout *l);
-/* The offset in code units of instruction pointer prev_instr in code object co. */
+/*
+ * The offset in code units of instruction pointer prev_instr in code object
+ * co; KTAU_PY_OFF_BEFORE when it points before the first instruction (a
+ * frame being set up).
+ */
+#define KTAU_PY_OFF_BEFORE	UINT64_MAX
 uint64_t ktau_py_code_offset(uint64_t co, uint64_t prev_instr);
+/*
+ * Is a frame of code object co (a live PyCodeObject *, as const void *)
+ * whose instruction is at off still being set up (CPython's
+ * _PyFrame_IsIncomplete(): before the code's first traceable instruction)?
+ * Buffered samples copy every frame of the chain; the signal walker skips
+ * such frames itself. With the GIL, co pinned.
+ */
+int ktau_py_frame_incomplete(const void *co, uint64_t off);
 
 /* The version the walker was written for ("3.11"): checked at import. */
 extern const char ktau_py_walk_version[];

@@ -36,7 +36,21 @@ uint64_t ktau_py_code_offset(uint64_t co, uint64_t prev_instr)
 {
 	uint64_t code = co + offsetof(PyCodeObject, co_code_adaptive);
 
-	return prev_instr > code ? (prev_instr - code) / sizeof(_Py_CODEUNIT) : 0;
+	/* 3.11 starts a frame at prev_instr = first instruction - 1. */
+	return prev_instr >= code ? (prev_instr - code) / sizeof(_Py_CODEUNIT) :
+				    KTAU_PY_OFF_BEFORE;
+}
+
+int ktau_py_frame_incomplete(const void *co, uint64_t off)
+{
+	/*
+	 * _PyFrame_IsIncomplete() also exempts frames owned by a generator,
+	 * which the descriptor does not copy: a generator's frame on the
+	 * stack has run past its first traceable instruction but for the few
+	 * instructions after its first resume, where a sample loses it.
+	 */
+	return off == KTAU_PY_OFF_BEFORE ||
+	       off < (uint64_t)((const PyCodeObject *)co)->_co_firsttraceable;
 }
 
 int ktau_py_walk(const void *tsv, uint64_t *out, int max, unsigned int *flags)
