@@ -4,7 +4,8 @@
  * groups switched on and off under load, shared pages and sampling set
  * up and torn down through fork/exec storms, CPU hotplug while profiling.
  * After each: the counts of a fresh interval are exact, and the ktau_task
- * slab is back to about where it started.
+ * slab is back to about where it started. The group switching is also
+ * checked while it goes on, on snapshots of threads blocked in pipes.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +16,14 @@
 #define CHURN_NS	(3 * KTAU_NSEC_PER_SEC)
 #define HARD_NS		(40 * KTAU_NSEC_PER_SEC)
 #define N_WORKERS	3
+#define N_PAIRS		2	/* pipe ping-pong pairs */
+#define N_SNAP_TIDS	(N_WORKERS + 2 * N_PAIRS)
+/*
+ * Routines a task can have open at once: KTAU's per-task stack is 16
+ * deep (KTAU_STACK_DEPTH, "a 16-deep stack" in ktau.rst); deeper entries
+ * are counted as stack overflows, never as unmatched.
+ */
+#define FRAMES_MAX	16
 #define EXEC_ENV	"KTAU_CHURN_EXEC"
 #define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 /* Per-CPU slab caches and RCU-deferred frees: tasks' profiles in flight. */
@@ -111,6 +120,36 @@ static void *worker_fn(void *arg)
 	return NULL;
 }
 
+/* Switches the groups at random; counts a switch before making it. */
+struct churner {
+	int fd;
+	unsigned int n;		/* __atomic */
+	int done;		/* __atomic */
+	int err;
+};
+
+static void *churner_fn(void *arg)
+{
+	__u64 end = ktau_now_ns() + CHURN_NS, hard = ktau_now_ns() + HARD_NS;
+	struct churner *c = arg;
+	unsigned int seed = 1;
+	__u64 mask;
+
+	while ((ktau_now_ns() < end || c->n < 20) && ktau_now_ns() < hard && !stopped()) {
+		mask = rand_r(&seed) & ((1u << KTAU_NR_GROUPS) - 1);
+		__atomic_add_fetch(&c->n, 1, __ATOMIC_SEQ_CST);
+		if (ioctl(c->fd, KTAU_IOC_SET_GROUPS, &mask)) {
+			c->err = errno;
+			break;
+		}
+		ktau_getppid_loop(50);
+		/* Time for the pingers to go round between switches. */
+		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+	}
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 /* Exec'd by the storm: exits at once, whatever it inherited. */
 __attribute__((constructor)) static void exec_child(void)
 {
@@ -123,6 +162,8 @@ FIXTURE(churn) {
 	struct worker w[N_WORKERS];
 	long slab0;
 	struct ktau_snap a, b;
+	struct churner c;
+	pthread_t cth;
 };
 
 FIXTURE_SETUP(churn)
@@ -148,6 +189,8 @@ FIXTURE_TEARDOWN(churn)
 	for (i = 0; i < N_WORKERS; i++)
 		if (self->w[i].th)
 			pthread_join(self->w[i].th, NULL);
+	if (self->cth)
+		pthread_join(self->cth, NULL);
 	if (geteuid() == 0)
 		ktau_control("all on");
 	ktau_snap_free(&self->a);
@@ -185,21 +228,178 @@ static void check_after(struct __test_metadata *_metadata, struct _test_data_chu
 		EXPECT_GE(self->slab0 + SLAB_SLACK, slab);
 }
 
+/*
+ * Threads that block in pipes: the lead writes a byte and reads the
+ * answer, the other reads and answers, until the lead sees stop and
+ * sends 'q' instead, so that neither is left blocked.
+ */
+struct pinger {
+	pthread_t th;
+	int rfd, wfd;
+	bool lead;
+	pid_t tid;		/* __atomic */
+	unsigned long trips;	/* __atomic */
+	int err;
+};
+
+static void *pinger_fn(void *arg)
+{
+	struct pinger *p = arg;
+	char c;
+
+	__atomic_store_n(&p->tid, gettid(), __ATOMIC_RELEASE);
+	for (;;) {
+		if (p->lead) {
+			c = stopped() ? 'q' : 'p';
+			if (write(p->wfd, &c, 1) != 1)
+				break;
+			if (c == 'q')
+				return NULL;
+			if (read(p->rfd, &c, 1) != 1)
+				break;
+		} else {
+			if (read(p->rfd, &c, 1) != 1)
+				break;
+			if (c == 'q')
+				return NULL;
+			if (write(p->wfd, &c, 1) != 1)
+				break;
+		}
+		__atomic_store_n(&p->trips, p->trips + 1, __ATOMIC_RELAXED);
+	}
+	p->err = errno ? errno : EIO;
+	return NULL;
+}
+
+/*
+ * What may change between two snapshots @a and @b (taken later) of one
+ * live task, never reset, after at most @nsw group switches in its life.
+ * Returns 0, or 1 with what is wrong in @why (calls, incl, excl of the id).
+ */
+static int snap_regress(const struct ktau_task_rec *a, const struct ktau_task_rec *b,
+			unsigned int nsw, char *why, size_t len)
+{
+	const struct ktau_entry *ea = ktau_rec_entries(a), *eb = ktau_rec_entries(b), *e;
+	__u32 i;
+
+	for (i = 0; i < b->nentries; i++) {
+		if (eb[i].incl_ns < eb[i].excl_ns) {
+			snprintf(why, len, "id %u: incl %llu < excl %llu", eb[i].id,
+				 eb[i].incl_ns, eb[i].excl_ns);
+			return 1;
+		}
+	}
+	for (i = 0; i < a->nentries; i++) {
+		/*
+		 * An entry with samples and no call yet goes when sampling
+		 * stops (the fixture's workers sample themselves): gone is 0.
+		 */
+		e = ktau_rec_find(b, ea[i].id);
+		if (!e && !ea[i].count && !ea[i].incl_ns && !ea[i].excl_ns)
+			continue;
+		if (!e || e->count < ea[i].count || e->incl_ns < ea[i].incl_ns ||
+		    e->excl_ns < ea[i].excl_ns) {
+			snprintf(why, len, "id %u down: %llu %llu %llu, then %s%llu %llu %llu",
+				 ea[i].id, ea[i].count, ea[i].incl_ns, ea[i].excl_ns,
+				 e ? "" : "gone ", e ? e->count : 0, e ? e->incl_ns : 0,
+				 e ? e->excl_ns : 0);
+			return 1;
+		}
+	}
+	if (b->unmatched < a->unmatched || b->stack_overflows < a->stack_overflows ||
+	    b->table_overflows < a->table_overflows) {
+		snprintf(why, len, "unmatched/stack/table: %llu %llu %llu, then %llu %llu %llu",
+			 a->unmatched, a->stack_overflows, a->table_overflows,
+			 b->unmatched, b->stack_overflows, b->table_overflows);
+		return 1;
+	}
+	/*
+	 * An unmatched exit or dropped frame is a routine whose entry and
+	 * exit saw its group in different states (ktau.rst, "unmatched"):
+	 * an instance in progress at a switch, counted once however many
+	 * switches it spans. At a switch a task has at most FRAMES_MAX
+	 * routines in progress, so each switch adds at most FRAMES_MAX.
+	 */
+	if (b->unmatched > (__u64)FRAMES_MAX * nsw) {
+		snprintf(why, len, "unmatched %llu after %u switches", b->unmatched, nsw);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Groups switched at random by one thread while pipe ping-pong pairs
+ * block in read() and write() and the fixture's workers loop: snapshots
+ * of all of them during the switching are monotone, with incl >= excl
+ * and unmatched within its bound; afterwards, check_after().
+ */
 TEST_F_TIMEOUT(churn, groups_switched_under_load, 60)
 {
-	__u64 end = ktau_now_ns() + CHURN_NS, hard = ktau_now_ns() + HARD_NS;
-	unsigned int n = 0, seed = 1;
-	__u64 mask;
+	struct pinger pg[2 * N_PAIRS] = { 0 };
+	struct ktau_snap snap[2] = { 0 };
+	const struct ktau_task_rec *r[2][N_SNAP_TIDS];
+	pid_t tids[N_SNAP_TIDS];
+	unsigned long trips = 0;
+	unsigned int nsnaps = 0, nsw, i;
+	__u64 unmatched = 0;
+	int fds[2][2], cur;
+	char why[160];
 
 	if (geteuid() != 0)
 		SKIP(return, "switching groups needs CAP_PERFMON");
-	while ((ktau_now_ns() < end || n < 20) && ktau_now_ns() < hard) {
-		mask = rand_r(&seed) & ((1u << KTAU_NR_GROUPS) - 1);
-		ASSERT_EQ(0, ioctl(self->fd, KTAU_IOC_SET_GROUPS, &mask));
-		ktau_getppid_loop(50);
-		n++;
+	for (i = 0; i < N_PAIRS; i++) {
+		ASSERT_EQ(0, pipe(fds[0]));
+		ASSERT_EQ(0, pipe(fds[1]));
+		pg[2 * i] = (struct pinger){ .rfd = fds[1][0], .wfd = fds[0][1], .lead = true };
+		pg[2 * i + 1] = (struct pinger){ .rfd = fds[0][0], .wfd = fds[1][1] };
 	}
-	TH_LOG("%u switches", n);
+	for (i = 0; i < 2 * N_PAIRS; i++)
+		ASSERT_EQ(0, pthread_create(&pg[i].th, NULL, pinger_fn, &pg[i]));
+	for (i = 0; i < N_SNAP_TIDS; i++) {
+		pid_t *tid = i < N_WORKERS ? &self->w[i].tid : &pg[i - N_WORKERS].tid;
+
+		while (!__atomic_load_n(tid, __ATOMIC_ACQUIRE))
+			usleep(1000);
+		tids[i] = *tid;
+	}
+	self->c.fd = self->fd;
+	ASSERT_EQ(0, pthread_create(&self->cth, NULL, churner_fn, &self->c));
+
+	/* Each snapshot against the one before, while the churn goes on. */
+	for (cur = 0; !__atomic_load_n(&self->c.done, __ATOMIC_ACQUIRE); cur ^= 1) {
+		ASSERT_EQ(0, ktau_snap(self->fd, &snap[cur], KTAU_SNAP_PIDS, tids,
+				       N_SNAP_TIDS));
+		/* Read after the snapshot: every switch it can reflect. */
+		nsw = __atomic_load_n(&self->c.n, __ATOMIC_SEQ_CST);
+		for (i = 0; i < N_SNAP_TIDS; i++) {
+			r[cur][i] = ktau_snap_find(&snap[cur], tids[i]);
+			ASSERT_NE(NULL, r[cur][i]) TH_LOG("tid %d missing", tids[i]);
+			if (r[cur][i]->unmatched > unmatched)
+				unmatched = r[cur][i]->unmatched;
+			if (nsnaps)
+				ASSERT_EQ(0, snap_regress(r[cur ^ 1][i], r[cur][i], nsw, why,
+							  sizeof(why)))
+					TH_LOG("tid %d, snapshot %u: %s", tids[i], nsnaps, why);
+		}
+		nsnaps++;
+	}
+	ASSERT_EQ(0, pthread_join(self->cth, NULL));
+	self->cth = 0;
+	ASSERT_EQ(0, self->c.err) TH_LOG("KTAU_IOC_SET_GROUPS: %s", strerror(self->c.err));
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 2 * N_PAIRS; i++) {
+		ASSERT_EQ(0, pthread_join(pg[i].th, NULL));
+		EXPECT_EQ(0, pg[i].err) TH_LOG("pinger %u: %s", i, strerror(pg[i].err));
+		trips += pg[i].trips;
+		close(pg[i].rfd);
+		close(pg[i].wfd);
+	}
+	for (i = 0; i < 2; i++)
+		ktau_snap_free(&snap[i]);
+	TH_LOG("%u switches, %u snapshots during them, %lu round trips, unmatched <= %llu a thread",
+	       self->c.n, nsnaps, trips / 2, unmatched);
+	EXPECT_LE(2, nsnaps);
+	EXPECT_LT(0, trips);
 	check_after(_metadata, self);
 }
 

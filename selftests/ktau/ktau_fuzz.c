@@ -9,7 +9,9 @@
  * into an unmapped page) or overlapping the call's other buffers.
  * Meanwhile children and threads come and go: collector members, shared
  * page owners (ABI 1.1), children that exec, a victim process that is
- * killed and replaced while its views are open.
+ * killed and replaced while its views are open. Dynamic probes (ABI 1.2)
+ * are added and removed through /proc/ktau/probes on a few harmless
+ * functions only, and none is left when the fuzzer is done.
  *
  * Each variant fuzzes in a child process with KTAU_FUZZ_THREADS threads:
  * as root, as an unprivileged user and as a user with only CAP_PERFMON;
@@ -82,11 +84,13 @@
 #define FZ_RO_CMD	512
 #define FZ_RO_ATTR	640
 #define FZ_RO_SREAD	768
+#define FZ_RO_PROBE	896
 
 /* What a descriptor refers to. */
 enum fz_kind {
 	K_VERSION, K_FUNCTIONS, K_CONTROL, K_AGGREGATE, K_PROFILES, K_COLLECT,
 	K_TRACE,	/* /proc/ktau/trace (ABI 1.5) */
+	K_PROBES,	/* /proc/ktau/probes (ABI 1.2, CONFIG_FPROBE) */
 	K_UNKNOWN,	/* another /proc/ktau entry, added after this test */
 	K_OWN,		/* a view of the fuzzing process itself */
 	K_GONE,		/* a thread of ours that has exited */
@@ -98,7 +102,7 @@ enum fz_kind {
 
 static const char * const kind_names[K_NR] = {
 	"version", "functions", "control", "aggregate", "profiles", "collect",
-	"trace", "unknown", "own", "gone", "victim", "foreign", "badfd",
+	"trace", "probes", "unknown", "own", "gone", "victim", "foreign", "badfd",
 };
 
 struct fz_entry {
@@ -118,6 +122,7 @@ struct fz_stats {
 	unsigned long forks;
 	unsigned long threads;
 	unsigned long registered;
+	unsigned long probes;		/* probes added */
 	unsigned long by_errno[134];
 };
 
@@ -136,6 +141,7 @@ struct fz_cfg {
 	bool shared;		/* ABI 1.1: shared pages and sampling */
 	bool hide_kaddr;	/* samples' kernel addresses hidden from users */
 	bool hide_kaddr_root;	/* ...and from root (kptr_restrict 2) */
+	bool probes;		/* /proc/ktau/probes exists */
 	pid_t tids[FZ_MAX_THREADS];	/* of the fuzzing threads */
 	int nthreads;
 	bool verbose;
@@ -147,9 +153,9 @@ struct fz_cfg {
 	struct fz_entry *entries;
 	int nentries;
 	/* Descriptors opened before fork: by root, for the unprivileged ones. */
-	int inh_fd[4];
-	enum fz_kind inh_kind[4];
-	int inh_mode[4];
+	int inh_fd[5];
+	enum fz_kind inh_kind[5];
+	int inh_mode[5];
 	int ninh;
 	/* Shared by the threads, never closed while they run. */
 	int profiles_fd;
@@ -180,6 +186,8 @@ struct fz_thread {
 	bool registered;	/* a shared page of this thread is registered */
 	char *reg_page;		/* which, when known and private to the thread */
 	pid_t gone_tid;		/* the last short-lived thread */
+	unsigned int probed;	/* fz_probe_names this thread may have probed */
+	int probe_id;		/* the last probe it added */
 	struct fz_ring *ring;
 	struct fz_stats *st;
 	char *desc;		/* the ring slot of the current call */
@@ -584,6 +592,34 @@ static void fz_check_trace(struct fz_thread *t, const char *buf, size_t n)
 	}
 }
 
+/* The whole probe list, read from offset 0: its header, then one line a probe. */
+static void fz_check_probes(struct fz_thread *t, const char *buf, size_t n)
+{
+	static const char head[] = "# id function owner missed\n";
+	char *s, *line, *save, fn[KTAU_PROBE_NAME_LEN];
+	unsigned long missed;
+	unsigned int id;
+	int owner;
+
+	if (n < sizeof(head) - 1 || memcmp(buf, head, sizeof(head) - 1) || buf[n - 1] != '\n') {
+		fz_fail(t, "malformed probe list");
+		return;
+	}
+	s = malloc(n + 1);
+	if (!s)
+		return;
+	memcpy(s, buf, n);
+	s[n] = '\0';
+	for (line = strtok_r(s + sizeof(head) - 1, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %63s %d %lu", &id, fn, &owner, &missed) != 4 || !id) {
+			fz_fail(t, "malformed probe line: %.60s", line);
+			break;
+		}
+	}
+	free(s);
+}
+
 /* Errors a read may give, whatever the buffer; false: not this one. */
 static bool fz_read_errno_ok(const struct fz_fd *f, int err)
 {
@@ -637,9 +673,12 @@ static void fz_after_read(struct fz_thread *t, const struct fz_fd *f, ssize_t n,
 	}
 	fz_check_text(t, buf, n);
 	/* All of it: the read stopped short of the count and of the buffer's end. */
-	if (off == 0 && (size_t)n < count && (size_t)n < room &&
-	    (kind_is_view(f->kind) || f->kind == K_AGGREGATE))
+	if (off != 0 || (size_t)n >= count || (size_t)n >= room)
+		return;
+	if (kind_is_view(f->kind) || f->kind == K_AGGREGATE)
 		fz_check_view(t, buf, n);
+	else if (f->kind == K_PROBES)
+		fz_check_probes(t, buf, n);
 }
 
 static void fz_read(struct fz_thread *t)
@@ -868,6 +907,9 @@ static const unsigned int fz_cmds_known[] = {
 #endif
 #ifdef KTAU_IOC_SAMPLE_START_STACK
 	KTAU_IOC_SAMPLE_START_STACK, KTAU_IOC_SAMPLE_READ_STACK, KTAU_IOC_SAMPLE_STOP_STACK,
+#endif
+#ifdef KTAU_IOC_PROBE_ADD
+	KTAU_IOC_PROBE_ADD, KTAU_IOC_PROBE_REMOVE,
 #endif
 };
 
@@ -1234,11 +1276,173 @@ static void fz_registered(struct fz_thread *t, char *page)
 	t->reg_page = page >= fz_sh_page(t, 0) && page < fz_sh_page(t, FZ_SH_PAGES) ? page : NULL;
 }
 
+#ifdef KTAU_IOC_PROBE_ADD
+/*
+ * Names for the probe ioctls. Only the first FZ_PROBE_SAFE can be probed:
+ * system calls that return at once and take no lock, which neither KTAU
+ * nor the scheduler, interrupts or the fuzzer's own loop call, so that a
+ * probe on them (KTAU's push and pop of a frame, 128 return slots) cannot
+ * wedge the guest. A fixed few, as every function ever probed keeps an ID
+ * of the registry (2048 a boot) until the next boot: however long it
+ * runs, the fuzzer takes at most FZ_PROBE_SAFE of them.
+ */
+static const char * const fz_probe_names[] = {
+	"__x64_sys_getppid", "__x64_sys_getpgrp", "__x64_sys_getuid",
+	/* EINVAL: refused by KTAU, or no ftrace site (KTAU's own code) */
+	"irq_enter", "irq_exit_rcu", "ret_from_fork", "__ktau_pop_slow", "ktau_capable",
+	/* ENOENT: not a symbol */
+	"ktau_fuzz_no_such_function", "nosuchmodule:nosuchfunction", "__x64_sys_getppid+0x4",
+	/* data: EINVAL, or ENOENT without CONFIG_KALLSYMS_ALL */
+	"jiffies", "init_task",
+	/* ADD: EINVAL; REMOVE: by ID */
+	"",
+};
+
+#define FZ_PROBE_SAFE	3	/* [0, 3): may be probed */
+#define FZ_PROBE_ENOENT	8	/* [3, 8): EINVAL; [8, 11): ENOENT */
+#define FZ_PROBE_DATA	11	/* [11, 13): data */
+#define FZ_PROBE_EMPTY	13
+#define FZ_PROBE_NONUL	-1	/* no NUL in the name's 64 bytes */
+#define FZ_PROBE_OTHER	-2
+
+/* Which of fz_probe_names @r names. */
+static int fz_probe_class(const struct ktau_probe_req *r)
+{
+	size_t i;
+
+	if (!memchr(r->name, '\0', sizeof(r->name)))
+		return FZ_PROBE_NONUL;
+	for (i = 0; i < ARRAY_SIZE(fz_probe_names); i++)
+		if (!strcmp(r->name, fz_probe_names[i]))
+			return i;
+	return FZ_PROBE_OTHER;
+}
+
+/* A probe request at a random place; false: the kernel may not read what *r holds. */
+static bool fz_build_probe(struct fz_thread *t, struct ktau_probe_req *r, char **argp)
+{
+	size_t room;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->size = fz_chance(t, 85) ? sizeof(*r) : (__u32)fz_size(t, 0);
+	r->flags = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
+	r->reserved = fz_chance(t, 95) ? 0 : (__u32)fz_rnd(t);
+	r->id = fz_chance(t, 50) ? t->probe_id : (int)fz_below(t, 4096) - 8;
+	if (fz_chance(t, 5)) {
+		memset(r->name, 'a', sizeof(r->name));
+	} else {
+		i = fz_chance(t, 50) ? (int)fz_below(t, FZ_PROBE_SAFE) :
+				       (int)fz_below(t, ARRAY_SIZE(fz_probe_names));
+		snprintf(r->name, sizeof(r->name), "%s", fz_probe_names[i]);
+	}
+	*argp = fz_place(t, sizeof(*r), FZ_RO_PROBE, &room);
+	memcpy(*argp, r, room);
+	if (!fz_readable(t, *argp, sizeof(*r)))
+		return false;
+	memcpy(r, *argp, sizeof(*r));
+	return true;
+}
+
+/*
+ * Is this outcome of a probe ioctl on /proc/ktau/probes one the ABI
+ * allows? @r is what the kernel read when @known. Tracks what was added.
+ */
+static bool fz_probe_ok(struct fz_thread *t, unsigned int cmd, const struct ktau_probe_req *r,
+			bool known, char *arg, long ret, int err)
+{
+	bool ro = arg >= t->base + FZ_PG_RO * t->page && arg < t->base + (FZ_PG_RO + 1) * t->page;
+	int c;
+
+	if (!cfg.perfmon)
+		return ret < 0 && err == EPERM;
+	if (ret == 0 && cmd == KTAU_IOC_PROBE_ADD) {
+		/* The kernel read and wrote it: our memory, which we can read. */
+		r = (const struct ktau_probe_req *)arg;
+		c = fz_probe_class(r);
+		if (c < 0 || c >= FZ_PROBE_SAFE || r->id <= 0 || ro) {
+			fz_fail(t, "probe added on '%.63s', ID %d",
+				c == FZ_PROBE_NONUL ? "" : r->name, r->id);
+			return false;
+		}
+		t->probed |= 1u << c;
+		t->probe_id = r->id;
+		t->st->probes++;
+		return true;
+	}
+	if (!known)
+		return ret == 0 || ERRNO_IN(err, EFAULT, EINVAL, ENOENT, EEXIST, ENOSPC, ENOMEM);
+	c = fz_probe_class(r);
+	if (r->size != sizeof(*r) || r->flags || r->reserved || c == FZ_PROBE_NONUL)
+		return ret < 0 && err == EINVAL;
+	if (cmd == KTAU_IOC_PROBE_REMOVE) {
+		if (ret == 0 && c >= 0 && c < FZ_PROBE_SAFE)
+			t->probed &= ~(1u << c);
+		/* Anyone's probe, by name or ID. */
+		return ret == 0 || err == ENOENT;
+	}
+	if (ret == 0)
+		return false;	/* not one of the safe names, or read-only */
+	if (c == FZ_PROBE_EMPTY)
+		return err == EINVAL;
+	if (c >= 0 && c < FZ_PROBE_SAFE)
+		/* Added, then taken back: the ID could not be written back. */
+		return ERRNO_IN(err, EEXIST, ENOSPC, ENOMEM) || (ro && err == EFAULT);
+	if (c >= FZ_PROBE_SAFE && c < FZ_PROBE_ENOENT)
+		return err == EINVAL;
+	if (c >= FZ_PROBE_ENOENT && c < FZ_PROBE_DATA)
+		return err == ENOENT;
+	if (c >= FZ_PROBE_DATA)
+		return ERRNO_IN(err, EINVAL, ENOENT);
+	return ERRNO_IN(err, EINVAL, ENOENT, EEXIST, ENOSPC, ENOMEM);
+}
+
+/* On a descriptor of /proc/ktau/probes, a probe ioctl half of the time. */
+static unsigned int fz_probe_cmd(struct fz_thread *t, const struct fz_fd *f, unsigned int cmd)
+{
+	unsigned int pcmd = fz_chance(t, 60) ? KTAU_IOC_PROBE_ADD : KTAU_IOC_PROBE_REMOVE;
+
+	if (f->kind != K_PROBES || fz_chance(t, 50) ||
+	    (cfg.skip_nr & (1ull << _IOC_NR(pcmd))))
+		return cmd;
+	return pcmd;
+}
+
+/* Remove what this thread may have added; closing its descriptors would too. */
+static void fz_probes_take_back(struct fz_thread *t)
+{
+	__u64 t0;
+	int i, fd = -1, ret;
+
+	for (i = 0; i < t->nfds && fd < 0; i++)
+		if (t->fds[i].kind == K_PROBES && t->fds[i].mode != O_PATH)
+			fd = t->fds[i].fd;
+	if (fd < 0 || (cfg.skip_nr & (1ull << _IOC_NR(KTAU_IOC_PROBE_REMOVE))))
+		return;
+	for (i = 0; i < FZ_PROBE_SAFE; i++) {
+		if (!(t->probed & (1u << i)))
+			continue;
+		fz_note(t, "take back probe %s on %d", fz_probe_names[i], fd);
+		t0 = ktau_now_ns();
+		ret = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, fz_probe_names[i], 0);
+		fz_result(t, ret ? -1 : 0, -ret, t0);
+		/* Gone already: a reset, another thread, its file closed. */
+		if (ret && ret != -ENOENT)
+			fz_fail(t, "unexpected %s", fz_errname(-ret));
+	}
+	t->probed = 0;
+}
+#endif
+
 static void fz_ioctl(struct fz_thread *t)
 {
 	struct fz_fd tmp, *f = fz_pick_fd(t, &tmp);
 	unsigned int cmd = fz_ioctl_cmd(t);
 	struct ktau_shared_reg reg = { 0 };
+#ifdef KTAU_IOC_PROBE_ADD
+	struct ktau_probe_req preq = { 0 };
+	bool preq_known = false;
+#endif
 	struct fz_snap_arg sa = { 0 };
 #ifdef KTAU_IOC_SAMPLE_START
 	struct ktau_sample_attr attr;
@@ -1257,6 +1461,9 @@ static void fz_ioctl(struct fz_thread *t)
 	long ret;
 	int err;
 
+#ifdef KTAU_IOC_PROBE_ADD
+	cmd = fz_probe_cmd(t, f, cmd);
+#endif
 	if (structured && cmd == KTAU_IOC_SNAPSHOT) {
 		fz_build_snapshot(t, &sa);
 		arg = (char *)sa.req;
@@ -1318,6 +1525,10 @@ static void fz_ioctl(struct fz_thread *t)
 		arg = fz_place(t, sizeof(ssrd), FZ_RO_SREAD, &room);
 		memcpy(arg, &ssrd, room);
 #endif
+#ifdef KTAU_IOC_PROBE_ADD
+	} else if (structured && (cmd == KTAU_IOC_PROBE_ADD || cmd == KTAU_IOC_PROBE_REMOVE)) {
+		preq_known = fz_build_probe(t, &preq, &arg);
+#endif
 	} else if (fz_chance(t, 10)) {
 		arg = (char *)(uintptr_t)fz_rnd(t);
 		structured = false;
@@ -1356,6 +1567,13 @@ static void fz_ioctl(struct fz_thread *t)
 			ok = ret == 0 || err == EFAULT;
 		else
 			ok = ret < 0 && err == ENOTTY;
+#ifdef KTAU_IOC_PROBE_ADD
+	} else if (f->kind == K_PROBES) {
+		if (cmd == KTAU_IOC_PROBE_ADD || cmd == KTAU_IOC_PROBE_REMOVE)
+			ok = fz_probe_ok(t, cmd, &preq, structured && preq_known, arg, ret, err);
+		else
+			ok = ret < 0 && err == ENOTTY;
+#endif
 	} else if (f->kind == K_COLLECT) {
 		if (cmd == KTAU_IOC_COLLECT_JOIN)
 			ok = ret == 0 || err == EBUSY;
@@ -1811,6 +2029,15 @@ static int fz_map(struct fz_thread *t)
 		rd->max = 16;
 	}
 #endif
+#ifdef KTAU_IOC_PROBE_ADD
+	{
+		/* Good, but the ID cannot be written back: EFAULT, nothing added. */
+		struct ktau_probe_req *pr = (void *)(b + FZ_PG_RO * pg + FZ_RO_PROBE);
+
+		pr->size = sizeof(*pr);
+		snprintf(pr->name, sizeof(pr->name), "%s", fz_probe_names[0]);
+	}
+#endif
 	if (mprotect(b + FZ_PG_RO * pg, pg, PROT_READ) ||
 	    munmap(b + FZ_PG_HOLE1 * pg, pg) || munmap(b + FZ_PG_HOLE2 * pg, pg))
 		return -errno;
@@ -1826,6 +2053,9 @@ static void *fz_thread_main(void *arg)
 	t->gone_tid = t->tid + 100000;
 	while (ktau_now_ns() < cfg.deadline)
 		fz_one(t);
+#ifdef KTAU_IOC_PROBE_ADD
+	fz_probes_take_back(t);
+#endif
 	while (t->nfds)
 		fz_close_one(t);
 	/* A thread may end with its page registered: the exit ends it. */
@@ -1839,7 +2069,7 @@ static int fz_entries(void)
 		{ KTAU_VERSION_PATH, K_VERSION }, { KTAU_FUNCTIONS_PATH, K_FUNCTIONS },
 		{ KTAU_CONTROL_PATH, K_CONTROL }, { KTAU_AGGREGATE_PATH, K_AGGREGATE },
 		{ KTAU_PROFILES_PATH, K_PROFILES }, { KTAU_COLLECT_PATH, K_COLLECT },
-		{ "/proc/ktau/trace", K_TRACE },
+		{ "/proc/ktau/trace", K_TRACE }, { KTAU_PROBES_PATH, K_PROBES },
 		{ "/proc/self/ktau", K_OWN }, { "/proc/thread-self/ktau", K_OWN },
 		{ "/proc/self/task/%d/ktau", K_OWN }, { "/proc/self/task/%d/ktau", K_GONE },
 		{ "/proc/%d/ktau", K_VICTIM }, { "/proc/%d/task/%d/ktau", K_VICTIM },
@@ -1855,8 +2085,9 @@ static int fz_entries(void)
 	e = calloc(ARRAY_SIZE(known) + 32, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	memcpy(e, known, sizeof(known));
-	n = ARRAY_SIZE(known);
+	for (i = n = 0; i < ARRAY_SIZE(known); i++)
+		if (known[i].kind != K_PROBES || cfg.probes)
+			e[n++] = known[i];
 	snprintf(e[n].path, sizeof(e[n].path), "/proc/%d/ktau", cfg.test_pid);
 	e[n++].kind = K_FOREIGN;
 	d = opendir("/proc/ktau");
@@ -2073,7 +2304,8 @@ static void fz_print_ring(struct fz_shm *shm)
 
 static void fz_print_stats(struct fz_shm *shm, const char *variant, unsigned long secs)
 {
-	unsigned long calls = 0, ok = 0, forks = 0, threads = 0, reg = 0, e[134] = { 0 };
+	unsigned long calls = 0, ok = 0, forks = 0, threads = 0, reg = 0, probes = 0;
+	unsigned long e[134] = { 0 };
 	char line[1024];
 	size_t len = 0;
 	int i, j;
@@ -2084,6 +2316,7 @@ static void fz_print_stats(struct fz_shm *shm, const char *variant, unsigned lon
 		forks += shm->stats[i].forks;
 		threads += shm->stats[i].threads;
 		reg += shm->stats[i].registered;
+		probes += shm->stats[i].probes;
 		for (j = 0; j < 134; j++)
 			e[j] += shm->stats[i].by_errno[j];
 	}
@@ -2093,8 +2326,8 @@ static void fz_print_stats(struct fz_shm *shm, const char *variant, unsigned lon
 					fz_errname(j), e[j]);
 	ktau_log("%s: %lu calls in %lu s by %d threads, %lu succeeded", variant, calls, secs,
 		 shm->nthreads, ok);
-	ktau_log("%s: %lu children, %lu short threads, %lu registrations", variant, forks,
-		 threads, reg);
+	ktau_log("%s: %lu children, %lu short threads, %lu registrations, %lu probes added",
+		 variant, forks, threads, reg, probes);
 	ktau_log("%s: errors:%s", variant, line);
 }
 
@@ -2157,6 +2390,20 @@ static void fz_sanity(struct __test_metadata *_metadata)
 	close(fd);
 }
 
+/* Probes listed in /proc/ktau/probes (0 without it), the list in *text. */
+static int fz_probes_listed(char **text)
+{
+	char *p;
+	int n = 0;
+
+	*text = cfg.probes ? ktau_slurp(KTAU_PROBES_PATH, NULL) : NULL;
+	if (!*text)
+		return cfg.probes ? -errno : 0;
+	for (p = *text; (p = strchr(p, '\n')); p++)
+		n++;
+	return n - 1;	/* the header */
+}
+
 static int fz_sysctl(const char *path)
 {
 	char *s = ktau_slurp(path, NULL);
@@ -2185,8 +2432,8 @@ TEST_F_TIMEOUT(fuzz, run, 30)
 	__u64 groups = 0, hard, before;
 	struct ktau_snap snap = { 0 };
 	struct fz_shm *shm;
-	int pfd, kptr, paranoid;
-	char *skip, *end;
+	int pfd, kptr, paranoid, probes;
+	char *skip, *end, *listed;
 	char tainted[32];
 	pid_t pid;
 
@@ -2205,6 +2452,7 @@ TEST_F_TIMEOUT(fuzz, run, 30)
 	paranoid = fz_sysctl("/proc/sys/kernel/perf_event_paranoid");
 	cfg.hide_kaddr = !(kptr == 0 && paranoid <= 1);
 	cfg.hide_kaddr_root = kptr >= 2;
+	cfg.probes = !access(KTAU_PROBES_PATH, F_OK);
 	cfg.verbose = fz_env("KTAU_FUZZ_VERBOSE", 0);
 	skip = getenv("KTAU_FUZZ_SKIP");
 	while (skip && *skip) {
@@ -2231,16 +2479,19 @@ TEST_F_TIMEOUT(fuzz, run, 30)
 		static const struct fz_entry inh[] = {
 			{ KTAU_CONTROL_PATH, K_CONTROL }, { KTAU_AGGREGATE_PATH, K_AGGREGATE },
 			{ "/proc/1/ktau", K_FOREIGN }, { KTAU_PROFILES_PATH, K_PROFILES },
+			{ KTAU_PROBES_PATH, K_PROBES },
 		};
-		static const int mode[] = { O_WRONLY, O_RDONLY, O_RDONLY, O_RDONLY };
+		static const int mode[] = { O_WRONLY, O_RDONLY, O_RDONLY, O_RDONLY, O_RDONLY };
 
 		for (i = 0; i < (int)ARRAY_SIZE(inh); i++) {
-			cfg.inh_fd[i] = open(inh[i].path, mode[i]);
-			ASSERT_LE(0, cfg.inh_fd[i]) TH_LOG("%s: %s", inh[i].path, strerror(errno));
-			cfg.inh_kind[i] = inh[i].kind;
-			cfg.inh_mode[i] = mode[i];
+			if (inh[i].kind == K_PROBES && !cfg.probes)
+				continue;
+			cfg.inh_fd[cfg.ninh] = open(inh[i].path, mode[i]);
+			ASSERT_LE(0, cfg.inh_fd[cfg.ninh])
+				TH_LOG("%s: %s", inh[i].path, strerror(errno));
+			cfg.inh_kind[cfg.ninh] = inh[i].kind;
+			cfg.inh_mode[cfg.ninh++] = mode[i];
 		}
-		cfg.ninh = ARRAY_SIZE(inh);
 	}
 
 	/* A user cannot reset: our own count survives its fuzzing. */
@@ -2248,6 +2499,9 @@ TEST_F_TIMEOUT(fuzz, run, 30)
 	pfd = ktau_must_open_profiles(_metadata);
 	ASSERT_EQ(0, ktau_snap(pfd, &snap, KTAU_SNAP_SELF, NULL, 0));
 	before = ktau_rec_val(ktau_snap_find(&snap, gettid()), KTAU_ID_GETPPID).count;
+
+	probes = fz_probes_listed(&listed);
+	free(listed);
 
 	fflush(stdout);
 	fflush(stderr);
@@ -2284,6 +2538,11 @@ TEST_F_TIMEOUT(fuzz, run, 30)
 	EXPECT_EQ(1, shm->done);
 	EXPECT_EQ(0, shm->failures) TH_LOG("%d failures; repeat with KTAU_FUZZ_SEED=0x%llx",
 					   shm->failures, (unsigned long long)fz_seed());
+	/* Its probes went with it: taken back, or with their files. */
+	n = fz_probes_listed(&listed);
+	EXPECT_EQ(probes, n) TH_LOG("probes before the fuzzer %d, after it %d:\n%s", probes, n,
+				    listed ? listed : "");
+	free(listed);
 
 	/* An unprivileged fuzzer changed nothing; restore what root changed. */
 	ASSERT_EQ(0, fz_groups(&groups));

@@ -505,7 +505,7 @@ TEST_F(probe, reset_removes)
 /* Probes added and removed while another thread runs through them. */
 struct load {
 	int stop;		/* __atomic */
-	unsigned long calls;
+	unsigned long calls;	/* __atomic: getppid() calls returned */
 	int pfd;
 	pid_t tid;
 };
@@ -517,9 +517,14 @@ static void *load_fn(void *arg)
 	__atomic_store_n(&l->tid, gettid(), __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
 		syscall(SYS_getppid);
-		l->calls++;
+		__atomic_store_n(&l->calls, l->calls + 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
+}
+
+static unsigned long load_calls(struct load *l)
+{
+	return __atomic_load_n(&l->calls, __ATOMIC_ACQUIRE);
 }
 
 TEST_F(probe, add_remove_under_load)
@@ -528,10 +533,12 @@ TEST_F(probe, add_remove_under_load)
 	struct load l = { 0 };
 	const struct ktau_entry *e;
 	struct ktau_val p, sys;
+	unsigned long c0, c1, inside = 0;
 	pthread_t th;
-	int i, id = 0;
+	int i, j, id = 0;
 	__u32 k;
 
+	ASSERT_EQ(1, ktau_group_state("dynamic")) TH_LOG("the dynamic group is off");
 	ASSERT_EQ(0, pthread_create(&th, NULL, load_fn, &l));
 	while (!__atomic_load_n(&l.tid, __ATOMIC_ACQUIRE))
 		usleep(1000);
@@ -541,8 +548,19 @@ TEST_F(probe, add_remove_under_load)
 	for (i = 0; i < LOAD_ROUNDS; i++) {
 		id = probe_add(self->fd, "__x64_sys_getppid");
 		ASSERT_LT(0, id);
+		/*
+		 * Calls c0 + 2 ... c1 began after the add returned (call
+		 * c0 + 1 had not returned when c0 was read) and returned
+		 * before the remove: the probe timed each of them.
+		 */
+		c0 = load_calls(&l);
 		usleep(2000);
+		for (j = 0; j < 5000 && load_calls(&l) < c0 + 3; j++)
+			usleep(1000);
+		c1 = load_calls(&l);
 		ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+		if (c1 > c0 + 1)
+			inside += c1 - c0 - 1;
 	}
 	ASSERT_EQ(0, ktau_snap(self->pfd, &self->b, KTAU_SNAP_PIDS, &l.tid, 1));
 	__atomic_store_n(&l.stop, 1, __ATOMIC_RELAXED);
@@ -551,7 +569,12 @@ TEST_F(probe, add_remove_under_load)
 	ASSERT_NE(NULL, rb) TH_LOG("the thread's record is gone");
 	p = ktau_val_delta(ra, rb, id);
 	sys = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
-	TH_LOG("%lu calls, %llu probed", l.calls, p.count);
+	TH_LOG("%lu calls, %lu while the probe was surely in, %llu probed",
+	       l.calls, inside, p.count);
+	/* The probe fired: at least two calls a round were inside it. */
+	EXPECT_LE(2 * LOAD_ROUNDS, inside);
+	EXPECT_LE(inside, p.count);
+	EXPECT_LT(0, p.incl);
 	EXPECT_LE(p.count, sys.count);
 	EXPECT_LE(p.incl, sys.incl - sys.excl);
 	/* A probe removed while a call was inside leaves that frame open. */
