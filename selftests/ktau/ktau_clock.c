@@ -57,6 +57,9 @@ struct mover {
 	pid_t sleeper, reader;	/* set by the threads: __atomic */
 	int pipe[2];
 	int done[2];	/* written when the test has read the last figures */
+	int crossed;	/* the sleeper's sleeps that ended on another CPU */
+	int read_cpu[ROUNDS];	/* the CPU each read() returned on */
+	int reads;		/* read() calls returned: __atomic */
 };
 
 /* Block, off the CPU, until the test has read the last figures. */
@@ -73,8 +76,12 @@ static void *sleeper_fn(void *p)
 	struct mover *m = p;
 
 	__atomic_store_n(&m->sleeper, gettid(), __ATOMIC_RELEASE);
-	for (int i = 0; i < ROUNDS; i++)
+	for (int i = 0; i < ROUNDS; i++) {
+		int cpu = sched_getcpu();
+
 		ktau_sleep_ns(SLEEP_NS);
+		m->crossed += sched_getcpu() != cpu;
+	}
 	wait_done(m);
 	return NULL;
 }
@@ -85,9 +92,12 @@ static void *reader_fn(void *p)
 	char c;
 
 	__atomic_store_n(&m->reader, gettid(), __ATOMIC_RELEASE);
-	for (int i = 0; i < ROUNDS; i++)
+	for (int i = 0; i < ROUNDS; i++) {
 		if (read(m->pipe[0], &c, 1) != 1)
 			break;
+		m->read_cpu[i] = sched_getcpu();
+		__atomic_store_n(&m->reads, i + 1, __ATOMIC_RELEASE);
+	}
 	wait_done(m);
 	return NULL;
 }
@@ -174,11 +184,26 @@ TEST(blocked_threads_moved_across_cpus)
 	ASSERT_EQ(0, ktau_snap(fd, &s0, KTAU_SNAP_PIDS, tids, 2));
 	ASSERT_EQ(0, ktau_snap(fd, &prev, KTAU_SNAP_PIDS, tids, 2));
 	for (int i = 0; i < ROUNDS; i++) {
-		/* Both are blocked now: move them, then wake the reader. */
-		usleep(SLEEP_NS / 2000);
+		/*
+		 * Both blocked ('S': the reader in read(), the sleeper in
+		 * nanosleep() but for its few instructions between sleeps):
+		 * move them, keep the reader blocked 3/4 of a sleep on its new
+		 * CPU, then wake it. A round lasts about a sleep, so the moves
+		 * fall in the sleeper's sleeps one after the other.
+		 */
+		/*
+		 * The reader's last read() returned before its 'S' counts: a
+		 * wakeup queued to another CPU leaves the old 'S' for a while.
+		 */
+		for (int w = 0; w < 10000 && (__atomic_load_n(&m.reads, __ATOMIC_ACQUIRE) < i ||
+					      ktau_task_state(getpid(), m.reader) != 'S' ||
+					      ktau_task_state(getpid(), m.sleeper) != 'S'); w++)
+			usleep(100);
+		EXPECT_EQ(i, __atomic_load_n(&m.reads, __ATOMIC_ACQUIRE));
+		EXPECT_EQ('S', ktau_task_state(getpid(), m.reader));
 		moves += !pin(m.sleeper, i & 1);
 		moves += !pin(m.reader, i & 1);
-		usleep(SLEEP_NS / 2000);
+		usleep(SLEEP_NS * 3 / 4000);
 		ASSERT_EQ(1, write(m.pipe[1], "x", 1));
 		ASSERT_EQ(0, ktau_snap(fd, &cur, KTAU_SNAP_PIDS, tids, 2));
 		wall = ktau_now_ns() - t0;
@@ -218,10 +243,22 @@ TEST(blocked_threads_moved_across_cpus)
 	TH_LOG("read: %llu calls, %llu ns", (unsigned long long)v.count,
 	       (unsigned long long)v.incl);
 	EXPECT_EQ(ROUNDS, v.count);
-	if (wall_ok)
+	/* Blocked at least from each move to its write(). */
+	if (wall_ok) {
+		EXPECT_LE(ROUNDS * (SLEEP_NS * 3 / 4), v.incl);
 		EXPECT_GE(wall, v.incl);
+	}
 	ASSERT_EQ(0, pthread_join(ts, NULL));
 	ASSERT_EQ(0, pthread_join(tr, NULL));
+	/* Each read() returned on the CPU it was moved to while blocked. */
+	for (int i = 0; i < ROUNDS; i++) {
+		int want = i & 1;
+
+		EXPECT_EQ(want, m.read_cpu[i]) TH_LOG("read %d", i);
+	}
+	/* Moves fell inside the sleeper's sleeps, not all in its first. */
+	TH_LOG("sleeps that ended on another CPU: %d of %d", m.crossed, ROUNDS);
+	EXPECT_LE(ROUNDS / 4, m.crossed);
 
 	back1 = control_value("clock_backwards");
 	ASSERT_NE(NULL, back1);

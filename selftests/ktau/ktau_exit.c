@@ -344,7 +344,7 @@ TEST_F_TIMEOUT(exitprof, close_frees_queue, 120)
 {
 	struct ktau_collect_stats st = { 0 };
 	int cfd = ktau_must_open_collect(_metadata), go[2], done[2];
-	long full, after;
+	long full, after, later;
 	pid_t m;
 	char c;
 
@@ -369,6 +369,17 @@ TEST_F_TIMEOUT(exitprof, close_frees_queue, 120)
 			_exit(5);
 		if (read(go[0], &c, 1) != 1)
 			_exit(6);
+		/* Members that exit after the close: not collected. */
+		for (int i = 0; i < N_QUEUED / 2; i++) {
+			pid_t k = fork();
+
+			if (k < 0)
+				_exit(7);
+			if (k == 0)
+				_exit(0);
+			if (waitpid(k, NULL, 0) != k)
+				_exit(8);
+		}
 		_exit(0);
 	}
 	ASSERT_EQ(1, read(done[0], &c, 1));
@@ -389,6 +400,16 @@ TEST_F_TIMEOUT(exitprof, close_frees_queue, 120)
 	EXPECT_LE(N_QUEUED * 3 / 4, full - after);
 	ASSERT_EQ(1, write(go[1], "x", 1));
 	must_exit_zero(_metadata, m);
+	/*
+	 * The member and its N_QUEUED / 2 children exited after the close: no
+	 * record was kept for them (a record is a kmalloc-4k object; other
+	 * users' churn stays well under a quarter of N_QUEUED, as above).
+	 */
+	kmalloc4k_shrink();
+	later = kmalloc4k_objs();
+	TH_LOG("kmalloc-4k objects after %d members exited past the close: %ld",
+	       N_QUEUED / 2 + 1, later);
+	EXPECT_GT(N_QUEUED / 4, later - after);
 	close(go[0]);
 	close(go[1]);
 	close(done[0]);

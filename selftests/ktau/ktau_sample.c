@@ -169,12 +169,14 @@ TEST_F(sample, rate_and_user_mode)
 	 * rather than catching up, so more is a bug; +5% + 2 for the CPU
 	 * time outside the measured window (sampling starts before it and
 	 * the snapshot and read run after it; slow on debug kernels).
-	 * Fewer is no bug under TCG on a loaded host: a vCPU the host did
+	 * Fewer is no bug under TCG on a loaded host (a vCPU the host did
 	 * not run for a while makes one late expiry stand for several
-	 * periods; hence half as the lower bound. Measured: 100 and 102 of
-	 * 100 expected (main pass, debug kernel).
+	 * periods), but not many fewer at this period: measured 98 to 102
+	 * of 100 expected over 34 runs in the make check archives of
+	 * 2026-11-26/27 (main, 2-CPU, MTTCG and debug passes, loaded hosts
+	 * included); at least 90%.
 	 */
-	EXPECT_LE(expect / 2, r.taken);
+	EXPECT_LE(expect - expect / 10, r.taken);
 	EXPECT_GE(expect + expect / 20 + 2, r.taken);
 	EXPECT_EQ(r.taken, r.nread + r.buffered);
 	EXPECT_EQ(0, r.lost);
@@ -769,12 +771,18 @@ TEST_F(sample, bad_arguments)
 	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_START, NULL) ? -errno : 0);
 	EXPECT_EQ(-ESRCH, ktau_sample_start(self->fd, 0x3fffffff, KTAU_SAMPLE_CPU_CLOCK,
 					    PERIOD_NS, 16, 0, 0, 0));
-	/* No PMU in this guest: a hardware event does not exist here. */
+	/*
+	 * A hardware event exists only with a CPU PMU (none in this guest:
+	 * "PMU not available due to virtualization"): ENOENT without one.
+	 */
 	ret = ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CYCLES, 1000000, 16, 0, 0, 0);
-	if (!ret)
-		ktau_sample_read(self->fd, 0, NULL, 0, &r, true);
-	else
+	if (!access("/sys/bus/event_source/devices/cpu", F_OK) ||
+	    !access("/sys/bus/event_source/devices/cpu_core", F_OK)) {
+		EXPECT_EQ(0, ret);
+		EXPECT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
+	} else {
 		EXPECT_EQ(-ENOENT, ret);
+	}
 	EXPECT_EQ(-ENOENT, ktau_sample_read(self->fd, 0, NULL, 0, &r, false));
 	EXPECT_EQ(-ENOENT, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
 
@@ -890,21 +898,34 @@ TEST_F(sample, permissions)
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 
-	/* At 1 or less, anyone samples its own thread in the kernel too. */
+	/*
+	 * At 1 or less, anyone samples its own thread in the kernel too: in
+	 * read() of /dev/zero (clearing its buffer) for a tenth of the time,
+	 * kernel samples must come (most of the time is there).
+	 */
 	ASSERT_EQ(0, write_sysctl(PARANOID, 1));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		if (drop_to(65534))
+		int zfd = open("/dev/zero", O_RDONLY), kernel = 0;
+		__u32 i;
+
+		if (zfd < 0 || drop_to(65534))
 			_exit(30);
-		if (ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
+		if (ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 64,
 				      0, 0, 0))
 			_exit(1);
-		_exit(ktau_sample_read(self->fd, 0, NULL, 0, &r, true) ? 2 : 0);
+		spin_read(zfd, SPIN_NS / 10);
+		if (ktau_sample_read(self->fd, 0, self->buf, 64, &r, true))
+			_exit(2);
+		for (i = 0; i < r.nread; i++)
+			kernel += !(self->buf[i].flags & KTAU_SAMPLE_USER);
+		_exit(kernel >= 3 ? 0 : 3);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("1: refused at paranoid 1, 2: stop failed");
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("1: refused at paranoid 1, 2: stop failed, 3: fewer than 3 kernel samples");
 
 	ASSERT_EQ(0, write_sysctl(PARANOID, 3));
 	pid = fork();
