@@ -20,7 +20,8 @@
 #   mttcg: PROG: CASE        the same cases again, 2 CPUs running in
 #                            parallel (multi-threaded TCG); its
 #                            "mttcg: ktau-hold: CASE" (nothing switched,
-#                            keys held) are cases of their own
+#                            keys held, vCPUs in parallel) are cases of
+#                            their own
 #   debug: PROG: CASE        the same cases again, on the debug kernel
 #   anything else            a gate: lint, builds, checkpatch, smoke, and
 #                            the verdicts on a run as a whole ("guest: PROG"
