@@ -90,6 +90,7 @@ struct ktau_tsession {
 	u32 all_cap;			/* its buffers' capacity and groups */
 	u64 all_groups;
 	struct pid_namespace *ns;	/* the opener's /proc */
+	struct pid *opener;		/* KTAU_TRACE_ALL's caller's process */
 	struct mem_cgroup *memcg;	/* the opener's, charged */
 	u64 clock0, ns0;		/* the clock and CLOCK_MONOTONIC at open */
 	unsigned int nbufs;
@@ -146,6 +147,7 @@ static void ktau_tsession_put(struct ktau_tsession *s)
 	ktau_tring_free_kept(s);
 	mem_cgroup_put(s->memcg);
 	put_pid_ns(s->ns);
+	put_pid(s->opener);
 	kfree(s);
 }
 
@@ -306,9 +308,13 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
  * or given by the session's walk, which may have found it on the list
  * already). Not at ktau_tsk_init(): a fork that began before the session
  * was published and joined the list after the walk passed would be traced
- * by neither. The walk holds tasklist_lock, which this fork held to join
- * the list: either the walk came after and saw the task, or the publish
- * came before and is seen here.
+ * by neither. After the publish the session takes and drops
+ * tasklist_lock, which this fork held to join the list: either that came
+ * after, and the walk sees the task, or before, and the publish is seen
+ * here. The children of a system-wide session's threads come here, not
+ * through inheritance at ktau_tsk_init(), so that each is tried (and a
+ * refusal counted) once; the session's opener's own threads are left out,
+ * as the walk leaves them.
  */
 void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt)
 {
@@ -325,9 +331,16 @@ void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt)
 	rcu_read_unlock();
 	if (!s)
 		return;
+	/* Traced already (inherited from another session): counted, once. */
+	task_lock(tsk);
+	b = kt->trace;
+	err = b && READ_ONCE(b->ring) && !READ_ONCE(b->s->closed) ? -EBUSY : 0;
+	task_unlock(tsk);
 	mutex_lock(&s->lock);
-	/* Only tasks the opener's pid namespace sees. */
-	if (!s->closed && task_pid_nr_ns(tsk, s->ns)) {
+	if (err) {
+		s->refused++;
+	} else if (!s->closed && task_pid_nr_ns(tsk, s->ns) && task_tgid(tsk) != s->opener) {
+		/* Only tasks the opener's pid namespace sees, not its own threads. */
 		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
 		if (b)
 			err = ktau_tbuf_publish(tsk, kt, b, &old);
@@ -427,7 +440,9 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 	 */
 	task_lock(current);
 	pb = parent->trace;
-	if (pb && (pb->flags & KTAU_TRACE_INHERIT) && !READ_ONCE(pb->stopped)) {
+	/* A system-wide session's children come in ktau_trace_post_fork(). */
+	if (pb && (pb->flags & KTAU_TRACE_INHERIT) && !READ_ONCE(pb->stopped) &&
+	    !READ_ONCE(pb->s->all)) {
 		s = pb->s;
 		refcount_inc(&s->ref);
 		cap = pb->mask + 1;
@@ -574,16 +589,22 @@ static int ktau_trace_release(struct inode *inode, struct file *file)
 	struct ktau_tbuf *b, *n;
 	LIST_HEAD(gone);
 
-	if (s->all) {
-		/* No fork takes a new reference after the grace period below. */
+	/*
+	 * Closed before it is unpublished: a new system-wide session, which
+	 * can start only then, replaces this one's buffers (closed) rather
+	 * than refuse their threads. No fork takes a new reference after the
+	 * grace period below.
+	 */
+	if (s->all)
 		mutex_lock(&ktau_trace_all_lock);
-		RCU_INIT_POINTER(ktau_trace_all, NULL);
-		mutex_unlock(&ktau_trace_all_lock);
-	}
 	mutex_lock(&s->lock);
 	WRITE_ONCE(s->closed, true);
 	list_splice_init(&s->bufs, &gone);
 	mutex_unlock(&s->lock);
+	if (s->all) {
+		RCU_INIT_POINTER(ktau_trace_all, NULL);
+		mutex_unlock(&ktau_trace_all_lock);
+	}
 	/* Seen closed by every later ktau_tring_keep(): nothing kept after. */
 	ktau_tring_free_kept(s);
 	list_for_each_entry(b, &gone, node) {
@@ -696,13 +717,21 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 	mutex_lock(&s->lock);
 	s->all_cap = a->capacity;
 	s->all_groups = a->groups;
-	s->all = true;
+	s->opener = get_pid(task_tgid(current));
+	WRITE_ONCE(s->all, true);
 	mutex_unlock(&s->lock);
 	rcu_assign_pointer(ktau_trace_all, s);
 	mutex_unlock(&ktau_trace_all_lock);
-
-	/* Under tasklist_lock: see ktau_trace_post_fork(). */
+	/*
+	 * See ktau_trace_post_fork(): a fork joins the task list under
+	 * tasklist_lock and then looks for the session. Either it did so
+	 * before this section, and the walk below sees it on the list, or
+	 * after, and it sees the session. The walk itself needs only RCU.
+	 */
 	read_lock(&tasklist_lock);
+	read_unlock(&tasklist_lock);
+
+	rcu_read_lock();
 	for_each_process_thread(p, t) {
 		if ((t->flags & (PF_KTHREAD | PF_EXITING)) || same_thread_group(t, current) ||
 		    !task_pid_nr_ns(t, s->ns))
@@ -714,7 +743,7 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		get_task_struct(t);
 		v[n++] = t;
 	}
-	read_unlock(&tasklist_lock);
+	rcu_read_unlock();
 	for (i = 0; i < n; i++) {
 		struct ktau_task *kt = ktau_profile(v[i]);
 		struct ktau_tbuf *old = NULL;

@@ -470,6 +470,15 @@ static long getppid_records(const char *buf, size_t len, pid_t tid)
 #define ALL_CALLS_A	123
 #define ALL_CALLS_G	45
 
+static pid_t own_tid;
+
+static void *own_thread(void *arg)
+{
+	*(pid_t *)arg = gettid();
+	ktau_getppid_loop(ALL_CALLS_G);
+	return NULL;
+}
+
 /*
  * KTAU_TRACE_ALL (ABI 1.6): a process that existed before the attach and
  * that the tracer never names (A), and a child A forks afterwards (G),
@@ -534,6 +543,13 @@ TEST_F_TIMEOUT(trace, whole_system, 60)
 	EXPECT_EQ(-EBUSY, trace_attach(fd2, a, 0, 64, 0));
 	close(fd2);
 	ktau_getppid_loop(10);
+	/* A thread the tracer starts now is its own: not traced either. */
+	{
+		pthread_t th;
+
+		ASSERT_EQ(0, pthread_create(&th, NULL, own_thread, &own_tid));
+		ASSERT_EQ(0, pthread_join(th, NULL));
+	}
 	ASSERT_EQ(1, write(go[1], "x", 1));
 	ASSERT_EQ(sizeof(g), read(done[0], &g, sizeof(g)));
 	ASSERT_EQ(a, waitpid(a, &status, 0));
@@ -543,6 +559,7 @@ TEST_F_TIMEOUT(trace, whole_system, 60)
 	EXPECT_EQ(ALL_CALLS_A, getppid_records(self->buf, len, a));
 	EXPECT_EQ(ALL_CALLS_G, getppid_records(self->buf, len, g));
 	EXPECT_EQ(0, getppid_records(self->buf, len, gettid()));
+	EXPECT_EQ(0, getppid_records(self->buf, len, own_tid));
 	ASSERT_EQ(0, ioctl(fd, KTAU_IOC_TRACE_STATS, &st));
 	EXPECT_LE(2, st.tasks);
 	TH_LOG("whole system: %llu threads, %llu records, %llu refused",

@@ -22,8 +22,9 @@
  * ktau-test-hold --parallel: do the vCPUs run at the same time? Spinning
  * threads pinned one to each of two CPUs against one alone, for 200 ms of
  * wall time each: prints the ratio of the work done; exit 0 when it is at
- * least 1.3 (multi-threaded TCG on an idle two-core host gives about 2,
- * one host thread for all vCPUs about 1), 1 otherwise.
+ * least 1.25 in one of three tries (multi-threaded TCG on an idle
+ * two-core host gives about 2.3, one host thread for all vCPUs about 1.0;
+ * a loaded host, 1.2 seen), 1 otherwise.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -84,13 +85,21 @@ static unsigned long long spin_work(int n)
 	return sum;
 }
 
+/* The best of three tries: a loaded host lowers a try, never raises it. */
 static int parallel(void)
 {
-	unsigned long long one = spin_work(1), two = spin_work(2);
-	double r = one ? (double)two / one : 0;
+	double best = 0, r;
+	int i;
 
-	printf("work of 2 spinners on 2 CPUs / 1 spinner: %.2f\n", r);
-	return r >= 1.3 ? 0 : 1;
+	for (i = 0; i < 3 && best < 1.25; i++) {
+		unsigned long long one = spin_work(1), two = spin_work(2);
+
+		r = one ? (double)two / one : 0;
+		printf("work of 2 spinners on 2 CPUs / 1 spinner: %.2f\n", r);
+		if (r > best)
+			best = r;
+	}
+	return best >= 1.25 ? 0 : 1;
 }
 
 /* The group and clock lines of /proc/ktau/control, or "". */
