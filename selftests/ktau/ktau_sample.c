@@ -174,7 +174,9 @@ TEST_F(sample, rate_and_user_mode)
 	 * periods), but not many fewer at this period: measured 98 to 102
 	 * of 100 expected over 34 runs in the make check archives of
 	 * 2026-11-26/27 (main, 2-CPU, MTTCG and debug passes, loaded hosts
-	 * included); at least 90%.
+	 * included); again on 2026-11-27: 99 to 101 on 1 CPU (5 runs), 100
+	 * to 101 on 2 (6 runs), 102 and 103 on the debug kernel. At least
+	 * 90%: a few late expiries, not a lost tenth.
 	 */
 	EXPECT_LE(expect - expect / 10, r.taken);
 	EXPECT_GE(expect + expect / 20 + 2, r.taken);
