@@ -36,6 +36,26 @@ check_class() {	# name
 	esac
 }
 
+# No warning from KTAU's files in a kernel build's log (the compiler's,
+# and objtool's, which the debug kernel's UBSAN and KASAN make stricter: a
+# sanitizer call inside a user access window is one). The log holds what
+# the build compiled this time: every file in a cold build, the changed
+# ones in a warm one. A missing log fails.
+build_warnings_verdict() {	# name log
+	local w
+	if [ ! -f "$2" ]; then
+		printf 'FAIL\t%s\tno build log %s\n' "$1" "$2"
+		return 0
+	fi
+	w=$(grep -E '(^|/)(kernel/ktau/|include/(uapi/)?linux/ktau)[^ :]*(:[0-9]+)*: warning' "$2" |
+		head -n 3 | tr '\n' ' ')
+	if [ -n "$w" ]; then
+		printf 'FAIL\t%s\t%s(see %s)\n' "$1" "$w" "$2"
+	else
+		printf 'PASS\t%s\t\n' "$1"
+	fi
+}
+
 # A case skipped in one pass must have passed in another: a designed skip
 # ("the 2-CPU pass runs it", "only with ktautest.fill_registry") that ran
 # nowhere leaves a behaviour untested while the count stays green. One gate

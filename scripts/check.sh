@@ -113,6 +113,8 @@ step "kernels"
 kernel_ok=0
 if "$KTAU_TOP/scripts/build-kernel.sh" ktau; then
 	result PASS "build: KTAU kernel"
+	count_verdicts < <(build_warnings_verdict "build: KTAU kernel: no warning in KTAU's files" \
+		"$KTAU_OUT/logs/kernel-ktau.log")
 	kernel_ok=1
 else
 	result FAIL "build: KTAU kernel" "see $KTAU_OUT/logs/kernel-ktau.log"
@@ -313,6 +315,8 @@ fi
 step "debug kernel"
 if "$KTAU_TOP/scripts/build-kernel.sh" debug; then
 	result PASS "build: debug kernel (KASAN, lockdep, UBSAN, kmemleak)"
+	count_verdicts < <(build_warnings_verdict "build: debug kernel: no warning in KTAU's files" \
+		"$KTAU_OUT/logs/kernel-debug.log")
 	if [ $image_ok = 1 ]; then
 		"$KTAU_TOP/scripts/boot.sh" --kernel debug --mode check --timeout "${KTAU_GUEST_TIMEOUT:-1800}" \
 			--append ktaudebug=1 --out "$KTAU_OUT/guest-run/debug" 2>>"$R/boot.log"

@@ -188,6 +188,23 @@ t_skips_ran_elsewhere() {
 	[ -z "$(skips_ran_elsewhere "$T/sk.tsv")" ] || { echo "# verdicts without skips"; return 1; }
 }
 
+# A warning from KTAU's files in a kernel build log fails; others do not.
+t_build_warnings() {
+	local v
+	printf '%s\n' '  CC      kernel/ktau/core.o' \
+		'/src/drivers/x.c:3:1: warning: not ours' >"$T/bl.log"
+	v=$(build_warnings_verdict "build: k" "$T/bl.log")
+	has "$v" PASS "build: k" || return 1
+	echo 'kernel/ktau/sample.o: warning: objtool: ktau_sample_overflow+0x86d: call to __ubsan_handle_out_of_bounds() with UACCESS enabled' >>"$T/bl.log"
+	v=$(build_warnings_verdict "build: k" "$T/bl.log")
+	has "$v" FAIL "build: k" "kernel/ktau/sample.o: warning: objtool" || return 1
+	printf '%s\n' '/root/src/include/linux/ktau.h:12:5: warning: unused' >"$T/bl.log"
+	v=$(build_warnings_verdict "build: k" "$T/bl.log")
+	has "$v" FAIL "build: k" "include/linux/ktau.h:12:5: warning" || return 1
+	v=$(build_warnings_verdict "build: k" "$T/no-such.log")
+	has "$v" FAIL "build: k" "no build log"
+}
+
 # ---- console ----
 t_console_patterns_caught() {
 	local l bad=0
@@ -458,6 +475,7 @@ mkcheck() {
 	printf '#!/bin/sh\necho "TAP version 13"; echo "1..1"; echo "ok 1 stub"\n' >"$c/tree/scripts/tests/check-selftest.sh"
 	cat >"$c/tree/scripts/build-kernel.sh" <<-'EOF'
 	#!/bin/bash
+	mkdir -p "$KTAU_OUT/logs" && echo "  CC      kernel/ktau/core.o" >"$KTAU_OUT/logs/kernel-$1.log"
 	mkdir -p "$KTAU_CACHE/build/$1/arch/x86/boot"
 	: >"$KTAU_CACHE/build/$1/arch/x86/boot/bzImage"
 	: >"$KTAU_CACHE/build/$1/.config"
