@@ -17,6 +17,10 @@
 #           ($KTAU_CACHE/deb/debian/certs/signing_key.pem, which the
 #           kernel trusts), so that they load under Secure Boot's lockdown.
 #           KTAU_DEB_CONFIG_ONLY=1 stops after the configuration.
+#           Debug information (DWARF, BTF and the -dbg package) is off
+#           unless KTAU_DEB_DEBUG_INFO=1: Debian's kernel handbook
+#           advises the same for custom builds (it makes the build
+#           several times larger and slower); KTAU needs none of it.
 #   system  the small kernel of the system test (scripts/build-kernel.sh
 #           system: the guest config plus scripts/system/system.config,
 #           local version "-ktau-test"), built in $KTAU_BUILD/system
@@ -108,6 +112,11 @@ ktau_deb_config() {
 		--set-str SYSTEM_REVOCATION_KEYS "" --enable MODULE_SIG_ALL \
 		--set-str MODULE_SIG_KEY certs/signing_key.pem \
 		--set-str BUILD_SALT "" --set-str LOCALVERSION "-ktau"
+	if [ "${KTAU_DEB_DEBUG_INFO:-0}" != 1 ]; then
+		scripts/config --file "$B/.config" --disable DEBUG_INFO \
+			--disable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT --disable DEBUG_INFO_DWARF4 \
+			--disable DEBUG_INFO_DWARF5 --enable DEBUG_INFO_NONE
+	fi
 	scripts/kconfig/merge_config.sh -m -O "$B" "$B/.config" kernel/configs/ktau.config >/dev/null
 	make O="$B" olddefconfig >/dev/null
 }
@@ -125,6 +134,9 @@ if [ "${KTAU_DEB_LOCALMODCONFIG:-}" = 1 ]; then
 	msg "localmodconfig: $(grep -c '=m$' "$B/.config") modules left (those loaded now)"
 fi
 grep -q '^CONFIG_KTAU=y' "$B/.config" || die "CONFIG_KTAU did not stay on in Debian's config"
+if [ "${KTAU_DEB_DEBUG_INFO:-0}" != 1 ] && grep -q '^CONFIG_DEBUG_INFO=y' "$B/.config"; then
+	die "CONFIG_DEBUG_INFO stayed on; set KTAU_DEB_DEBUG_INFO=1 to build with it"
+fi
 if [ -n "${KTAU_DEB_CONFIG_ONLY:-}" ]; then
 	msg "configured $B/.config (Debian amd64 + ktau.config); stopping before the build"
 	exit 0
