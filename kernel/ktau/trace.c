@@ -43,6 +43,14 @@
  * counted. One such session at a time; its close unpublishes it before
  * the buffers go, a grace period before the fork path could see it freed.
  *
+ * Locks: s->lock guards the buffer list, the session's counts and the
+ * names of a buffer's thread; forks of traced threads take it (and every
+ * fork while a system-wide session runs). A reader takes s->read_lock,
+ * which makes it the only one to move its buffers' tails, and holds
+ * s->lock only between its copies to user space, never across one: a
+ * reader whose buffer faults (swapped out, or held by userfaultfd) holds
+ * up no fork.
+ *
  * Reuse: the ring of a buffer that went (its thread exited and was read
  * to its end) is kept for the session's next buffer of the same size, up
  * to KTAU_TRACE_POOL rings and KTAU_TRACE_POOL_BYTES (on top of the
@@ -81,7 +89,9 @@ struct ktau_tring {
 
 struct ktau_tsession {
 	refcount_t ref;			/* the file's and each buffer's */
-	struct mutex lock;		/* the buffer list, attach, read */
+	struct mutex lock;		/* the buffer list, attach, names */
+	struct mutex read_lock;		/* one reader: tails, reported, and */
+					/* taking buffers off the list */
 	struct list_head bufs;
 	bool closed;
 	bool privileged;		/* the opener had CAP_PERFMON */
@@ -93,7 +103,7 @@ struct ktau_tsession {
 	struct pid *opener;		/* KTAU_TRACE_ALL's caller's process */
 	struct mem_cgroup *memcg;	/* the opener's, charged */
 	u64 clock0, ns0;		/* the clock and CLOCK_MONOTONIC at open */
-	unsigned int nbufs;
+	unsigned int nbufs;		/* with buffers being made */
 	u64 bytes;
 	/* Under lock; with the buffers' own counts, those of the gone. */
 	u64 tasks, refused, denied, records, lost;
@@ -205,7 +215,12 @@ static void ktau_tbuf_put(struct ktau_tbuf *b)
 
 /*
  * A buffer of @cap records for @t in @s, charged to the opener's memory
- * cgroup, within the session's bounds; not yet on the list. s->lock held.
+ * cgroup, within the session's bounds; not yet on the list. Its bytes are
+ * reserved under s->lock and the ring allocated outside it, as forks wait
+ * on that lock: s->lock not held. NULL with *@err -EBUSY beyond the
+ * bounds, -ENOMEM, or -ESRCH once the session closed (only on the fork
+ * paths: an attach is an ioctl of the open file, never concurrent with
+ * its release).
  */
 static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
 				       struct task_struct *t, u32 cap,
@@ -215,11 +230,22 @@ static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
 	struct mem_cgroup *old;
 	struct ktau_tbuf *b;
 
-	if (s->nbufs >= KTAU_TRACE_MAX_TASKS ||
-	    s->bytes + bytes > KTAU_TRACE_MAX_BYTES) {
+	lockdep_assert_not_held(&s->lock);
+	*err = 0;
+	mutex_lock(&s->lock);
+	if (s->closed)
+		*err = -ESRCH;
+	else if (s->nbufs >= KTAU_TRACE_MAX_TASKS ||
+		 s->bytes + bytes > KTAU_TRACE_MAX_BYTES)
 		*err = -EBUSY;
-		return NULL;
+	if (!*err) {
+		s->nbufs++;
+		s->bytes += bytes;
 	}
+	mutex_unlock(&s->lock);
+	if (*err)
+		return NULL;
+
 	old = set_active_memcg(s->memcg);
 	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
 	if (b) {
@@ -230,6 +256,10 @@ static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
 	set_active_memcg(old);
 	if (!b || !b->ring) {
 		kfree(b);
+		mutex_lock(&s->lock);
+		s->nbufs--;
+		s->bytes -= bytes;
+		mutex_unlock(&s->lock);
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -240,19 +270,24 @@ static struct ktau_tbuf *ktau_tbuf_new(struct ktau_tsession *s,
 	b->mask = cap - 1;
 	b->flags = flags;
 	b->groups = groups;
-	s->nbufs++;
-	s->bytes += bytes;
-	s->tasks++;
 	return b;
 }
 
 /* A new buffer that was not published goes; s->lock held. */
 static void ktau_tbuf_unnew(struct ktau_tsession *s, struct ktau_tbuf *b)
 {
+	lockdep_assert_held(&s->lock);
 	s->nbufs--;
 	s->bytes -= (size_t)(b->mask + 1) * sizeof(struct ktau_trec);
-	s->tasks--;
 	ktau_tbuf_put(b);
+}
+
+/* A new buffer goes on the list: one more thread attached. s->lock held. */
+static void ktau_tbuf_add(struct ktau_tsession *s, struct ktau_tbuf *b)
+{
+	lockdep_assert_held(&s->lock);
+	list_add_tail(&b->node, &s->bufs);
+	s->tasks++;
 }
 
 /*
@@ -334,30 +369,37 @@ void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt)
 	/* Traced already (inherited from another session): counted, once. */
 	task_lock(tsk);
 	b = kt->trace;
-	err = b && READ_ONCE(b->ring) && !READ_ONCE(b->s->closed) ? -EBUSY : 0;
+	err = 0;
+	if (b && READ_ONCE(b->ring) && !READ_ONCE(b->s->closed))
+		/* This session's already: its walk came first. */
+		err = b->s == s ? -EEXIST : -EBUSY;
 	task_unlock(tsk);
-	mutex_lock(&s->lock);
-	if (err) {
-		s->refused++;
-	} else if (!s->closed && task_pid_nr_ns(tsk, s->ns) && task_tgid(tsk) != s->opener) {
-		/* Only tasks the opener's pid namespace sees, not its own threads. */
+	b = NULL;
+	/* Only tasks the opener's pid namespace sees, not its own threads. */
+	if (err == -EEXIST || (!err && (!task_pid_nr_ns(tsk, s->ns) ||
+					task_tgid(tsk) == s->opener)))
+		goto out;
+	if (!err)
 		b = ktau_tbuf_new(s, tsk, s->all_cap, KTAU_TRACE_INHERIT, s->all_groups, &err);
+	mutex_lock(&s->lock);
+	if (b && s->closed)
+		err = -ESRCH;
+	else if (b)
+		err = ktau_tbuf_publish(tsk, kt, b, &old);
+	if (b && !err) {
+		ktau_tbuf_add(s, b);
+		ktau_tsession_key(s);
+		/* Of a closed(-ing) session; the task never ran: no writer. */
+		if (old)
+			ktau_tbuf_put(old);
+	} else {
+		/* Not in another session (inherited) either: counted. */
+		s->refused += err != -EEXIST && err != -ESRCH;
 		if (b)
-			err = ktau_tbuf_publish(tsk, kt, b, &old);
-		if (b && !err) {
-			list_add_tail(&b->node, &s->bufs);
-			ktau_tsession_key(s);
-			/* Of a closed(-ing) session; the task never ran: no writer. */
-			if (old)
-				ktau_tbuf_put(old);
-		} else {
-			/* Not in another session (inherited) either: counted. */
-			s->refused += err != -EEXIST;
-			if (b)
-				ktau_tbuf_unnew(s, b);
-		}
+			ktau_tbuf_unnew(s, b);
 	}
 	mutex_unlock(&s->lock);
+out:
 	ktau_tsession_put(s);
 }
 
@@ -371,10 +413,12 @@ void ktau_trace_put_slow(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
 {
 	struct ktau_trec *ring = READ_ONCE(b->ring), *r;
 	unsigned long head = b->head, tail;
-	unsigned int need = b->lost_pending ? 2 : 1;
+	unsigned int need;
 
+	/* Stopped: lost_pending may be the reader's now (after the exit). */
 	if (!ring || READ_ONCE(b->stopped))
 		return;
+	need = b->lost_pending ? 2 : 1;
 	tail = smp_load_acquire(&b->tail);	/* the reader is done with them */
 	if (head - tail + need > (unsigned long)b->mask + 1) {
 		if (!b->lost_pending++)
@@ -452,18 +496,18 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 	task_unlock(current);
 	if (!s)
 		return;
+	b = ktau_tbuf_new(s, tsk, cap, flags, groups, &err);
 	mutex_lock(&s->lock);
-	if (!s->closed) {
-		b = ktau_tbuf_new(s, tsk, cap, flags, groups, &err);
-		if (b) {
-			list_add_tail(&b->node, &s->bufs);
-			ktau_tsession_key(s);
-			/* The child runs nothing yet: its pointer is set without a race. */
-			refcount_inc(&b->ref);
-			kt->trace = b;
-		} else {
-			s->refused++;
-		}
+	if (b && s->closed) {
+		ktau_tbuf_unnew(s, b);
+	} else if (b) {
+		ktau_tbuf_add(s, b);
+		ktau_tsession_key(s);
+		/* The child runs nothing yet: its pointer is set without a race. */
+		refcount_inc(&b->ref);
+		kt->trace = b;
+	} else if (err != -ESRCH) {
+		s->refused++;
 	}
 	mutex_unlock(&s->lock);
 	ktau_tsession_put(s);
@@ -488,7 +532,7 @@ void ktau_trace_free(struct ktau_task *kt)
 	s = b->s;
 	kt->trace = NULL;
 	mutex_lock(&s->lock);
-	b->stopped = true;
+	WRITE_ONCE(b->stopped, true);
 	smp_store_release(&b->named, true);	/* tid 0: none */
 	smp_store_release(&b->exited, true);
 	mutex_unlock(&s->lock);
@@ -567,6 +611,7 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	refcount_set(&s->ref, 1);
 	mutex_init(&s->lock);
+	mutex_init(&s->read_lock);
 	spin_lock_init(&s->pool_lock);
 	INIT_LIST_HEAD(&s->bufs);
 	s->privileged = perfmon_capable();
@@ -659,18 +704,21 @@ static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t
 		err = -EACCES;
 		goto unlock;
 	}
-	mutex_lock(&s->lock);
 	b = ktau_tbuf_new(s, t, a->capacity, a->flags & KTAU_TRACE_INHERIT, a->groups, &err);
 	if (b) {
-		/* The key before the pointer: records from the first call on. */
+		mutex_lock(&s->lock);
+		/*
+		 * Not closed: an attach is an ioctl of the open file. The key
+		 * before the pointer: records from the first call on.
+		 */
 		ktau_tsession_key(s);
 		err = ktau_tbuf_publish(t, kt, b, &old);
 		if (!err)
-			list_add_tail(&b->node, &s->bufs);
+			ktau_tbuf_add(s, b);
 		else
 			ktau_tbuf_unnew(s, b);
+		mutex_unlock(&s->lock);
 	}
-	mutex_unlock(&s->lock);
 unlock:
 	up_read(&t->signal->exec_update_lock);
 	if (old && oldp) {
@@ -820,6 +868,7 @@ static pid_t ktau_tbuf_tid(struct ktau_tsession *s, struct ktau_tbuf *b,
 {
 	pid_t tid;
 
+	lockdep_assert_held(&s->lock);
 	rcu_read_lock();
 	/* Pairs with the release in ktau_tbuf_name(): the names first. */
 	if (smp_load_acquire(&b->named)) {
@@ -883,7 +932,8 @@ static int ktau_trace_stats(struct ktau_tsession *s,
 
 		st.records += head;
 		st.lost += READ_ONCE(b->lost);
-		st.buffered += head - b->tail;
+		/* The reader moves tail under read_lock only. */
+		st.buffered += head - READ_ONCE(b->tail);
 	}
 	mutex_unlock(&s->lock);
 	return copy_to_user(ust, &st, sizeof(st)) ? -EFAULT : 0;
@@ -946,12 +996,21 @@ static u32 ktau_trace_id(const struct ktau_tclock *c, const struct ktau_trec *r)
 	return r->id;
 }
 
+/* What a chunk tells of its buffer's thread, taken under s->lock. */
+struct ktau_tbuf_names {
+	pid_t tid, pid;
+	char comm[TASK_COMM_LEN];
+	bool detached;
+};
+
 /*
  * One chunk of @b's records into @ubuf (at most @room bytes), or its last,
  * empty, chunk once it exited or was detached. Bytes written, 0 when it
- * has nothing, or -errno. s->lock held.
+ * has nothing, or -errno. s->read_lock held, not s->lock: a copy that
+ * faults (a page swapped out, or held by userfaultfd) must not hold up
+ * the forks and attaches that take s->lock.
  */
-static ssize_t ktau_trace_chunk(struct ktau_tsession *s, struct ktau_tbuf *b,
+static ssize_t ktau_trace_chunk(struct ktau_tbuf *b, const struct ktau_tbuf_names *nm,
 				const struct ktau_tclock *c, char __user *ubuf,
 				size_t room)
 {
@@ -966,7 +1025,7 @@ static ssize_t ktau_trace_chunk(struct ktau_tsession *s, struct ktau_tbuf *b,
 		return 0;
 	/* Pairs with the release in ktau_trace_exit(): no record after. */
 	exited = smp_load_acquire(&b->exited);
-	last = (exited || b->detached) && READ_ONCE(b->stopped);
+	last = (exited || nm->detached) && READ_ONCE(b->stopped);
 	/*
 	 * Records lost after the thread's last one: no record that found
 	 * room again reports them, so its trace ends with their LOST record.
@@ -1012,15 +1071,18 @@ static ssize_t ktau_trace_chunk(struct ktau_tsession *s, struct ktau_tbuf *b,
 	}
 	ch.size = sizeof(ch) + (n + pend) * sizeof(out[0]);
 	ch.nrecs = n + pend;
-	ch.tid = ktau_tbuf_tid(s, b, &ch.pid, ch.comm);
+	ch.tid = nm->tid;
+	ch.pid = nm->pid;
+	memcpy(ch.comm, nm->comm, sizeof(ch.comm));
 	ch.lost = READ_ONCE(b->lost);
-	if (last && tail + n == head && (pend || !(exited && b->lost_pending))) {
+	if (last && tail + n == head && (pend || !(exited && b->lost_pending)))
 		ch.flags = (exited ? KTAU_TRACE_EXITED : 0) |
-			   (b->detached ? KTAU_TRACE_DETACHED : 0);
-		b->reported = true;
-	}
+			   (nm->detached ? KTAU_TRACE_DETACHED : 0);
 	if (copy_to_user(ubuf, &ch, sizeof(ch)))
 		return -EFAULT;
+	/* Reported once copied: a fault leaves the last chunk to read again. */
+	if (ch.flags)
+		b->reported = true;
 	if (pend)
 		b->lost_pending = 0;
 	/* The slots go back to the writer after they were copied. */
@@ -1044,15 +1106,38 @@ static ssize_t ktau_trace_read(struct file *file, char __user *ubuf,
 
 	ktau_conv_get(&c.cv);
 	c.coarse = ktau_irq_detail_hidden(s->privileged);
-	mutex_lock(&s->lock);
 	c.now_clock = s->clock0;
 	c.now_ns = s->ns0;
-	list_for_each_entry_safe(b, n, &s->bufs, node) {
+	/* Interruptible: another reader's copy may wait for a slow fault. */
+	if (mutex_lock_interruptible(&s->read_lock))
+		return -ERESTARTSYS;
+	mutex_lock(&s->lock);
+	b = list_first_entry_or_null(&s->bufs, struct ktau_tbuf, node);
+	while (b) {
+		struct ktau_tbuf_names nm;
+
+		/* Nothing to read, and no last chunk yet (see ktau_trace_chunk()). */
+		if (smp_load_acquire(&b->head) == b->tail && !READ_ONCE(b->stopped)) {
+			b = list_is_last(&b->node, &s->bufs) ? NULL : list_next_entry(b, node);
+			continue;
+		}
+		/*
+		 * Names as they are now: a chunk carries those of its read.
+		 * s->lock is not held across the copies (see ktau_trace_chunk()).
+		 * Only a reader, under read_lock, takes a buffer off the list,
+		 * or the release, which the VFS never runs during a read():
+		 * @b stays on the list, with the list's reference.
+		 */
+		nm.tid = ktau_tbuf_tid(s, b, &nm.pid, nm.comm);
+		nm.detached = b->detached;
+		mutex_unlock(&s->lock);
 		do {
-			r = ktau_trace_chunk(s, b, &c, ubuf + done, len - done);
+			r = ktau_trace_chunk(b, &nm, &c, ubuf + done, len - done);
 			if (r > 0)
 				done += r;
 		} while (r > 0 && !b->reported);
+		mutex_lock(&s->lock);
+		n = list_is_last(&b->node, &s->bufs) ? NULL : list_next_entry(b, node);
 		/* Pairs with the release in ktau_trace_exit(). */
 		if (b->reported && smp_load_acquire(&b->exited)) {
 			list_move(&b->node, &gone);
@@ -1063,8 +1148,10 @@ static ssize_t ktau_trace_read(struct file *file, char __user *ubuf,
 		}
 		if (r < 0)
 			break;
+		b = n;
 	}
 	mutex_unlock(&s->lock);
+	mutex_unlock(&s->read_lock);
 	list_for_each_entry_safe(b, n, &gone, node) {
 		list_del(&b->node);
 		ktau_tbuf_put(b);

@@ -9,9 +9,10 @@
  * closing a session while its threads run leaves them and the kernel
  * fine; inherited attaches beyond the session's memory are refused and
  * counted; a system-wide session (ABI 1.6) traces processes it never
- * named and what they start.
+ * named and what they start; a reader whose page faults holds up no fork.
  */
 #include <dirent.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <linux/sched.h>
+#include <linux/userfaultfd.h>
 
 #include "ktau_util.h"
 
@@ -1148,6 +1150,110 @@ TEST_F_TIMEOUT(trace, failed_forks_under_a_reader, 60)
 	EXPECT_EQ(0, st.buffered);
 	close(r.fd);
 	free(r.buf);
+}
+
+/*
+ * A reader whose buffer faults holds up no fork: a thread traced with
+ * inheritance forks while the session's reader waits in copy_to_user()
+ * for a page that userfaultfd holds (a watchdog gives it after
+ * UFFD_HOLD_MS, or when told). Forks take the session's lock; the reader
+ * must not hold it across a copy. Red before: the fork returned only
+ * when the watchdog gave the page.
+ */
+#define UFFD_HOLD_MS	10000
+
+struct uffd_reader {
+	int fd;
+	char *buf;
+	size_t len;
+	ssize_t n;
+	int err;
+};
+
+static void *uffd_reader_run(void *arg)
+{
+	struct uffd_reader *r = arg;
+
+	r->n = read(r->fd, r->buf, r->len);
+	r->err = r->n < 0 ? errno : 0;
+	return NULL;
+}
+
+struct uffd_watchdog {
+	int uffd, stop;
+	struct uffd_reader *r;
+	int fired;
+};
+
+static void *uffd_watchdog_run(void *arg)
+{
+	struct uffd_watchdog *w = arg;
+	struct pollfd p = { .fd = w->stop, .events = POLLIN };
+	struct uffdio_zeropage z = {
+		.range = { .start = (uintptr_t)w->r->buf, .len = w->r->len },
+	};
+
+	if (poll(&p, 1, UFFD_HOLD_MS) == 0)
+		__atomic_store_n(&w->fired, 1, __ATOMIC_RELEASE);
+	/* The pages, and the reader woken. */
+	ioctl(w->uffd, UFFDIO_ZEROPAGE, &z);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(trace, fork_while_reader_faults, 60)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffd_reader r = { .len = 16 * 4096 };
+	struct uffd_watchdog w = { .r = &r };
+	struct pollfd p = { .events = POLLIN };
+	struct uffd_msg msg;
+	pthread_t rt, wt;
+	int pipefd[2], status, i, fired;
+	pid_t pid;
+
+	w.uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, w.uffd) TH_LOG("userfaultfd: %s (CONFIG_USERFAULTFD is in the guest's config)",
+				    strerror(errno));
+	ASSERT_EQ(0, ioctl(w.uffd, UFFDIO_API, &api));
+	r.buf = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, r.buf);
+	reg.range.start = (uintptr_t)r.buf;
+	reg.range.len = r.len;
+	ASSERT_EQ(0, ioctl(w.uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, pipe(pipefd));
+	w.stop = pipefd[0];
+	r.fd = trace_open();
+	ASSERT_LE(0, r.fd);
+	/* Both threads before the attach: making them takes no session lock. */
+	ASSERT_EQ(0, pthread_create(&wt, NULL, uffd_watchdog_run, &w));
+	ASSERT_EQ(0, trace_attach(r.fd, 0, KTAU_TRACE_INHERIT, 256, 0));
+	for (i = 0; i < 10; i++)
+		syscall(SYS_getppid);
+	ASSERT_EQ(0, pthread_create(&rt, NULL, uffd_reader_run, &r));
+	/* The reader is in copy_to_user(), waiting for the page. */
+	p.fd = w.uffd;
+	ASSERT_EQ(1, poll(&p, 1, UFFD_HOLD_MS / 2));
+	ASSERT_EQ(sizeof(msg), read(w.uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(0);
+	fired = __atomic_load_n(&w.fired, __ATOMIC_ACQUIRE);
+	ASSERT_EQ(1, write(pipefd[1], "x", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+	EXPECT_EQ(0, fired) TH_LOG("the fork waited %d ms for the reader's page fault",
+				   UFFD_HOLD_MS);
+	EXPECT_EQ(0, r.err) TH_LOG("read: %s", strerror(r.err));
+	EXPECT_LT(0, r.n);
+	close(r.fd);
+	close(w.uffd);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	munmap(r.buf, r.len);
 }
 
 TEST_HARNESS_MAIN
