@@ -891,8 +891,7 @@ static pid_t ktau_tbuf_tid(struct ktau_tsession *s, struct ktau_tbuf *b,
 /* Stop recording @tid (0: the caller); its records stay to be read. */
 static int ktau_trace_detach(struct ktau_tsession *s, const s32 __user *utid)
 {
-	struct ktau_tbuf *b;
-	int err = -ESRCH;
+	struct ktau_tbuf *b, *found = NULL;
 	s32 tid;
 
 	if (get_user(tid, utid))
@@ -901,17 +900,30 @@ static int ktau_trace_detach(struct ktau_tsession *s, const s32 __user *utid)
 		tid = task_pid_nr_ns(current, s->ns);
 	mutex_lock(&s->lock);
 	list_for_each_entry(b, &s->bufs, node) {
-		if (b->detached || ktau_tbuf_tid(s, b, NULL, NULL) != tid ||
+		if (b->detached || READ_ONCE(b->stopped) ||
+		    ktau_tbuf_tid(s, b, NULL, NULL) != tid ||
 		    /* pairs with the release in ktau_trace_exit() */
 		    smp_load_acquire(&b->exited))
 			continue;
 		WRITE_ONCE(b->stopped, true);
-		b->detached = true;
-		err = 0;
+		refcount_inc(&b->ref);
+		found = b;
 		break;
 	}
 	mutex_unlock(&s->lock);
-	return err;
+	if (!found)
+		return -ESRCH;
+	/*
+	 * The thread may be writing a record on another CPU, with interrupts
+	 * off, having seen it running: a grace period later none is, so the
+	 * chunk that reports the detach is the buffer's last.
+	 */
+	synchronize_rcu();
+	mutex_lock(&s->lock);
+	found->detached = true;
+	mutex_unlock(&s->lock);
+	ktau_tbuf_put(found);
+	return 0;
 }
 
 static int ktau_trace_stats(struct ktau_tsession *s,
