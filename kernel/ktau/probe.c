@@ -26,7 +26,10 @@
 /*
  * Return slots per probe: calls of the function in progress at one time,
  * over all tasks (a task blocked inside holds one). More are counted as
- * missed. 64 probes of 128 slots take about 600 KiB.
+ * missed. fprobe's rethook keeps them in an objpool with a slot per
+ * possible CPU, each at least a page: a probe takes about a page per
+ * possible CPU (1 MiB with 256), not charged to a memory cgroup, and at
+ * most KTAU_PROBE_MAX probes exist (CAP_PERFMON adds them).
  */
 #define KTAU_PROBE_ACTIVE	128
 
@@ -36,12 +39,14 @@ struct ktau_probe {
 	struct file *owner;	/* identity only: the file it was added on */
 	struct pid *owner_pid;
 	unsigned long addr;
+	u64 seq;		/* which add made it */
 	u32 id;
 	char name[KTAU_PROBE_NAME_LEN];
 };
 
 static LIST_HEAD(ktau_probes);
 static unsigned int ktau_nr_probes;
+static u64 ktau_probe_seq;
 static DEFINE_MUTEX(ktau_probe_lock);
 
 /*
@@ -49,10 +54,15 @@ static DEFINE_MUTEX(ktau_probe_lock);
  * between, or that a task enters or leaves other than by a call and a
  * return (a new task starts in ret_from_fork, whose caller never called
  * it): a probe on them would interleave with those frames, not nest.
+ * Matched by the name of the function at the address asked for, without
+ * a module prefix or a compiler suffix (.isra.0, .constprop.0, ...), and
+ * by address (an alias).
  */
 static const char * const ktau_probe_deny[] = {
 	"irq_enter", "irq_enter_rcu", "irq_exit", "irq_exit_rcu",
 	"ret_from_fork", "ret_from_fork_asm", "schedule_tail",
+	/* closes the sched frame that __schedule() opened (ktau_sched_in()) */
+	"finish_task_switch",
 	/* KVM: between a guest entry and the next, the kvm group's frames */
 	"vcpu_run", "vcpu_enter_guest", "svm_vcpu_run", "vmx_vcpu_run",
 };
@@ -89,10 +99,17 @@ static struct ktau_probe *ktau_probe_find(const char *name, int id)
 	return NULL;
 }
 
-/* Unregister @p and move it to @gone; under ktau_probe_lock. */
+/*
+ * Unregister @p and move it to @gone; under ktau_probe_lock. If fprobe
+ * cannot unregister it (ftrace was killed), its handlers may still run:
+ * it stays, owned by no file, and is never freed.
+ */
 static void ktau_probe_unlink(struct ktau_probe *p, struct list_head *gone)
 {
-	unregister_fprobe(&p->fp);
+	if (WARN_ON_ONCE(unregister_fprobe(&p->fp))) {
+		p->owner = NULL;
+		return;
+	}
 	list_move(&p->node, gone);
 	ktau_nr_probes--;
 	ktau_unregister_point(p->id);
@@ -121,51 +138,87 @@ static void ktau_probe_free(struct ktau_probe *p)
 	ktau_probe_free_list(&gone);
 }
 
-/* The address of @name if it is a function that may be probed. */
-static int ktau_probe_check(const char *name, unsigned long *addrp)
+/* Whether the function at @addr (its first byte) is on the deny list. */
+static bool ktau_probe_denied(unsigned long addr)
 {
-	unsigned long addr, size, off;
+	char sym[KSYM_NAME_LEN];
 	unsigned int i;
 
+	if (lookup_symbol_name(addr, sym))
+		return true;
+	sym[strcspn(sym, ".")] = '\0';
 	for (i = 0; i < ARRAY_SIZE(ktau_probe_deny); i++)
-		if (!strcmp(name, ktau_probe_deny[i]))
-			return -EINVAL;
+		if (!strcmp(sym, ktau_probe_deny[i]) ||
+		    kallsyms_lookup_name(ktau_probe_deny[i]) == addr)
+			return true;
+	return false;
+}
+
+/*
+ * The ftrace site of @name if it is a function that may be probed, and
+ * in *@modp its module, held (NULL for the kernel's own text): a module
+ * on its way out is refused, one held cannot go before the probe is on
+ * the list, where its going finds it. Under ktau_probe_lock.
+ */
+static int ktau_probe_check(const char *name, unsigned long *addrp,
+			    struct module **modp)
+{
+	unsigned long addr, size, off;
+	struct module *mod;
+
+	lockdep_assert_held(&ktau_probe_lock);
+	*modp = NULL;
 	addr = kallsyms_lookup_name(name);
 	if (!addr)
 		return -ENOENT;
 	/* A function's first byte, with an ftrace site: not notrace. */
-	if (!kallsyms_lookup_size_offset(addr, &size, &off) || off)
+	if (!kallsyms_lookup_size_offset(addr, &size, &off) || off ||
+	    ktau_probe_denied(addr))
 		return -EINVAL;
+	preempt_disable();
+	mod = __module_text_address(addr);
+	if (mod && !try_module_get(mod)) {
+		preempt_enable();
+		return -ENOENT;
+	}
+	preempt_enable();
 	addr = ftrace_location(addr);
-	if (!addr)
+	if (!addr) {
+		module_put(mod);
 		return -EINVAL;
+	}
 	*addrp = addr;
+	*modp = mod;
 	return 0;
 }
 
-static long ktau_probe_add(struct file *file, struct ktau_probe_req *req)
+/* Add a probe on req->name; its ID in req->id, which add in *@seq. */
+static long ktau_probe_add(struct file *file, struct ktau_probe_req *req, u64 *seq)
 {
-	struct ktau_probe *p;
-	unsigned long addr;
+	struct ktau_probe *p, *q;
+	struct module *mod = NULL;
 	int ret, id;
 
-	ret = ktau_probe_check(req->name, &addr);
-	if (ret)
-		return ret;
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
 	strscpy(p->name, req->name, sizeof(p->name));
-	p->addr = addr;
 	p->owner = file;
 	p->fp.entry_handler = ktau_probe_entry;
 	p->fp.exit_handler = ktau_probe_exit;
 	p->fp.nr_maxactive = KTAU_PROBE_ACTIVE;
 
 	mutex_lock(&ktau_probe_lock);
+	ret = ktau_probe_check(req->name, &p->addr, &mod);
+	if (ret)
+		goto fail;
 	ret = -EEXIST;
 	if (ktau_probe_find(p->name, 0))
 		goto fail;
+	/* Another name of the same function (an alias, "module:name"). */
+	list_for_each_entry(q, &ktau_probes, node)
+		if (q->addr == p->addr)
+			goto fail;
 	ret = -ENOSPC;
 	if (ktau_nr_probes >= KTAU_PROBE_MAX)
 		goto fail;
@@ -180,15 +233,35 @@ static long ktau_probe_add(struct file *file, struct ktau_probe_req *req)
 		goto fail;
 	}
 	p->owner_pid = get_task_pid(current, PIDTYPE_TGID);
+	p->seq = ++ktau_probe_seq;
+	*seq = p->seq;
 	list_add_tail(&p->node, &ktau_probes);
 	ktau_nr_probes++;
 	mutex_unlock(&ktau_probe_lock);
+	/* On the list: the module's going takes the probe from now on. */
+	module_put(mod);
 	req->id = id;
 	return 0;
 fail:
 	mutex_unlock(&ktau_probe_lock);
+	module_put(mod);
 	kfree(p);
 	return ret;
+}
+
+/* Take back the probe that add @seq made, if it is still there. */
+static void ktau_probe_undo(u64 seq)
+{
+	struct ktau_probe *p;
+
+	mutex_lock(&ktau_probe_lock);
+	list_for_each_entry(p, &ktau_probes, node) {
+		if (p->seq == seq) {
+			ktau_probe_free(p);
+			break;
+		}
+	}
+	mutex_unlock(&ktau_probe_lock);
 }
 
 static long ktau_probe_remove(struct ktau_probe_req *req)
@@ -224,6 +297,7 @@ static long ktau_probes_ioctl(struct file *file, unsigned int cmd,
 {
 	struct ktau_probe_req __user *ureq = (void __user *)arg;
 	struct ktau_probe_req req;
+	u64 seq = 0;
 	long ret;
 	u32 size;
 
@@ -244,11 +318,14 @@ static long ktau_probes_ioctl(struct file *file, unsigned int cmd,
 		return ktau_probe_remove(&req);
 	if (!req.name[0])
 		return -EINVAL;
-	ret = ktau_probe_add(file, &req);
+	ret = ktau_probe_add(file, &req, &seq);
 	if (!ret && put_user(req.id, &ureq->id)) {
-		/* The caller cannot learn the ID: take the probe back. */
-		req.name[0] = '\0';
-		ktau_probe_remove(&req);
+		/*
+		 * The caller cannot learn the ID: take the probe back, this
+		 * one (another task may have removed it and added its
+		 * function again meanwhile, with the same ID).
+		 */
+		ktau_probe_undo(seq);
 		ret = -EFAULT;
 	}
 	return ret;
