@@ -187,9 +187,13 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 		spin_unlock(&c->lock);
 		return;
 	}
+	/*
+	 * Charged to the opener, but never worth an OOM kill in its cgroup:
+	 * a record that does not fit is dropped, and counted.
+	 */
 	old = set_active_memcg(c->memcg);
 	q = kzalloc(sizeof(*q) + max * sizeof(struct ktau_entry),
-		    GFP_KERNEL_ACCOUNT);
+		    GFP_KERNEL_ACCOUNT | __GFP_NORETRY | __GFP_NOWARN);
 	set_active_memcg(old);
 	if (!q) {
 		spin_lock(&c->lock);
