@@ -54,6 +54,7 @@ long ktau_unprofiled_tasks(void);
 const char *ktau_clock_name(void);
 long ktau_clock_backwards(void);
 long ktau_exit_nomem(void);
+long ktau_ids_full(void);
 
 extern unsigned int ktau_nr_slots;
 extern bool ktau_ready;

@@ -276,6 +276,7 @@ static int ktau_control_show(struct seq_file *m, void *v)
 	seq_printf(m, "exit_nomem %ld\n", ktau_exit_nomem());
 	seq_printf(m, "clock %s\n", ktau_clock_name());
 	seq_printf(m, "clock_backwards %ld\n", ktau_clock_backwards());
+	seq_printf(m, "ids_full %ld\n", ktau_ids_full());
 	return 0;
 }
 

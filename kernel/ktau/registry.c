@@ -29,8 +29,18 @@ const char * const ktau_group_names[KTAU_NR_GROUPS] = {
 	[KTAU_GROUP_KVM]	= "kvm",
 };
 
+/*
+ * Dynamic points (probes, ktau_register_point()) may not take the last
+ * IDs: they stay for interrupt sources and KVM exit reasons, which the
+ * kernel names when it first sees them, so that a user who probes many
+ * functions cannot leave them all under "irq" and "kvm_exit".
+ */
+#define KTAU_IDS_KEPT		256
+
 struct ktau_func *ktau_funcs;
 static unsigned int ktau_next_id;
+/* Registrations refused for want of an ID: /proc/ktau/control's ids_full. */
+static atomic_long_t ktau_ids_refused = ATOMIC_LONG_INIT(0);
 static DEFINE_RAW_SPINLOCK(ktau_reg_lock);
 /* Serialises first sightings of a point (nests outside ktau_reg_lock). */
 static DEFINE_RAW_SPINLOCK(ktau_once_lock);
@@ -39,6 +49,11 @@ unsigned int ktau_nr_ids(void)
 {
 	/* Pairs with the release in ktau_register(): entries are complete. */
 	return smp_load_acquire(&ktau_next_id);
+}
+
+long ktau_ids_full(void)
+{
+	return atomic_long_read(&ktau_ids_refused);
 }
 
 int ktau_group_by_name(const char *name, size_t len)
@@ -67,6 +82,7 @@ static void __init ktau_set(struct ktau_func *funcs, unsigned int id,
  */
 int ktau_register(const char *name, unsigned int group)
 {
+	unsigned int limit = KTAU_MAX_IDS;
 	unsigned long flags;
 	int id;
 
@@ -74,10 +90,13 @@ int ktau_register(const char *name, unsigned int group)
 	if (!smp_load_acquire(&ktau_funcs) || group >= KTAU_NR_GROUPS ||
 	    !name || !*name)
 		return -EINVAL;
+	if (group == KTAU_GROUP_DYNAMIC)
+		limit -= KTAU_IDS_KEPT;
 	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
 	id = ktau_next_id;
-	if (id >= KTAU_MAX_IDS) {
+	if (id >= limit) {
 		id = -ENOSPC;
+		atomic_long_inc(&ktau_ids_refused);
 	} else {
 		strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
 		ktau_funcs[id].group = group;
@@ -277,7 +296,7 @@ int __init ktau_registry_init(void)
 	struct ktau_func *funcs;
 	unsigned int i;
 
-	BUILD_BUG_ON(KTAU_ID_SYSCALL_BASE + NR_syscalls >= KTAU_MAX_IDS);
+	BUILD_BUG_ON(KTAU_ID_SYSCALL_BASE + NR_syscalls + KTAU_IDS_KEPT >= KTAU_MAX_IDS);
 	BUILD_BUG_ON(KTAU_ID_SOFTIRQ_BASE + NR_SOFTIRQS > KTAU_ID_SYSCALL_BASE);
 
 	funcs = kcalloc(KTAU_MAX_IDS, sizeof(*funcs), GFP_KERNEL);

@@ -283,8 +283,11 @@ TEST(only_those_groups_record)
 	ktau_snap_free(&b);
 }
 
-/* The highest function ID /proc/ktau/functions lists; -1 on error. */
-static long max_func_id(void)
+/*
+ * The highest function ID /proc/ktau/functions lists, of group @group
+ * only if not NULL; -1 on error.
+ */
+static long max_func_id_of(const char *group)
 {
 	struct ktau_funcs fs = { 0 };
 	long max = -1;
@@ -293,18 +296,24 @@ static long max_func_id(void)
 	if (ktau_funcs_load(&fs))
 		return -1;
 	for (i = 0; i < fs.n; i++)
-		if ((long)fs.v[i].id > max)
+		if ((long)fs.v[i].id > max && (!group || !strcmp(fs.v[i].group, group)))
 			max = fs.v[i].id;
 	ktau_funcs_free(&fs);
 	return max;
 }
 
+static long max_func_id(void)
+{
+	return max_func_id_of(NULL);
+}
+
 /*
- * IDs above @before that someone other than ktau_self took: an interrupt
- * seen for the first time since its group was switched on (the timer's,
- * as the test switches all groups on) takes its ID whenever it comes.
+ * IDs above @before and below @below that someone other than ktau_self
+ * took: an interrupt seen for the first time since its group was switched
+ * on (the timer's, as the test switches all groups on) takes its ID
+ * whenever it comes.
  */
-static long others_above(long before)
+static long others_between(long before, long below)
 {
 	struct ktau_funcs fs = { 0 };
 	long n = 0;
@@ -313,7 +322,7 @@ static long others_above(long before)
 	if (ktau_funcs_load(&fs))
 		return -1;
 	for (i = 0; i < fs.n; i++)
-		if ((long)fs.v[i].id > before &&
+		if ((long)fs.v[i].id > before && (long)fs.v[i].id < below &&
 		    strncmp(fs.v[i].name, "ktau_self_", 10))
 			n++;
 	ktau_funcs_free(&fs);
@@ -337,19 +346,28 @@ static long self_param(const char *name)
 
 /*
  * A full registry (ktau.rst, "Function IDs": KTAU_REGISTRY_IDS IDs a
- * boot): registration fails with ENOSPC and changes nothing, a probe on a
- * new function is refused with ENOSPC, and an ID given up is not given
- * out again, so a module that unloads cannot load again. IDs are never
- * reused within a boot, so this fills the registry for the rest of the
- * boot: it runs only when the command line says ktautest.fill_registry
- * (make check's bootparam-bad pass, where nothing runs after it) and is
- * skipped elsewhere.
+ * boot, the last KTAU_IDS_KEPT not for dynamic points): registration
+ * fails with ENOSPC and changes nothing, a probe on a new function is
+ * refused with ENOSPC, and an ID given up is not given out again, so a
+ * module that unloads cannot load again; each refusal is counted in
+ * ids_full. IDs are never reused within a boot, so this fills the
+ * registry for the rest of the boot: it runs only when the command line
+ * says ktautest.fill_registry (make check's bootparam-bad pass, where
+ * nothing runs after it) and is skipped elsewhere.
  */
 #define KTAU_REGISTRY_IDS	2048
+#define KTAU_IDS_KEPT		256
+#define KTAU_DYNAMIC_IDS	(KTAU_REGISTRY_IDS - KTAU_IDS_KEPT)
+
+/* The "ids_full N" of /proc/ktau/control, or -1. */
+static long ids_full(void)
+{
+	return ktau_control_count("ids_full");
+}
 
 TEST(full_registry_refuses_new_ids)
 {
-	long before, filled, others, pfd, ret;
+	long before, filled, others, pfd, ret, full0;
 	char *cmd = ktau_slurp("/proc/cmdline", NULL);
 	bool fill = cmd && strstr(cmd, "ktautest.fill_registry");
 
@@ -359,33 +377,43 @@ TEST(full_registry_refuses_new_ids)
 	ktau_must_have_ktau(_metadata);
 	before = max_func_id();
 	ASSERT_LT(0, before);
-	ASSERT_GT(KTAU_REGISTRY_IDS - 3, before) TH_LOG("registry already full");
+	ASSERT_GT(KTAU_DYNAMIC_IDS - 3, before) TH_LOG("registry already full");
+	full0 = ids_full();
+	ASSERT_LE(0, full0) TH_LOG("no ids_full in " KTAU_CONTROL_PATH);
 	ret = ktau_mod_load("ktau_self", "fill=4096");
 	ASSERT_EQ(0, ret) TH_LOG("loading ktau_self fill=4096: %s", strerror(-ret));
 	filled = self_param("filled");
-	others = others_above(before);
+	others = others_between(before, KTAU_DYNAMIC_IDS);
 	ASSERT_LE(0, others);
 	TH_LOG("IDs up to %ld before; ktau_self registered 3 + %ld, others %ld",
 	       before, filled, others);
 	EXPECT_EQ(ENOSPC, self_param("fill_errno"));
-	/* Its own three points, then the fill up to the last ID. */
-	EXPECT_EQ(KTAU_REGISTRY_IDS - 1 - before - 3 - others, filled);
-	EXPECT_EQ(KTAU_REGISTRY_IDS - 1, max_func_id());
+	/*
+	 * Its own three points, then the fill up to the last dynamic ID;
+	 * interrupt sources seen later may take the IDs kept beyond it.
+	 */
+	EXPECT_EQ(KTAU_DYNAMIC_IDS - 1 - before - 3 - others, filled);
+	EXPECT_EQ(KTAU_DYNAMIC_IDS - 1, max_func_id_of("dynamic"));
+	EXPECT_GT(KTAU_REGISTRY_IDS, max_func_id());
+	/* The fill's last try. */
+	EXPECT_EQ(full0 + 1, ids_full());
 
 	/* A probe on a function never probed in this boot needs a new ID. */
 	pfd = open(KTAU_PROBES_PATH, O_RDONLY);
 	ASSERT_LE(0, pfd);
 	EXPECT_EQ(-ENOSPC, ktau_probe_ioctl(pfd, KTAU_IOC_PROBE_ADD, "vfs_read", 0));
 	close(pfd);
+	EXPECT_EQ(full0 + 2, ids_full());
 
 	/*
 	 * Unloading gives the IDs up, not back: they stay listed, named
 	 * for the profiles that hold them, and the module loads no more.
 	 */
 	ASSERT_EQ(0, ktau_mod_unload("ktau_self"));
-	EXPECT_EQ(KTAU_REGISTRY_IDS - 1, max_func_id());
+	EXPECT_EQ(KTAU_DYNAMIC_IDS - 1, max_func_id_of("dynamic"));
 	EXPECT_EQ(-ENOSPC, ktau_mod_load("ktau_self", ""));
 	ktau_mod_unload("ktau_self");
+	EXPECT_EQ(full0 + 3, ids_full());
 }
 
 TEST_HARNESS_MAIN

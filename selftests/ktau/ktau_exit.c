@@ -436,14 +436,7 @@ TEST_F_TIMEOUT(exitprof, close_frees_queue, 120)
 /* The "fork_nomem N" of /proc/ktau/control, or -1. */
 static long fork_nomem(void)
 {
-	char *t = ktau_control_read(), *p;
-	long n = -1;
-
-	p = t ? strstr(t, "\nfork_nomem ") : NULL;
-	if (p)
-		n = strtol(p + 12, NULL, 10);
-	free(t);
-	return n;
+	return ktau_control_count("fork_nomem");
 }
 
 #define FAILSLAB	"/sys/kernel/debug/failslab/"

@@ -409,6 +409,20 @@ static inline char *ktau_control_read(void)
 	return ktau_slurp(KTAU_CONTROL_PATH, NULL);
 }
 
+/* The N of the "@key N" line of /proc/ktau/control, or -1. */
+static inline long ktau_control_count(const char *key)
+{
+	char *t = ktau_control_read(), *p, want[40];
+	long n = -1;
+
+	snprintf(want, sizeof(want), "\n%s ", key);
+	p = t ? strstr(t, want) : NULL;
+	if (p)
+		n = strtol(p + strlen(want), NULL, 10);
+	free(t);
+	return n;
+}
+
 /* 1 when the group is on, 0 when off, -ENOENT when not listed, -errno. */
 static inline int ktau_group_state(const char *group)
 {
