@@ -133,7 +133,7 @@ parse_ktap() {	# file case-prefix [gate-prefix [expected]]
 	}
 	function open_doc(name) {
 		flush()
-		isopen = 1; bin = name; plan = -1; seen = 0; nfail = 0; rc = 0
+		isopen = 1; bin = name; plan = -1; seen = 0; nfail = 0; rc = 0; ndiag = 0
 		if (name == "") { ndoc++; label = "KTAP output " ndoc }
 		else { nprog++; label = name; ran[name] = 1 }
 	}
@@ -160,6 +160,15 @@ parse_ktap() {	# file case-prefix [gate-prefix [expected]]
 		if (!isopen || (bin == "" && plan >= 0)) open_doc("")
 		plan = substr($1, 4) + 0; next
 	}
+	# Diagnostics since the last case line: the first three that say
+	# something (not the harness'"'"'s RUN/OK/FAIL banners) are a failed
+	# case'"'"'s detail, so that the summary says why without the log.
+	/^# / && !/^# ktau-/ {
+		d = substr($0, 3); gsub(/\t/, " ", d); sub(/^ +/, "", d)
+		if (d != "" && d !~ /^(RUN|OK|FAIL|SKIP|PASSED|FAILED|Totals|SKIPPED) / && d !~ /Test failed/ && ndiag < 3)
+			diag[++ndiag] = d
+		next
+	}
 	/^(not )?ok [0-9]+/ {
 		if (!isopen) open_doc("")
 		ok = ($1 == "ok"); line = $0
@@ -169,7 +178,13 @@ parse_ktap() {	# file case-prefix [gate-prefix [expected]]
 		seen++
 		st = ok ? "PASS" : "FAIL"
 		if (ok && toupper(dir) ~ /^SKIP/) st = "SKIP"
-		if (!ok) nfail++
+		if (!ok) {
+			nfail++
+			for (i = 1; i <= ndiag; i++)
+				dir = dir (dir != "" ? " | " : "") diag[i]
+			if (length(dir) > 300) dir = substr(dir, 1, 297) "..."
+		}
+		ndiag = 0
 		printf "%s\t%s%s%s\t%s\n", st, pfx, (bin != "" ? bin ": " : ""), name, dir
 	}
 	END {

@@ -42,6 +42,13 @@ count_verdicts() {
 step() { printf '== %s [%ss]\n' "$*" "$(( $(date +%s) - t0 ))"; }
 # The counts per class and, last, "N passed, N failed, N skipped".
 finish() {
+	# The failures again, with their details, where a reader of the end
+	# of the output (CI shows the tail) sees them.
+	if grep -q '^FAIL' "$R/results.tsv" 2>/dev/null; then
+		printf '\n== failures, repeated from above\n'
+		awk -F'\t' '$1 == "FAIL" { printf "FAIL: %s%s\n", $2, ($3 != "" ? " (" $3 ")" : "") }' \
+			"$R/results.tsv"
+	fi
 	printf '\ncheck took %ss; results in %s/results.tsv\n' "$(( $(date +%s) - t0 ))" "$R"
 	check_summary "$R/results.tsv"
 	exit

@@ -54,6 +54,22 @@ t_ktap_not_ok_skip_is_a_failure() {
 	has "$v" FAIL "guest: a: one" "SKIP not really" && has "$v" SKIP "guest: a: two" &&
 		has "$v" FAIL "guest: a: three" && ! has "$v" SKIP "guest: a: one" >/dev/null
 }
+# A failed case carries the diagnostics printed since the case before it
+# (the harness's RUN/OK banners left out), so the summary says why.
+t_ktap_failure_detail_is_its_diagnostics() {
+	printf '%s\n' '# ktau-selftest-begin a' '1..3' '# RUN           x.one ...' '# noise of one' \
+		'#            OK  x.one' 'ok 1 one' '#  RUN           x.two ...' \
+		'# a.c:12:two:Expected 6000 (6000) == n (5999)' '# two: Test failed' \
+		'#          FAIL  x.two' 'not ok 2 two' '# 5 getppid calls, not 6' 'not ok 3 three' \
+		'# ktau-selftest-end a rc=1' >"$T/k"
+	v=$(ktap "$T/k" "guest: ")
+	has "$v" PASS "guest: a: one" && ! has "$v" PASS "guest: a: one" "noise" >/dev/null &&
+		has "$v" FAIL "guest: a: two" "a.c:12:two:Expected 6000 (6000) == n (5999)" &&
+		! has "$v" FAIL "guest: a: two" "RUN" >/dev/null &&
+		! has "$v" FAIL "guest: a: two" "noise" >/dev/null &&
+		has "$v" FAIL "guest: a: three" "5 getppid calls, not 6" &&
+		! has "$v" FAIL "guest: a: three" "Expected" >/dev/null
+}
 t_ktap_missing_program_fails() {
 	printf '%s\n' '# ktau-selftest-begin a' '1..1' 'ok 1 one' '# ktau-selftest-end a rc=0' >"$T/k"
 	v=$(ktap "$T/k" "smp: " "smp: " "a,b c")
@@ -570,6 +586,7 @@ t_check_sh_end_to_end() {
 	last=$(tail -n 1 "$T/ck/log")
 	{ [ $rc -eq 0 ] && [[ $last =~ ^[0-9]+\ passed,\ 0\ failed,\ 0\ skipped$ ]]; } ||
 		{ echo "# a clean run: status $rc, last line '$last'"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
+	! grep -q 'failures, repeated' "$T/ck/log" || { echo "# a clean run lists failures"; return 1; }
 	# Main pass: ktau_a, the programs of the 2-CPU lists, b-tests, and the
 	# debug kernel's kmemleak; re-runs: each 2-CPU list again, and the
 	# main pass's programs on the debug kernel.
@@ -602,6 +619,9 @@ t_check_sh_end_to_end() {
 		bench) grep -q '^FAIL: bench smoke: kernels, programs and image build' "$T/ck/log" ;;
 		system) grep -q '^FAIL: system: ktau_system: works' "$T/ck/log" ;;
 		esac || { echo "# FAKE_BREAK=$b: no such failure in"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
+		# ... and repeated among the last lines, which CI shows.
+		tail -n 8 "$T/ck/log" | grep -A1 -x '== failures, repeated from above' | grep -q '^FAIL: ' ||
+			{ echo "# FAKE_BREAK=$b: the failure is not repeated at the end:"; tail -n 8 "$T/ck/log" | sed 's/^/#   /'; return 1; }
 	done
 }
 
