@@ -29,6 +29,9 @@
 #include <linux/hashtable.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/coredump.h>
+#include <linux/security.h>
+#include <linux/user_namespace.h>
 #include "internal.h"
 
 /* Queued bytes of one user's collectors, bounded by the next figure. */
@@ -44,17 +47,26 @@ struct ktau_collect_user {
 static DEFINE_HASHTABLE(ktau_collect_users, 4);
 static DEFINE_SPINLOCK(ktau_collect_users_lock);
 
+/*
+ * What a member's exit uses of the opener: taken with a reference under
+ * the collector's lock while it is open, dropped when it is closed, so
+ * that members that live on keep none of it.
+ */
+struct ktau_collect_opener {
+	const struct cred *cred;	/* for the access check */
+	struct pid_namespace *ns;	/* of its /proc */
+	struct mem_cgroup *memcg;	/* charged */
+};
+
 struct ktau_collector {
 	refcount_t ref;
 	spinlock_t lock;		/* protects everything below */
 	struct list_head queue;
 	bool closed;
 	struct ktau_collect_stats st;
-	kuid_t uid;			/* of the opener */
 	bool privileged;		/* opener had CAP_PERFMON */
-	struct pid_namespace *ns;	/* of the opener's /proc */
+	struct ktau_collect_opener op;	/* empty once closed */
 	struct ktau_collect_user *user;	/* the opener's, for the bound */
-	struct mem_cgroup *memcg;	/* the opener's, charged */
 };
 
 struct ktau_queued {
@@ -126,45 +138,119 @@ void ktau_collector_get(struct ktau_collector *c)
 	refcount_inc(&c->ref);
 }
 
+static void ktau_collect_opener_put(struct ktau_collect_opener *op)
+{
+	if (!op->cred)
+		return;
+	put_cred(op->cred);
+	put_pid_ns(op->ns);
+	mem_cgroup_put(op->memcg);
+	op->cred = NULL;
+}
+
 void ktau_collector_put(struct ktau_collector *c)
 {
 	if (!refcount_dec_and_test(&c->ref))
 		return;
 	ktau_collect_free(c, &c->queue);
 	ktau_collect_user_put(c->user);
-	mem_cgroup_put(c->memcg);
-	put_pid_ns(c->ns);
+	ktau_collect_opener_put(&c->op);
 	kfree(c);
 }
 
-/* Same credentials as the opener, or a privileged opener. */
-static bool ktau_collect_allowed(struct ktau_collector *c)
+/* A copy of what @c keeps of its opener, with references; false once closed. */
+static bool ktau_collect_opener_get(struct ktau_collector *c,
+				    struct ktau_collect_opener *op)
 {
-	const struct cred *cred = current_cred();
+	spin_lock(&c->lock);
+	if (c->closed) {
+		spin_unlock(&c->lock);
+		return false;
+	}
+	*op = c->op;
+	get_cred(op->cred);
+	get_pid_ns(op->ns);
+	/* Cannot fail: c->op holds a reference. */
+	if (WARN_ON_ONCE(!mem_cgroup_tryget(op->memcg)))
+		op->memcg = NULL;
+	spin_unlock(&c->lock);
+	return true;
+}
+
+static bool ktau_collect_ptrace_cap(const struct cred *oc,
+				    struct user_namespace *ns)
+{
+	return !security_capable(oc, ns, CAP_SYS_PTRACE, CAP_OPT_NOAUDIT);
+}
+
+/*
+ * Whether the opener may have the profile of current, a member that
+ * exits (in do_exit(), after exit_mm()) or executes a program: a
+ * privileged opener may; else the answer of __ptrace_may_access(current,
+ * PTRACE_MODE_READ_FSCREDS), the check of /proc/PID/ktau, asked with the
+ * opener's credentials, but for the LSM's ptrace hook, which judges the
+ * calling task and so cannot be asked for the opener here, and for
+ * ptrace's pass to the caller's own threads: whoever holds the file reads
+ * it, not only the opener's threads. So a member is denied when its user
+ * or group IDs are not the opener's, when it is not dumpable
+ * (PR_SET_DUMPABLE, or a credential change; once its mm is gone, exit_mm()
+ * left that in user_dumpable, and only CAP_SYS_PTRACE in the initial
+ * namespace passes, as for ptrace), or when it holds a capability the
+ * opener lacks.
+ */
+static bool ktau_collect_allowed(struct ktau_collector *c,
+				 const struct ktau_collect_opener *op)
+{
+	const struct cred *oc = op->cred, *tc = current_real_cred();
+	struct mm_struct *mm = current->mm;
 
 	if (c->privileged)
 		return true;
-	return uid_eq(cred->uid, c->uid) && uid_eq(cred->euid, c->uid) &&
-	       uid_eq(cred->suid, c->uid);
+	if ((!uid_eq(oc->fsuid, tc->euid) || !uid_eq(oc->fsuid, tc->suid) ||
+	     !uid_eq(oc->fsuid, tc->uid) || !gid_eq(oc->fsgid, tc->egid) ||
+	     !gid_eq(oc->fsgid, tc->sgid) || !gid_eq(oc->fsgid, tc->gid)) &&
+	    !ktau_collect_ptrace_cap(oc, tc->user_ns))
+		return false;
+	if ((mm ? get_dumpable(mm) != SUID_DUMP_USER : !current->user_dumpable) &&
+	    !ktau_collect_ptrace_cap(oc, mm ? mm->user_ns : &init_user_ns))
+		return false;
+	/* cap_ptrace_access_check(), with the opener's effective set. */
+	if (oc->user_ns == tc->user_ns &&
+	    cap_issubset(tc->cap_permitted, oc->cap_effective))
+		return true;
+	return ktau_collect_ptrace_cap(oc, tc->user_ns);
+}
+
+static void ktau_collect_deny(struct ktau_collector *c)
+{
+	spin_lock(&c->lock);
+	c->st.denied++;
+	spin_unlock(&c->lock);
 }
 
 /*
  * begin_new_exec() of a member into a program that is not dumpable
  * (set-user-ID or set-group-ID, or with more capabilities than its
- * caller), once its credentials are committed: it runs with credentials
- * the opener may not trace, even if it drops them again before it exits,
- * so it leaves the collector, counted as denied, unless the opener was
- * privileged (as perf ends a task's inherited events there).
+ * caller), once its credentials are committed: if it runs with
+ * credentials the opener may not trace, it leaves the collector, counted
+ * as denied, even if it drops them again before it exits (as perf ends a
+ * task's inherited events there).
  */
 void ktau_collect_exec(struct ktau_task *kt)
 {
 	struct ktau_collector *c = kt->collector;
+	struct ktau_collect_opener op;
+	bool ok;
 
 	if (!c || c->privileged)
 		return;
-	spin_lock(&c->lock);
-	c->st.denied++;
-	spin_unlock(&c->lock);
+	if (ktau_collect_opener_get(c, &op)) {
+		ok = ktau_collect_allowed(c, &op);
+		ktau_collect_opener_put(&op);
+		if (ok)
+			return;
+		ktau_collect_deny(c);
+	}
 	kt->collector = NULL;
 	ktau_collector_put(c);
 }
@@ -174,24 +260,23 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 {
 	struct ktau_collector *c = kt->collector;
 	unsigned int max = kt->mask + 1 + KTAU_SAMPLE_EXTRA, n;
+	struct ktau_collect_opener op;
 	struct mem_cgroup *old;
 	struct ktau_queued *q;
 	struct ktau_conv cv;
 	size_t size;
 
-	if (READ_ONCE(c->closed))
+	if (!ktau_collect_opener_get(c, &op))
 		return;
-	if (!ktau_collect_allowed(c)) {
-		spin_lock(&c->lock);
-		c->st.denied++;
-		spin_unlock(&c->lock);
-		return;
+	if (!ktau_collect_allowed(c, &op)) {
+		ktau_collect_deny(c);
+		goto out;
 	}
 	/*
 	 * Charged to the opener, but never worth an OOM kill in its cgroup:
 	 * a record that does not fit is dropped, and counted.
 	 */
-	old = set_active_memcg(c->memcg);
+	old = set_active_memcg(op.memcg);
 	q = kzalloc(sizeof(*q) + max * sizeof(struct ktau_entry),
 		    GFP_KERNEL_ACCOUNT | __GFP_NORETRY | __GFP_NOWARN);
 	set_active_memcg(old);
@@ -199,7 +284,7 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 		spin_lock(&c->lock);
 		c->st.dropped++;
 		spin_unlock(&c->lock);
-		return;
+		goto out;
 	}
 	ktau_conv_get(&cv);
 	/*
@@ -215,8 +300,8 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 	q->size = size;
 	q->rec.size = size;
 	q->rec.nentries = n;
-	q->rec.tid = task_pid_nr_ns(tsk, c->ns);
-	q->rec.pid = task_tgid_nr_ns(tsk, c->ns);
+	q->rec.tid = task_pid_nr_ns(tsk, op.ns);
+	q->rec.pid = task_tgid_nr_ns(tsk, op.ns);
 	q->rec.flags = KTAU_REC_EXITED;
 	get_task_comm(q->rec.comm, tsk);
 	q->rec.start_ns = tsk->start_time;
@@ -230,13 +315,15 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 		c->st.dropped++;
 		spin_unlock(&c->lock);
 		kfree(q);
-		return;
+		goto out;
 	}
 	list_add_tail(&q->node, &c->queue);
 	c->st.queued++;
 	c->st.collected++;
 	c->st.bytes += size;
 	spin_unlock(&c->lock);
+out:
+	ktau_collect_opener_put(&op);
 }
 
 static int ktau_collect_open(struct inode *inode, struct file *file)
@@ -250,21 +337,26 @@ static int ktau_collect_open(struct inode *inode, struct file *file)
 		kfree(c);
 		return -ENOMEM;
 	}
-	c->memcg = get_mem_cgroup_from_mm(current->mm);
 	refcount_set(&c->ref, 1);
 	spin_lock_init(&c->lock);
 	INIT_LIST_HEAD(&c->queue);
-	c->uid = current_fsuid();
 	c->privileged = perfmon_capable();
-	c->ns = get_pid_ns(proc_pid_ns(inode->i_sb));
+	c->op.cred = get_current_cred();
+	c->op.ns = get_pid_ns(proc_pid_ns(inode->i_sb));
+	c->op.memcg = get_mem_cgroup_from_mm(current->mm);
 	file->private_data = c;
 	return 0;
 }
 
-/* Nothing more is queued, and what was goes now: members may live on. */
+/*
+ * Nothing more is queued, and what was goes now, with what was kept of
+ * the opener (its memory cgroup, namespace, credentials): members may
+ * live on.
+ */
 static int ktau_collect_release(struct inode *inode, struct file *file)
 {
 	struct ktau_collector *c = file->private_data;
+	struct ktau_collect_opener op;
 	LIST_HEAD(drop);
 
 	spin_lock(&c->lock);
@@ -272,8 +364,11 @@ static int ktau_collect_release(struct inode *inode, struct file *file)
 	list_splice_init(&c->queue, &drop);
 	c->st.queued = 0;
 	c->st.bytes = 0;
+	op = c->op;
+	memset(&c->op, 0, sizeof(c->op));
 	spin_unlock(&c->lock);
 	ktau_collect_free(c, &drop);
+	ktau_collect_opener_put(&op);
 	ktau_collector_put(c);
 	return 0;
 }

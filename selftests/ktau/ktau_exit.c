@@ -848,4 +848,248 @@ TEST_F_TIMEOUT(exitprof, setuid_exec_leaves_unprivileged_collector, 30)
 	munmap(st, 2 * sizeof(*st));
 }
 
+struct opener_exec {
+	struct ktau_collect_stats st;
+	int done;
+};
+
+/*
+ * As KTAU_USER_ID: open a collector, hand it to a child (the reader), join
+ * it and execute the set-user-ID @path: the opener's own process becomes
+ * a member that runs as root. The reader waits for its exit (or its
+ * leaving at the exec), and writes the collector's stats to @r. 0, or
+ * the step that failed.
+ */
+static int run_opener_exec(const char *path, struct opener_exec *r)
+{
+	static char env_suid[] = SUID_ENV "=1";
+	char *argv[2] = { (char *)path, NULL }, *envp[2] = { env_suid, NULL };
+	struct ktau_collect_stats st;
+	int cfd, i;
+	pid_t reader;
+
+	if (ktau_become(KTAU_USER_ID, 0))
+		return 1;
+	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
+	if (cfd < 0)
+		return 2;
+	reader = fork();
+	if (reader < 0)
+		return 3;
+	if (reader == 0) {
+		for (i = 0; i < 1000; i++) {
+			if (ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st))
+				_exit(4);
+			if (st.collected + st.denied)
+				break;
+			usleep(10000);
+		}
+		/* A record of its exit would come after a denial at the exec. */
+		usleep(200000);
+		if (!ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st))
+			r->st = st;
+		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+		_exit(0);
+	}
+	if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+		return 5;
+	execve(path, argv, envp);
+	return 6;
+}
+
+/*
+ * The opener itself joins and executes a set-user-ID root program that
+ * gives its privileges up again: another process holding the file reads
+ * it, so the opener's own process gets no pass (as ptrace gives its own
+ * threads): it is denied, not collected.
+ */
+TEST_F_TIMEOUT(exitprof, setuid_exec_of_the_opener_denied, 30)
+{
+	char dir[] = "/tmp/ktau-suid.XXXXXX", path[64];
+	struct opener_exec *r;
+	int i, status, ret;
+	pid_t pid;
+
+	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	memset(r, 0, sizeof(*r));
+	ret = ktau_suid_copy(dir, path, sizeof(path));
+	if (ret == 1)
+		SKIP(return, "/tmp is mounted nosuid");
+	ASSERT_EQ(0, ret) TH_LOG("set-user-ID copy: %s", strerror(-ret));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(run_opener_exec(path, r));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("opener: status %#x (1 become, 2 open, 3 fork, 5 join, 6 exec)", status);
+	/* The reader, the opener's child, was reparented: its word in @r. */
+	for (i = 0; i < 2000 && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	unlink(path);
+	rmdir(dir);
+	ASSERT_TRUE(r->done);
+	TH_LOG("collected %llu, denied %llu", (unsigned long long)r->st.collected,
+	       (unsigned long long)r->st.denied);
+	EXPECT_EQ(0, r->st.collected);
+	EXPECT_EQ(1, r->st.denied);
+	munmap(r, sizeof(*r));
+}
+
+/*
+ * Members of the caller's collector: the first makes itself not dumpable
+ * (prctl(PR_SET_DUMPABLE, 0), as ssh and gpg-agent do to keep same-user
+ * peers out), the second does so and turns it back on before it exits,
+ * the third does neither. Each makes a system call and exits.
+ * @want_denied: 1 if the first must be denied (an unprivileged caller).
+ */
+static void nondumpable_members(struct __test_metadata *_metadata, int want_denied)
+{
+	struct ktau_collect_stats st;
+	pid_t pid[3];
+	char *buf;
+	ssize_t len;
+	int cfd, i, status;
+
+	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
+	ASSERT_LE(0, cfd) TH_LOG("open: %s", strerror(errno));
+	for (i = 0; i < 3; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (!pid[i]) {
+			if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+				_exit(20);
+			if (i < 2 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+				_exit(21);
+			syscall(SYS_getppid);
+			if (i == 1 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
+				_exit(22);
+			_exit(0);
+		}
+		ASSERT_EQ(pid[i], waitpid(pid[i], &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("member %d: status %#x (20: join, 21/22: prctl)", i, status);
+		/* Queued (or not) in do_exit(), before the parent was told. */
+		ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
+		TH_LOG("after member %d: collected %llu, denied %llu", i,
+		       (unsigned long long)st.collected, (unsigned long long)st.denied);
+		EXPECT_EQ(want_denied ? (unsigned long long)i : i + 1ull,
+			  (unsigned long long)st.collected);
+		EXPECT_EQ((unsigned long long)want_denied, (unsigned long long)st.denied);
+		EXPECT_EQ(0, st.dropped);
+	}
+	buf = malloc(COLLECT_BUF);
+	ASSERT_NE(NULL, buf);
+	len = collect_read_all(cfd, buf, COLLECT_BUF);
+	ASSERT_LE(0, len);
+	EXPECT_EQ(!want_denied, !!find_rec(buf, len, pid[0]));
+	EXPECT_NE(NULL, find_rec(buf, len, pid[1]));
+	EXPECT_NE(NULL, find_rec(buf, len, pid[2]));
+	free(buf);
+	close(cfd);
+}
+
+static void nondumpable_unprivileged(struct __test_metadata *_metadata)
+{
+	nondumpable_members(_metadata, 1);
+}
+
+static void nondumpable_privileged(struct __test_metadata *_metadata)
+{
+	nondumpable_members(_metadata, 0);
+}
+
+/*
+ * What /proc/PID/ktau would refuse the opener is not collected: a member
+ * that is not dumpable when it exits (ABI 1.7) is denied to an
+ * unprivileged opener, even of the same user, and collected by one with
+ * CAP_PERFMON, or with CAP_SYS_PTRACE (as ptrace would let it read the
+ * member); dumpability counts as it is at the exit, not as it was before.
+ */
+TEST_F_TIMEOUT(exitprof, nondumpable_member_denied, 30)
+{
+	ktau_run_as(_metadata, KTAU_USER_ID, 0, nondumpable_unprivileged);
+	ktau_run_as(_metadata, KTAU_USER_ID, KTAU_CAP(CAP_PERFMON), nondumpable_privileged);
+	ktau_run_as(_metadata, KTAU_USER_ID, KTAU_CAP(CAP_SYS_PTRACE), nondumpable_privileged);
+}
+
+/* The calling thread's capability sets: 0 or -errno. */
+static int set_caps(__u64 permitted, __u64 effective)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	data[0].permitted = (__u32)permitted;
+	data[0].effective = (__u32)effective;
+	data[1].permitted = (__u32)(permitted >> 32);
+	data[1].effective = (__u32)(effective >> 32);
+	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
+}
+
+#define OTHER_CAPS	(KTAU_CAP(CAP_SETGID) | KTAU_CAP(CAP_NET_RAW))
+
+/*
+ * As KTAU_USER_ID with OTHER_CAPS permitted but none effective, open a
+ * collector; members: 0 keeps the permitted capabilities, 1 takes
+ * another group ID and drops them (dumpable again), 2 drops them.
+ */
+static void caps_and_gid_members(struct __test_metadata *_metadata)
+{
+	struct ktau_collect_stats st;
+	pid_t pid[3];
+	char *buf;
+	ssize_t len;
+	int cfd, i, status;
+
+	ASSERT_EQ(0, set_caps(OTHER_CAPS, 0));
+	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
+	ASSERT_LE(0, cfd) TH_LOG("open: %s", strerror(errno));
+	for (i = 0; i < 3; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (!pid[i]) {
+			if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN))
+				_exit(20);
+			if (i == 1 && (set_caps(OTHER_CAPS, KTAU_CAP(CAP_SETGID)) ||
+				       setresgid(KTAU_USER_ID + 1, KTAU_USER_ID + 1,
+						 KTAU_USER_ID + 1)))
+				_exit(21);
+			if (i >= 1 && (set_caps(0, 0) || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)))
+				_exit(22);
+			syscall(SYS_getppid);
+			_exit(0);
+		}
+		ASSERT_EQ(pid[i], waitpid(pid[i], &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("member %d: status %#x (20: join, 21: setresgid, 22: capset)",
+			       i, status);
+	}
+	ASSERT_EQ(0, ioctl(cfd, KTAU_IOC_COLLECT_STATS, &st));
+	TH_LOG("collected %llu, denied %llu", (unsigned long long)st.collected,
+	       (unsigned long long)st.denied);
+	EXPECT_EQ(1, st.collected);
+	EXPECT_EQ(2, st.denied);
+	buf = malloc(COLLECT_BUF);
+	ASSERT_NE(NULL, buf);
+	len = collect_read_all(cfd, buf, COLLECT_BUF);
+	ASSERT_LE(0, len);
+	EXPECT_EQ(NULL, find_rec(buf, len, pid[0]));
+	EXPECT_EQ(NULL, find_rec(buf, len, pid[1]));
+	EXPECT_NE(NULL, find_rec(buf, len, pid[2]));
+	free(buf);
+	close(cfd);
+}
+
+/*
+ * The rest of the ptrace read check at a member's exit (ABI 1.7): one
+ * that holds capabilities the opener did not have in its effective set
+ * at open, or whose group IDs are no longer the opener's, is denied; the
+ * same member without them is collected.
+ */
+TEST_F_TIMEOUT(exitprof, member_with_more_caps_or_other_gid_denied, 30)
+{
+	ktau_run_as(_metadata, KTAU_USER_ID, OTHER_CAPS, caps_and_gid_members);
+}
+
 TEST_HARNESS_MAIN

@@ -448,7 +448,7 @@ static const struct pm_row pm_rows[] = {
 	{ "``KTAU_IOC_RESET``",
 	  { "yes", "EPERM", "EPERM", "yes", "yes", "EPERM" }, op_reset },
 	{ "collect exited members",
-	  { "yes", "yes", "denied [#c]_", "yes", "yes", "denied [#c]_" }, NULL },
+	  { "yes", "yes [#d]_", "denied [#c]_", "yes", "yes", "yes" }, NULL },
 	{ "shared page of own thread",
 	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_shared },
 	{ "sample own thread, user mode [#p]_",
@@ -661,10 +661,10 @@ static int pm_recv_fd(int sock)
 
 /*
  * The collect row, in the test process: a collector opened by the caller
- * (cfd), a member that joins it and exits as @uid. Collected: yes; counted
- * as denied: denied.
+ * (cfd), a member that joins it and exits as @uid, not dumpable unless
+ * @dumpable (ABI 1.7). Collected: yes; counted as denied: denied.
  */
-static int pm_collect(int cfd, uid_t uid)
+static int pm_collect(int cfd, uid_t uid, bool dumpable)
 {
 	struct ktau_collect_stats st = { 0 };
 	const struct ktau_task_rec *r;
@@ -679,7 +679,8 @@ static int pm_collect(int cfd, uid_t uid)
 	if (pid < 0)
 		return PM_BROKEN;
 	if (pid == 0) {
-		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN) || ktau_become(uid, 0))
+		if (ioctl(cfd, KTAU_IOC_COLLECT_JOIN) || ktau_become(uid, 0) ||
+		    (!dumpable && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)))
 			_exit(1);
 		ktau_getppid_loop(10);
 		_exit(0);
@@ -847,7 +848,8 @@ static void pm_run(struct __test_metadata *_metadata, const struct pm_env *env,
 	ASSERT_NE(1, WEXITSTATUS(status));
 	for (i = 0; i < PM_NROWS; i++)
 		if (!pm_rows[i].fn)
-			out[i] = pm_collect(WEXITSTATUS(status) == 2 ? -EACCES : cfd, member_uid);
+			out[i] = pm_collect(WEXITSTATUS(status) == 2 ? -EACCES : cfd, member_uid,
+					    dumpable);
 	close(cfd);
 	close(sv[0]);
 

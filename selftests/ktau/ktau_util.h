@@ -752,6 +752,25 @@ static inline int ktau_copy_file(const char *from, const char *to, mode_t mode)
 }
 
 /*
+ * A set-user-ID (root's, when run as root) copy of this program, @path
+ * (@len bytes), in a new directory made from the template @dir: 0; 1
+ * when /tmp is mounted nosuid (nothing left); or -errno.
+ */
+static inline int ktau_suid_copy(char *dir, char *path, size_t len)
+{
+	if (!mkdtemp(dir))
+		return -errno;
+	if (!ktau_suid_works(dir)) {
+		rmdir(dir);
+		return 1;
+	}
+	if (chmod(dir, 0755))
+		return -errno;
+	snprintf(path, len, "%s/prog", dir);
+	return ktau_copy_file("/proc/self/exe", path, 04755);
+}
+
+/*
  * Become uid (gid uid, no supplementary groups) with exactly the
  * capabilities in caps (KTAU_CAP() bits) permitted and effective, none
  * inheritable, and dumpable as after an exec(). Returns 0 or -errno.
