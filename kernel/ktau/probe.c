@@ -331,17 +331,27 @@ static long ktau_probes_ioctl(struct file *file, unsigned int cmd,
 	return ret;
 }
 
-/* The probes' list, each with the process that added it. */
+/*
+ * The probes' list, each with the process that added it, or 0 once that
+ * exited: its number may be another process's by then (a probe lives as
+ * long as its file, which the adder may have passed on).
+ */
 static int ktau_probes_show(struct seq_file *m, void *v)
 {
 	struct pid_namespace *ns = proc_pid_ns(file_inode(m->file)->i_sb);
 	struct ktau_probe *p;
+	pid_t owner;
 
 	seq_puts(m, "# id function owner missed\n");
 	mutex_lock(&ktau_probe_lock);
-	list_for_each_entry(p, &ktau_probes, node)
-		seq_printf(m, "%u %s %d %lu\n", p->id, p->name,
-			   pid_nr_ns(p->owner_pid, ns), READ_ONCE(p->fp.nmissed));
+	list_for_each_entry(p, &ktau_probes, node) {
+		rcu_read_lock();
+		owner = pid_has_task(p->owner_pid, PIDTYPE_TGID) ?
+			pid_nr_ns(p->owner_pid, ns) : 0;
+		rcu_read_unlock();
+		seq_printf(m, "%u %s %d %lu\n", p->id, p->name, owner,
+			   READ_ONCE(p->fp.nmissed));
+	}
 	mutex_unlock(&ktau_probe_lock);
 	return 0;
 }

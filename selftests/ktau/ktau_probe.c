@@ -525,6 +525,30 @@ TEST(killed_owner_loses_probes)
 	close(sync[0]);
 }
 
+/*
+ * The adder exits, its file lives on in another process: the probe stays,
+ * and its owner is listed as 0 (ABI 1.7), not as the number of a process
+ * that is gone and may be another one's.
+ */
+TEST(exited_adder_listed_as_zero)
+{
+	int fd, status;
+	pid_t pid;
+
+	ktau_must_have_ktau(_metadata);
+	fd = open(KTAU_PROBES_PATH, O_RDONLY);
+	ASSERT_LE(0, fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(probe_add(fd, "vfs_read") > 0 ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status) TH_LOG("the child could not add the probe");
+	EXPECT_EQ(0, probe_listed("vfs_read"));
+	close(fd);
+	EXPECT_EQ(-ENOENT, probe_listed("vfs_read"));
+}
+
 /* A file shared with a child keeps the probes until the last close. */
 TEST(last_close_removes)
 {
