@@ -24,11 +24,11 @@ only=$(param ktauonly)
 rc=0
 
 if [ "$scale" = smoke ]; then
-	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50 NKVM=50
+	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50 NKVM=50 NEXITS=256
 	NTASKS=2560 FILES=8 KIB=4 WRUNS=1 NSAMPLEWORK=2000000 NPAIRS=20000
 else
 	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000 NKVM=2000
-	NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000
+	NEXITS=1024 NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000
 fi
 [ -n "$(param ktauruns)" ] && R=$(param ktauruns) WRUNS=$(param ktauruns)
 
@@ -101,6 +101,9 @@ suite() {
 	b tasks1 -r $R -n $NTASKS tasks 1
 	b tasks16 -r $R -n $NTASKS tasks 16
 	b tasks256 -r $R -n $NTASKS tasks 256
+	b exits1 -r $R -n $NEXITS exits 1
+	b exits16 -r $R -n $NEXITS exits 16
+	b exits256 -r $R -n $NEXITS exits 256
 	b fulltable -r $R -n $NSYS fulltable
 }
 

@@ -35,6 +35,11 @@
  *                  back: the NET_RX softirq
  *   tasks N        getppid with N processes running at once; cost per
  *                  call over all of them (loop overhead subtracted)
+ *   exits N        N processes exit at once, n exits in all: each waits
+ *                  (EOF on a pipe) until the parent lets all of them go,
+ *                  then calls _exit; the parent reaps them. The operation
+ *                  is one exit: the wake-up, do_exit, the reaping wait4;
+ *                  not the fork (made before the timing)
  *   fulltable      getppid in a task that first made many distinct system
  *                  calls, so that its KTAU table is nearly full
  *   kvm            one exit of a KVM guest completed in user space: a
@@ -407,6 +412,51 @@ static double bench_tasks(long n, int ntasks)
 	return t - empty_loop(per);
 }
 
+/*
+ * n exits in rounds of @ntasks processes that exit at once (KTAU folds
+ * each exiting task's table into per-CPU totals: its cost per exit must
+ * not grow with the number of tasks exiting together).
+ */
+static double bench_exits(long n, int ntasks)
+{
+	long rounds = (n + ntasks - 1) / ntasks;
+	double t = 0, t0;
+	int go[2], ready[2], i;
+	char c = 0;
+
+	for (long r = 0; r < rounds; r++) {
+		if (pipe(go) || pipe(ready))
+			die("pipe");
+		for (i = 0; i < ntasks; i++) {
+			pid_t pid = fork();
+
+			if (pid < 0)
+				die("fork");
+			if (pid)
+				continue;
+			close(go[1]), close(ready[0]);
+			if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 0)
+				_exit(1);
+			_exit(0);
+		}
+		close(go[0]), close(ready[1]);
+		for (i = 0; i < ntasks; i++)	/* every process waits in read() */
+			if (read(ready[0], &c, 1) != 1)
+				die("exits: ready");
+		close(ready[0]);
+		t0 = now_ns();
+		close(go[1]);
+		for (i = 0; i < ntasks; i++) {
+			int status;
+
+			if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+				die("exits: a process failed");
+		}
+		t += now_ns() - t0;
+	}
+	return t / (rounds * ntasks);
+}
+
 /* Entries in the calling thread's KTAU profile, -1 without KTAU. */
 static int own_entries(void)
 {
@@ -591,14 +641,15 @@ int main(int argc, char **argv)
 			goto usage;
 		return mktree(argv[optind], atoi(argv[optind + 1]), atoi(argv[optind + 2]));
 	}
-	if (!strcmp(bench, "tasks")) {
+	if (!strcmp(bench, "tasks") || !strcmp(bench, "exits")) {
 		if (optind >= argc || (ntasks = atoi(argv[optind])) < 1)
 			goto usage;
 	}
 	if (!strcmp(bench, "exec") && optind >= argc)
 		goto usage;
 	if (!n)
-		n = !strcmp(bench, "fork") ? 2000 : !strcmp(bench, "exec") ? 1 :
+		n = !strcmp(bench, "fork") || !strcmp(bench, "exits") ? 2000 :
+		    !strcmp(bench, "exec") ? 1 :
 		    !strcmp(bench, "getppid") || !strcmp(bench, "fulltable") ||
 		    !strcmp(bench, "tasks") ? 200000 : 20000;
 	if (!strcmp(bench, "pipe") && n < 2)
@@ -625,6 +676,8 @@ int main(int argc, char **argv)
 			v = bench_udp(n);
 		else if (!strcmp(bench, "tasks"))
 			v = bench_tasks(n, ntasks);
+		else if (!strcmp(bench, "exits"))
+			v = bench_exits(n, ntasks);
 		else if (!strcmp(bench, "exec"))
 			v = bench_exec(argv + optind);
 		else if (!strcmp(bench, "kvm"))
@@ -642,7 +695,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [-n OPS] [-r RUNS] [-s] [-t] [-v] BENCH [ARGS...]\n"
-		"  BENCH: getppid pipe fork fault nanosleep udp tasks N fulltable\n"
+		"  BENCH: getppid pipe fork fault nanosleep udp tasks N exits N fulltable\n"
 		"         exec CMD... | mktree DIR NFILES KIB\n", prog);
 	return 2;
 }

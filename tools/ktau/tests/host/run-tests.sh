@@ -331,6 +331,9 @@ RP2=$(awk -v p="$RP0" '$1 == $2 && $1 != p { print $1 }' "$W/run-tasks" | sed -n
 RK2=$(awk -v p="$RP2" '$2 == p { print $3 }' "$W/run-tasks")
 [ -n "$RT1" ] && [ -n "$RP2" ] && [ -n "$RK2" ] ||
 	{ echo "Bail out! run.ktau is not one process with 2 threads and 2 children"; exit 1; }
+# merge_fixture takes $RP2's kernel time off a top-level routine of 500.5 us.
+[ "$RK2" -lt 400000 ] ||
+	{ echo "Bail out! run.ktau's process $RP2 has $RK2 ns of kernel time (a capture on a loaded machine?): make -C tools/ktau fixtures again"; exit 1; }
 
 # The processes of run.ktau in start order, read from it (a re-capture
 # changes them): $RP0 (threads $RP0, $RT1), $RP1, $RP2; $RK2 the kernel
@@ -1029,7 +1032,8 @@ assert int(b[2]) > int(b[0]), ("kernel frames are blue", by)
 _, s = frames(w + "/s.svg")
 snap = json.load(open(w + "/s.json"))
 tot = sum(e["excl_ns"] for t in snap["tasks"] if not t["aggregate"] for e in t["entries"])
-assert s[0][0] == "all" and abs(s[0][1] - tot) <= 1e-6 * tot, (s[0], tot)
+# Titles give values to 6 significant digits.
+assert s[0][0] == "all" and abs(s[0][1] - tot) <= 5e-6 * tot, (s[0], tot)
 _, d = frames(w + "/d.svg")
 incl = None
 for line in open(w + "/flame-demo/profile.0.0.0"):
