@@ -276,16 +276,44 @@ static int first_thread_chunk(struct topts *o, const void *chunk, size_t len)
 }
 
 /*
+ * One more call of @id cut from thread @tid's profile, in t->cuts (the raw
+ * file keeps them: --check allows each its own rounding). 0 or -ENOMEM.
+ */
+static int note_cut(struct ktau_trace *t, pid_t tid, uint32_t id)
+{
+	struct ktau_trace_cut *v;
+	size_t i;
+
+	for (i = 0; i < t->ncuts; i++)
+		if (t->cuts[i].tid == tid && t->cuts[i].id == id) {
+			t->cuts[i].calls++;
+			return 0;
+		}
+	v = realloc(t->cuts, (t->ncuts + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->cuts = v;
+	for (i = t->ncuts; i > 0 && (v[i - 1].tid > tid ||
+				     (v[i - 1].tid == tid && v[i - 1].id > id)); i--)
+		v[i] = v[i - 1];
+	v[i] = (struct ktau_trace_cut){ .tid = tid, .id = id, .calls = 1 };
+	t->ncuts++;
+	return 0;
+}
+
+/*
  * The records left out of the child's trace, out of its final profile
  * too: per call its count, inclusive time and exclusive time (less the
  * calls nested in it, which were left out as well). A routine left with
- * no call is left out.
+ * no call is left out. Each duration was rounded to the nanosecond on its
+ * own, unlike the profile's sum: the calls cut are kept in t->cuts.
  */
 static void cut_profile(struct topts *o, pid_t pid)
 {
 	struct ktau_snap *p = o->t->profile;
 	struct ktau_task *t = NULL;
 	size_t i, j, k;
+	int nomem = 0;
 
 	for (i = 0; p && i < p->ntasks; i++)
 		if (p->tasks[i].tid == pid && p->tasks[i].pid == pid)
@@ -311,6 +339,9 @@ static void cut_profile(struct topts *o, pid_t pid)
 				e = &t->entries[k];
 		if (!e)
 			continue;
+		if (note_cut(o->t, pid, r->id) && !nomem++)
+			err_msg("warning: out of memory: --check of this trace may see the "
+				"rounding of the calls cut before the exec as mismatches");
 		e->count -= e->count ? 1 : 0;
 		e->incl_ns -= e->incl_ns > incl ? incl : e->incl_ns;
 		incl = incl > inner ? incl - inner : 0;
@@ -1280,6 +1311,16 @@ static int check_one(const char *anchor, struct ktau_trace **tv, size_t n)
 	       (unsigned long long)r.missing, (unsigned long long)r.threads_lost,
 	       (unsigned long long)r.lost_in_archive, (unsigned long long)r.lost_in_trace,
 	       (unsigned long long)r.threads_uncompared);
+	{
+		uint64_t cut = 0;
+
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < tv[i]->ncuts; k++)
+				cut += tv[i]->cuts[k].calls;
+		if (cut)
+			printf("%s: %llu calls cut from the profile before the command's exec, each "
+			       "its own nanosecond of rounding\n", anchor, (unsigned long long)cut);
+	}
 	if (!ret && !r.threads_compared && !r.threads_lost) {
 		/* Kernel records but no thread to compare: something is wrong. */
 		for (size_t i = 0; i < n; i++)

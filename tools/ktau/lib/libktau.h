@@ -1048,6 +1048,18 @@ struct ktau_trace {
 	char **user_names;
 	size_t nuser_names;
 	uint64_t user_lost;		/* user records beyond the runtime's bound */
+	/* Calls the writer cut from a thread's profile with their records
+	 * (ktaud trace: what the command's first process ran before its
+	 * exec), each duration rounded on its own: a check of the profile
+	 * against the trace allows a nanosecond for each (malloc'd). */
+	struct ktau_trace_cut *cuts;
+	size_t ncuts;
+};
+
+struct ktau_trace_cut {
+	int32_t tid;
+	uint32_t id;			/* function ID */
+	uint64_t calls;
 };
 
 /* Record ids of user routines: this bit and the index of their name. */

@@ -4,10 +4,11 @@
  * walker of the chunk stream that read() returns, the per-thread model
  * of a trace, and raw trace files.
  *
- * Raw trace file (little-endian, as the host; version 1):
+ * Raw trace file (little-endian, as the host; version 2, which reads
+ * version 1 too: it is version 2 with no cut part):
  *
  *	0    char     magic[8]      "KTAUTRAC"
- *	8    u32      version       1
+ *	8    u32      version       2
  *	12   u32      hdr_size      320
  *	16   u32      abi_major     of the records
  *	20   u32      abi_minor
@@ -21,7 +22,8 @@
  *	56   u64      groups        1 << KTAU_GROUP_*; 0: every group
  *	64   u64      chunks_len    bytes of chunks after the header
  *	72   u32      funcs_len     bytes of registry text after the chunks
- *	76   u32      reserved      0
+ *	76   u32      cut_len       bytes of the cut part at the end (0 in
+ *	                            version 1)
  *	80   u64      prof_len      bytes of profile records after that
  *	88   u64      stats[6]      struct ktau_trace_stats of the session
  *	136  char     hostname[64]  NUL-terminated
@@ -33,7 +35,11 @@
  *	     KTAU_IOC_SNAPSHOT records, then the user's own routines: u32
  *	     the number of names, the names (u32 length, bytes), zeros to a
  *	     multiple of 8, and chunks of their records (ids
- *	     KTAU_LIB_TRACE_USER | name index); the file ends with them.
+ *	     KTAU_LIB_TRACE_USER | name index); then the cut part: u32 n,
+ *	     u32 0, and n entries { s32 tid, u32 id, u64 calls }: calls of
+ *	     routine id that the writer cut from thread tid's profile (ktaud
+ *	     trace leaves out what the command's first process ran before
+ *	     its exec), sorted by tid and id; the file ends with it.
  *
  * A file whose writer did not finish (flag 0 clear) holds chunks to its
  * end; it is read up to its last whole chunk and marked truncated.
@@ -52,7 +58,7 @@
 
 #define KTAU_PATH_TRACE		"/proc/ktau/trace"
 #define TRACEFILE_MAGIC		"KTAUTRAC"
-#define TRACEFILE_VERSION	1
+#define TRACEFILE_VERSION	2
 #define TRACEFILE_HDR		320
 #define TF_COMPLETE		0x1
 #define TF_KERNEL_PROFILE	0x2
@@ -72,7 +78,7 @@ struct tracefile_hdr {
 	uint64_t groups;
 	uint64_t chunks_len;
 	uint32_t funcs_len;
-	uint32_t reserved;
+	uint32_t cut_len;
 	uint64_t prof_len;
 	uint64_t stats[6];
 	char hostname[64];
@@ -303,6 +309,7 @@ void ktau_trace_free(struct ktau_trace *t)
 	free(t->user_names);
 	ktau_registry_free(t->reg);
 	ktau_snap_free(t->profile);
+	free(t->cuts);
 	free(t);
 }
 
@@ -744,6 +751,47 @@ static int write_user(struct ktau_trace_file *tf, const struct ktau_trace *t, ui
 	return ret;
 }
 
+/* The cut part; its bytes in *@len. */
+static int write_cuts(struct ktau_trace_file *tf, const struct ktau_trace *t, uint32_t *len)
+{
+	uint32_t head[2] = { (uint32_t)t->ncuts, 0 };
+	int ret;
+
+	*len = 0;
+	if (t->ncuts > (UINT32_MAX - sizeof(head)) / sizeof(*t->cuts))
+		return -EOVERFLOW;
+	ret = ktau__write_all(tf->fd, head, sizeof(head));
+	if (!ret)
+		ret = ktau__write_all(tf->fd, t->cuts, t->ncuts * sizeof(*t->cuts));
+	if (!ret)
+		*len = (uint32_t)(sizeof(head) + t->ncuts * sizeof(*t->cuts));
+	return ret;
+}
+
+/* The cut part of a file: @len bytes at @p. */
+static int parse_cuts(struct ktau_trace *t, const char *p, size_t len)
+{
+	uint32_t head[2];
+	size_t i;
+
+	if (len < sizeof(head))
+		return fail(-EBADMSG, "cut part of %zu bytes", len);
+	memcpy(head, p, sizeof(head));
+	if (head[1] || (len - sizeof(head)) / sizeof(*t->cuts) != head[0] ||
+	    (len - sizeof(head)) % sizeof(*t->cuts))
+		return fail(-EBADMSG, "bad cut part: %u entries in %zu bytes", head[0], len);
+	t->cuts = malloc(head[0] ? head[0] * sizeof(*t->cuts) : 1);
+	if (!t->cuts)
+		return -ENOMEM;
+	memcpy(t->cuts, p + sizeof(head), head[0] * sizeof(*t->cuts));
+	t->ncuts = head[0];
+	for (i = 0; i < t->ncuts; i++)
+		if (t->cuts[i].tid <= 0 || !t->cuts[i].calls)
+			return fail(-EBADMSG, "bad cut entry %zu (tid %d, %llu calls)", i,
+				    t->cuts[i].tid, (unsigned long long)t->cuts[i].calls);
+	return 0;
+}
+
 int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t)
 {
 	struct tracefile_hdr h;
@@ -751,6 +799,7 @@ int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *
 	void *prof = NULL;
 	size_t flen = 0, plen = 0;
 	uint64_t ulen = 0, clen;
+	uint32_t cutlen = 0;
 	int ret = 0;
 
 	if (t->reg)
@@ -766,6 +815,8 @@ int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *
 	clen = tf->chunks_len;
 	if (!ret && t->nuser_names)
 		ret = write_user(tf, t, &ulen);
+	if (!ret && t->ncuts)
+		ret = write_cuts(tf, t, &cutlen);
 	if (!ret) {
 		fill_hdr(&h, t);
 		h.flags = TF_COMPLETE | (t->profile && t->kernel_profile ? TF_KERNEL_PROFILE : 0);
@@ -773,6 +824,7 @@ int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *
 		h.funcs_len = (uint32_t)flen;
 		h.prof_len = plen;
 		h.user_len = ulen;
+		h.cut_len = cutlen;
 		if (pwrite(tf->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 			ret = -EIO;
 	}
@@ -796,13 +848,14 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 		return fail(-EBADMSG, "not a KTAU raw trace file (no \"%s\" header)",
 			    TRACEFILE_MAGIC);
 	memcpy(&h, p, sizeof(h));
-	if (h.version != TRACEFILE_VERSION)
-		return fail(-EBADMSG, "raw trace file version %u: this libktau reads version %d",
-			    h.version, TRACEFILE_VERSION);
+	if (h.version != TRACEFILE_VERSION && h.version != 1)
+		return fail(-EBADMSG, "raw trace file version %u: this libktau reads versions "
+			    "1 to %d", h.version, TRACEFILE_VERSION);
 	if (h.abi_major != KTAU_ABI_VERSION_MAJOR)
 		return fail(-EBADMSG, "records of ABI %u.%u: this libktau reads ABI %d",
 			    h.abi_major, h.abi_minor, KTAU_ABI_VERSION_MAJOR);
-	if (h.hdr_size < TRACEFILE_HDR || h.hdr_size % 8 || h.hdr_size > len || h.reserved ||
+	if (h.hdr_size < TRACEFILE_HDR || h.hdr_size % 8 || h.hdr_size > len ||
+	    (h.version == 1 && h.cut_len) ||
 	    h.flags & ~TF_FLAGS || h.rank < -1 || !memchr(h.hostname, '\0', sizeof(h.hostname)) ||
 	    !memchr(h.release, '\0', sizeof(h.release)) ||
 	    !memchr(h.command, '\0', sizeof(h.command)))
@@ -812,14 +865,16 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 
 		if (h.chunks_len > left || h.funcs_len > left - h.chunks_len ||
 		    h.prof_len > left - h.chunks_len - h.funcs_len ||
-		    h.user_len != left - h.chunks_len - h.funcs_len - h.prof_len)
+		    h.cut_len > left - h.chunks_len - h.funcs_len - h.prof_len ||
+		    h.user_len != left - h.chunks_len - h.funcs_len - h.prof_len - h.cut_len)
 			return fail(-EBADMSG, "raw trace file of %zu bytes: its parts (%llu + %u + %llu "
-				    "+ %llu bytes) do not fill it", len,
+				    "+ %llu + %u bytes) do not fill it", len,
 				    (unsigned long long)h.chunks_len, h.funcs_len,
-				    (unsigned long long)h.prof_len, (unsigned long long)h.user_len);
+				    (unsigned long long)h.prof_len, (unsigned long long)h.user_len,
+				    h.cut_len);
 		chunks_len = h.chunks_len;
 	} else {
-		if (h.chunks_len || h.funcs_len || h.prof_len || h.user_len)
+		if (h.chunks_len || h.funcs_len || h.prof_len || h.user_len || h.cut_len)
 			return fail(-EBADMSG, "bad raw trace file header");
 		chunks_len = len - h.hdr_size;
 	}
@@ -871,6 +926,9 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 			if (!ret)
 				ret = add_chunks(t, u + off, h.user_len - off, 1);
 		}
+		if (ret >= 0 && h.cut_len)
+			ret = parse_cuts(t, p + h.hdr_size + chunks_len + h.funcs_len + h.prof_len +
+					 h.user_len, h.cut_len);
 	} else {
 		/* An unfinished file: its whole chunks. */
 		struct ktau_trace_chunk_info ci;
