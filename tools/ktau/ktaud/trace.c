@@ -339,7 +339,7 @@ static void cut_profile(struct topts *o, pid_t pid)
 				e = &t->entries[k];
 		if (!e)
 			continue;
-		if (note_cut(o->t, pid, r->id) && !nomem++)
+		if (e->count && note_cut(o->t, pid, r->id) && !nomem++)
 			err_msg("warning: out of memory: --check of this trace may see the "
 				"rounding of the calls cut before the exec as mismatches");
 		e->count -= e->count ? 1 : 0;

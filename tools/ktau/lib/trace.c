@@ -4,11 +4,11 @@
  * walker of the chunk stream that read() returns, the per-thread model
  * of a trace, and raw trace files.
  *
- * Raw trace file (little-endian, as the host; version 2, which reads
- * version 1 too: it is version 2 with no cut part):
+ * Raw trace file (little-endian, as the host; version 2 when it has a
+ * cut part, else 1, so that a reader of version 1 reads what it can):
  *
  *	0    char     magic[8]      "KTAUTRAC"
- *	8    u32      version       2
+ *	8    u32      version       1 or 2
  *	12   u32      hdr_size      320
  *	16   u32      abi_major     of the records
  *	20   u32      abi_minor
@@ -607,7 +607,7 @@ static void fill_hdr(struct tracefile_hdr *h, const struct ktau_trace *t)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, TRACEFILE_MAGIC, 8);
-	h->version = TRACEFILE_VERSION;
+	h->version = 1;
 	h->hdr_size = TRACEFILE_HDR;
 	h->abi_major = KTAU_ABI_VERSION_MAJOR;
 	h->abi_minor = KTAU_ABI_VERSION_MINOR;
@@ -785,10 +785,15 @@ static int parse_cuts(struct ktau_trace *t, const char *p, size_t len)
 		return -ENOMEM;
 	memcpy(t->cuts, p + sizeof(head), head[0] * sizeof(*t->cuts));
 	t->ncuts = head[0];
+	/* Sorted, once each, and no more calls than a thread could have cut. */
 	for (i = 0; i < t->ncuts; i++)
-		if (t->cuts[i].tid <= 0 || !t->cuts[i].calls)
-			return fail(-EBADMSG, "bad cut entry %zu (tid %d, %llu calls)", i,
-				    t->cuts[i].tid, (unsigned long long)t->cuts[i].calls);
+		if (t->cuts[i].tid <= 0 || !t->cuts[i].calls || t->cuts[i].calls > UINT32_MAX ||
+		    (i && (t->cuts[i].tid < t->cuts[i - 1].tid ||
+			   (t->cuts[i].tid == t->cuts[i - 1].tid &&
+			    t->cuts[i].id <= t->cuts[i - 1].id))))
+			return fail(-EBADMSG, "bad cut entry %zu (tid %d, id %u, %llu calls)", i,
+				    t->cuts[i].tid, t->cuts[i].id,
+				    (unsigned long long)t->cuts[i].calls);
 	return 0;
 }
 
@@ -825,6 +830,8 @@ int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *
 		h.prof_len = plen;
 		h.user_len = ulen;
 		h.cut_len = cutlen;
+		if (cutlen)
+			h.version = TRACEFILE_VERSION;
 		if (pwrite(tf->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 			ret = -EIO;
 	}
