@@ -1088,12 +1088,19 @@ static void ktau_drop_frame(struct ktau_task *kt, int i, unsigned int d)
 /*
  * A dynamic point's frame whose point was unregistered since it opened
  * (a probe removed while the task was inside the function, a module
- * unloaded): its exit will never come.
+ * unloaded): its exit will never come. The point is gone, or registered
+ * again with a later generation; the generation wraps, but an ID whose
+ * generation has wrapped is never registered again (the registry's
+ * ktau_find_or_register()), so an old frame never looks current.
  */
 static bool ktau_frame_stale(u64 tag)
 {
-	return KTAU_TAG_GROUP(tag) == KTAU_GROUP_DYNAMIC &&
-	       KTAU_TAG_GEN(tag) != READ_ONCE(ktau_funcs[KTAU_TAG_ID(tag)].gen);
+	const struct ktau_func *f;
+
+	if (KTAU_TAG_GROUP(tag) != KTAU_GROUP_DYNAMIC)
+		return false;
+	f = &ktau_funcs[KTAU_TAG_ID(tag)];
+	return KTAU_TAG_GEN(tag) != READ_ONCE(f->gen) || !READ_ONCE(f->live);
 }
 
 /* Open a frame for @id; interrupts off. */

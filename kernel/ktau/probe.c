@@ -129,15 +129,6 @@ static void ktau_probe_free_list(struct list_head *gone)
 		kfree(p);
 }
 
-/* Unregister and free @p; under ktau_probe_lock. */
-static void ktau_probe_free(struct ktau_probe *p)
-{
-	LIST_HEAD(gone);
-
-	ktau_probe_unlink(p, &gone);
-	ktau_probe_free_list(&gone);
-}
-
 /* Whether the function at @addr (its first byte) is on the deny list. */
 static bool ktau_probe_denied(unsigned long addr)
 {
@@ -253,29 +244,34 @@ fail:
 static void ktau_probe_undo(u64 seq)
 {
 	struct ktau_probe *p;
+	LIST_HEAD(gone);
 
 	mutex_lock(&ktau_probe_lock);
 	list_for_each_entry(p, &ktau_probes, node) {
 		if (p->seq == seq) {
-			ktau_probe_free(p);
+			ktau_probe_unlink(p, &gone);
 			break;
 		}
 	}
 	mutex_unlock(&ktau_probe_lock);
+	ktau_probe_free_list(&gone);
 }
 
 static long ktau_probe_remove(struct ktau_probe_req *req)
 {
 	struct ktau_probe *p;
 	long ret = -ENOENT;
+	LIST_HEAD(gone);
 
 	mutex_lock(&ktau_probe_lock);
 	p = ktau_probe_find(req->name, req->id);
 	if (p) {
-		ktau_probe_free(p);
+		ktau_probe_unlink(p, &gone);
 		ret = 0;
 	}
 	mutex_unlock(&ktau_probe_lock);
+	/* The grace period outside the lock: other adds and lists go on. */
+	ktau_probe_free_list(&gone);
 	return ret;
 }
 

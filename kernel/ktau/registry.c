@@ -124,7 +124,10 @@ EXPORT_SYMBOL_GPL(ktau_register_point);
 /*
  * A point that was registered and is gone, registered again under the
  * same name and group (a probe added a second time): its old ID, so that
- * the profiles of both times add up; otherwise a new ID.
+ * the profiles of both times add up; otherwise a new ID. A gone ID whose
+ * generation has wrapped to 0 (256 registrations) is retired: a frame
+ * left open in its first registration would carry that generation and
+ * look current again.
  */
 static int ktau_find_or_register(const char *name, unsigned int group,
 				 bool live_too)
@@ -138,7 +141,7 @@ static int ktau_find_or_register(const char *name, unsigned int group,
 	for (id = KTAU_ID_SYSCALL_BASE + NR_syscalls; id < nr; id++) {
 		struct ktau_func *f = &ktau_funcs[id];
 
-		if ((live_too || !f->live) && f->group == group &&
+		if ((f->live ? live_too : f->gen != 0) && f->group == group &&
 		    !strcmp(f->name, want)) {
 			WRITE_ONCE(f->live, 1);
 			raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);

@@ -27,6 +27,8 @@
  * With nap_ms=N, a kernel thread "ktau_self_nap" calls ktau_self_nap()
  * in a loop, which sleeps N milliseconds: a function a kernel thread is
  * nearly always inside, for the tests of probes removed meanwhile.
+ * Writing "nMS" then makes each nap MS milliseconds from the next one on
+ * and wakes the thread from the nap it is in, which ends there.
  *
  * With fill=N it registers up to N more points at load, "ktau_self_fill_K",
  * and says in the read-only parameters filled and fill_errno how many it
@@ -68,7 +70,7 @@ MODULE_PARM_DESC(fill_errno, "(read only) the errno that stopped fill, 0: none")
 /* Traceable, for a probe: a kernel thread sleeps in it. */
 static noinline void ktau_self_nap(void)
 {
-	msleep(nap_ms);
+	schedule_timeout_idle(msecs_to_jiffies(READ_ONCE(nap_ms)));
 }
 
 static int ktau_self_napper(void *unused)
@@ -119,6 +121,18 @@ static ssize_t ktau_self_write(struct file *file, const char __user *ubuf,
 		if (n > KTAU_SELF_MAX_MS)
 			return -ERANGE;
 		ktau_self_recurse(2, n);
+		return count;
+	}
+	if (c == 'n') {
+		ret = kstrtouint_from_user(ubuf + 1, count - 1, 0, &n);
+		if (ret)
+			return ret;
+		if (!napper)
+			return -ENODEV;
+		if (!n || n > 100 * KTAU_SELF_MAX_MS)
+			return -ERANGE;
+		WRITE_ONCE(nap_ms, n);
+		wake_up_process(napper);
 		return count;
 	}
 	if (c == 'd') {
@@ -196,33 +210,34 @@ static int __init ktau_self_init(void)
 		ret = recurse_id;
 		goto out_event;
 	}
-	self_entry = proc_create("ktau_self", 0200, NULL, &ktau_self_ops);
-	if (!self_entry) {
-		ret = -ENOMEM;
-		goto out_recurse;
-	}
 	if (nap_ms) {
 		napper = kthread_run(ktau_self_napper, NULL, "ktau_self_nap");
 		if (IS_ERR(napper)) {
 			ret = PTR_ERR(napper);
 			napper = NULL;
-			goto out_proc;
+			goto out_recurse;
 		}
+	}
+	/* After the napper, which writes may wake, and gone before it. */
+	self_entry = proc_create("ktau_self", 0200, NULL, &ktau_self_ops);
+	if (!self_entry) {
+		ret = -ENOMEM;
+		goto out_napper;
 	}
 	if (fill) {
 		ret = ktau_self_fill();
 		if (ret)
-			goto out_napper;
+			goto out_proc;
 	}
 	pr_info("ktau_self: function IDs %d (work) and %d (event)\n",
 		work_id, event_id);
 	return 0;
 
+out_proc:
+	proc_remove(self_entry);
 out_napper:
 	if (napper)
 		kthread_stop(napper);
-out_proc:
-	proc_remove(self_entry);
 out_recurse:
 	ktau_unregister_point(recurse_id);
 out_event:
@@ -235,9 +250,9 @@ out_work:
 static void __exit ktau_self_exit(void)
 {
 	ktau_self_unfill();
+	proc_remove(self_entry);
 	if (napper)
 		kthread_stop(napper);
-	proc_remove(self_entry);
 	ktau_unregister_point(recurse_id);
 	ktau_unregister_point(event_id);
 	ktau_unregister_point(work_id);

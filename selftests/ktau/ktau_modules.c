@@ -376,6 +376,38 @@ static pid_t find_comm(const char *comm)
 	return found;
 }
 
+/*
+ * ktau_self loaded with its napping kernel thread (20 ms naps), the
+ * probes file in *@fd and the profiles file in *@pfd: the thread, or 0.
+ */
+static pid_t nap_setup(struct __test_metadata *_metadata, int *fd, int *pfd)
+{
+	pid_t nap;
+
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "nap_ms=20");
+	nap = find_comm("ktau_self_nap");
+	if (nap <= 0)
+		return 0;
+	*fd = open(KTAU_PROBES_PATH, O_RDONLY);
+	if (*fd < 0)
+		return 0;
+	*pfd = ktau_must_open_profiles(_metadata);
+	return nap;
+}
+
+/* The probe removed, the files closed, the snapshots freed, unloaded. */
+static void nap_teardown(struct __test_metadata *_metadata, int fd, int pfd,
+			 struct ktau_snap *a, struct ktau_snap *b)
+{
+	EXPECT_EQ(0, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, "ktau_self_nap", 0));
+	close(fd);
+	close(pfd);
+	ktau_snap_free(a);
+	ktau_snap_free(b);
+	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
+}
+
 #define NAP_CYCLES	20
 
 /*
@@ -393,13 +425,8 @@ TEST(probe_removed_while_kthread_inside)
 	struct ktau_val v;
 	pid_t nap;
 
-	ktau_must_have_ktau(_metadata);
-	must_load(_metadata, "ktau_self", "nap_ms=20");
-	nap = find_comm("ktau_self_nap");
+	nap = nap_setup(_metadata, &fd, &pfd);
 	ASSERT_LT(0, nap);
-	fd = open(KTAU_PROBES_PATH, O_RDONLY);
-	ASSERT_LE(0, fd);
-	pfd = ktau_must_open_profiles(_metadata);
 	ASSERT_EQ(0, ktau_snap(pfd, &a, KTAU_SNAP_PIDS, &nap, 1));
 	ra = ktau_snap_find(&a, nap);
 	ASSERT_NE(NULL, ra);
@@ -427,12 +454,82 @@ TEST(probe_removed_while_kthread_inside)
 	/* 40 calls in the cycles and about 20 after; 20 ms each. */
 	EXPECT_LE(30, v.count);
 	EXPECT_LE(v.count * 20 * KTAU_NSEC_PER_MSEC * 9 / 10, v.incl);
-	EXPECT_EQ(0, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, "ktau_self_nap", 0));
-	close(fd);
-	close(pfd);
-	ktau_snap_free(&a);
-	ktau_snap_free(&b);
-	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
+	nap_teardown(_metadata, fd, pfd, &a, &b);
+}
+
+#define GEN_CYCLES	256
+
+/*
+ * A frame opened in one registration of a probe and still open after 256
+ * more: the registration generation a frame carries is 8 bits, and must
+ * not come round to the one the frame was opened with. The ID whose
+ * generation wraps is retired (ABI 1.8): that add gets a new ID of the
+ * same name, the old frame is dropped and counted in unmatched when the
+ * thread opens its next one, and the thread's naps are timed again.
+ */
+FIXTURE(gen) {};
+FIXTURE_SETUP(gen) {}
+FIXTURE_TEARDOWN(gen) {}
+
+TEST_F_TIMEOUT(gen, probe_readded_until_generation_wraps, 600)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_snap a = { 0 }, b = { 0 };
+	int fd, pfd, i, id0, id, changes = 0, named = 0;
+	struct ktau_funcs fs = { 0 };
+	struct timespec t0, t1;
+	struct ktau_val v;
+	pid_t nap;
+	size_t k;
+
+	nap = nap_setup(_metadata, &fd, &pfd);
+	ASSERT_LT(0, nap);
+	id0 = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "ktau_self_nap", 0);
+	ASSERT_LT(0, id0);
+	/* One long nap, entered with the probe on: a frame that stays open. */
+	ASSERT_EQ(0, ktau_write_file("/proc/ktau_self", "n600000"));
+	ktau_sleep_ns(100 * KTAU_NSEC_PER_MSEC);
+	ASSERT_EQ(0, ktau_snap(pfd, &a, KTAU_SNAP_PIDS, &nap, 1));
+	ra = ktau_snap_find(&a, nap);
+	ASSERT_NE(NULL, ra);
+	id = id0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < GEN_CYCLES; i++) {
+		int prev = id;
+
+		ASSERT_EQ(0, ktau_probe_ioctl(fd, KTAU_IOC_PROBE_REMOVE, "ktau_self_nap", 0));
+		id = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "ktau_self_nap", 0);
+		ASSERT_LT(0, id);
+		changes += id != prev;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	TH_LOG("%d removes and adds in %.1f s; IDs %d then %d", GEN_CYCLES,
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, id0, id);
+	/* Whatever the generation was at the start, it wrapped once. */
+	EXPECT_EQ(1, changes);
+	EXPECT_NE(id0, id);
+	ASSERT_EQ(0, ktau_funcs_load(&fs));
+	for (k = 0; k < fs.n; k++)
+		named += (fs.v[k].id == (__u32)id0 || fs.v[k].id == (__u32)id) &&
+			 !strcmp(fs.v[k].name, "ktau_self_nap") &&
+			 !strcmp(fs.v[k].group, "dynamic");
+	EXPECT_EQ(2, named);
+	ktau_funcs_free(&fs);
+	/* The long nap ends; the next ones are timed by the current probe. */
+	ASSERT_EQ(0, ktau_write_file("/proc/ktau_self", "n20"));
+	ktau_sleep_ns(400 * KTAU_NSEC_PER_MSEC);
+	ASSERT_EQ(0, ktau_snap(pfd, &b, KTAU_SNAP_PIDS, &nap, 1));
+	rb = ktau_snap_find(&b, nap);
+	ASSERT_NE(NULL, rb);
+	v = ktau_val_delta(ra, rb, id);
+	TH_LOG("unmatched %llu, probe %llu calls %llu ns",
+	       (unsigned long long)(rb->unmatched - ra->unmatched),
+	       (unsigned long long)v.count, (unsigned long long)v.incl);
+	EXPECT_EQ(1, rb->unmatched - ra->unmatched);
+	EXPECT_EQ(0, rb->stack_overflows - ra->stack_overflows);
+	EXPECT_LE(10, v.count);
+	EXPECT_LE(v.count * 20 * KTAU_NSEC_PER_MSEC * 9 / 10, v.incl);
+	nap_teardown(_metadata, fd, pfd, &a, &b);
 }
 
 /* The handler sees the module's events too; nothing after unloading. */
