@@ -118,6 +118,7 @@ struct ktau_task {
 	unsigned int out_cpu;	/* that CPU */
 	unsigned int fold_cpu;	/* the CPU whose exited totals it joined */
 	unsigned int fold_seq;	/* and their sequence count after that */
+	unsigned int claimed;	/* a slot was claimed: see ktau_task_clean() */
 	struct ktau_proc *proc;	/* leader: totals of the exited threads */
 	unsigned int proc_gen;	/* the fold into the process's totals */
 	struct callback_head reset_work;

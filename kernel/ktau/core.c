@@ -366,15 +366,48 @@ static int __init ktau_exited_init(void)
 	return 0;
 }
 
-static struct ktau_task *ktau_alloc(gfp_t gfp)
+/*
+ * Every free table is as this makes it: zero, but for its size and the
+ * "[other]" slot. So a fork clears nothing (a cache with a constructor
+ * is not cleared by init_on_alloc either), and a table is cleaned when
+ * freed, wholly only if it was used: see ktau_task_clean().
+ */
+static void ktau_task_ctor(void *p)
 {
-	struct ktau_task *kt = kmem_cache_zalloc(ktau_cachep, gfp);
+	struct ktau_task *kt = p;
 
-	if (!kt)
-		return NULL;
+	memset(kt, 0, struct_size(kt, slots, ktau_nr_slots));
 	kt->mask = ktau_nr_slots - 1;
 	ktau_other_slot(kt)->id = KTAU_ID_OTHER;
-	return kt;
+}
+
+static struct ktau_task *ktau_alloc(gfp_t gfp)
+{
+	return kmem_cache_alloc(ktau_cachep, gfp);
+}
+
+/*
+ * Nothing was ever recorded in @kt: no slot claimed (which a system
+ * call's index, sysslot, needs too), nothing charged to "[other]" at its
+ * home slot, no counter moved. A task that lived with every group off.
+ */
+static bool ktau_task_empty(struct ktau_task *kt)
+{
+	struct ktau_slot *o = ktau_other_slot(kt);
+
+	return !kt->claimed && !kt->stack_overflows && !kt->table_overflows &&
+	       !kt->unmatched && !local64_read(&o->count) &&
+	       !local64_read(&o->incl) && !local64_read(&o->excl);
+}
+
+/* @kt back to what ktau_task_ctor() made, to be freed. */
+static void ktau_task_clean(struct ktau_task *kt)
+{
+	if (!ktau_task_empty(kt))
+		ktau_clear(kt);
+	/* The header; frames above depth are never read. */
+	memset(kt, 0, offsetof(struct ktau_task, stack));
+	kt->mask = ktau_nr_slots - 1;
 }
 
 long ktau_unprofiled_tasks(void)
@@ -429,7 +462,7 @@ void __init ktau_init(void)
 	int g;
 
 	ktau_cachep = kmem_cache_create("ktau_task", size, 0,
-					SLAB_PANIC | SLAB_ACCOUNT, NULL);
+					SLAB_PANIC | SLAB_ACCOUNT, ktau_task_ctor);
 	/* The boot task; everything forked from now on gets a table. */
 	current->ktau = ktau_alloc(GFP_KERNEL);
 	ktau_sink = ktau_alloc(GFP_KERNEL);
@@ -509,6 +542,7 @@ void ktau_tsk_free(struct task_struct *tsk)
 		ktau_collector_put(kt->collector);
 	ktau_trace_free(kt);
 	ktau_proc_put(kt->proc);
+	ktau_task_clean(kt);
 	kmem_cache_free(ktau_cachep, kt);
 }
 
@@ -950,6 +984,12 @@ void ktau_exit(struct task_struct *tsk)
 	 */
 	WRITE_ONCE(kt->depth, KTAU_DEPTH_DEAD);
 	ktau_trace_stop(kt);
+	/*
+	 * Nothing recorded (every group off all its life): its table adds
+	 * nothing to a reader whether folded or not, so it is not.
+	 */
+	if (ktau_task_empty(kt))
+		goto out;
 	if (pr)
 		ktau_proc_fold(pr, kt);
 	cpu = smp_processor_id();
@@ -973,6 +1013,7 @@ void ktau_exit(struct task_struct *tsk)
 	smp_wmb();	/* the stamp before the flag, see ktau_aggregate() */
 	set_bit(KTAU_FOLDED, &kt->flags);
 	write_seqcount_end(&e->seq);
+out:
 	local_irq_restore(flags);
 	/* Its trace stays in its session until read. */
 	ktau_trace_exit(tsk, kt);
@@ -1215,6 +1256,7 @@ static struct ktau_slot *ktau_slot_claim(struct ktau_task *kt, u32 id)
 			return s;
 		if (s->id == KTAU_ID_NONE) {
 			WRITE_ONCE(s->id, id);
+			kt->claimed = 1;
 			return s;
 		}
 	}
