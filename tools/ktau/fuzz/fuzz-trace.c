@@ -5,7 +5,8 @@
  * /proc/ktau/trace returns (ktau_trace_add_chunks). Whatever is accepted
  * goes through the time-ordered walk (enter/leave events must come out
  * nested and in time order) and is written again as a raw file that must
- * read back with the same records. Build and run: make fuzz.
+ * read back with the same records and calls cut from the profile (seed
+ * cuts-v2.ktrace: a version 2 file). Build and run: make fuzz.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,10 @@ static void exercise(const struct ktau_trace *t)
 	if (ktau_trace_parse_file(buf, len, &again))
 		abort();	/* what we write must read */
 	if (again->nrecs != t->nrecs)
+		abort();
+	/* And the calls cut from the profile (version 2), as they were. */
+	if (again->ncuts != t->ncuts ||
+	    (t->ncuts && memcmp(again->cuts, t->cuts, t->ncuts * sizeof(*t->cuts))))
 		abort();
 out:
 	ktau_trace_free(again);

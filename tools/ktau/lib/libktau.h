@@ -51,9 +51,9 @@ extern "C" {
 
 /* The version of this header; ktau_version() gives the library's. */
 #define LIBKTAU_VERSION_MAJOR 2
-#define LIBKTAU_VERSION_MINOR 1
+#define LIBKTAU_VERSION_MINOR 2
 #define LIBKTAU_VERSION_PATCH 0
-#define LIBKTAU_VERSION "2.1.0"
+#define LIBKTAU_VERSION "2.2.0"
 
 /*
  * The version of the library that is running ("2.0.0"), which may be
@@ -1048,10 +1048,13 @@ struct ktau_trace {
 	char **user_names;
 	size_t nuser_names;
 	uint64_t user_lost;		/* user records beyond the runtime's bound */
-	/* Calls the writer cut from a thread's profile with their records
+	/* (libktau 2.2; struct ktau_trace is allocated by the library only,
+	 * ktau_trace_new() or a load, so fields are added at its end.)
+	 * Calls the writer cut from a thread's profile with their records
 	 * (ktaud trace: what the command's first process ran before its
 	 * exec), each duration rounded on its own: a check of the profile
-	 * against the trace allows a nanosecond for each (malloc'd). */
+	 * against the trace allows a nanosecond for each (malloc'd; freed
+	 * by ktau_trace_free()). Raw trace files keep them from version 2. */
 	struct ktau_trace_cut *cuts;
 	size_t ncuts;
 };
