@@ -52,8 +52,9 @@ if [ $smoke = 1 ]; then
 	# Without -icount: much faster to boot (the kernel's busy-wait
 	# calibration of the local APIC timer runs slowly under -icount).
 	B=$KTAU_OUT/bench-smoke scale=smoke timeout=600 icount=""
-	# One boot per kernel, every configuration of it.
-	runs="baseline:noktau: ktau:ktau: peer:peer:"
+	# One boot per kernel, every configuration of it; and the exits on
+	# two CPUs, in one configuration.
+	runs="baseline:noktau::1 ktau:ktau::1 peer:peer::1 ktau-all-2cpu:ktau:ktau-all:2"
 else
 	# tsc=reliable: the TSC is a valid clocksource for high-resolution
 	# timers at once (there is no HPET or ACPI PM timer to check it
@@ -66,19 +67,31 @@ else
 	# One boot per configuration: each starts from the same state, and
 	# runs the benchmarks in the same order. The longest first.
 	runs=""
+	# NAME-2cpu: configuration NAME booted with two CPUs, only the exit
+	# benchmarks (their figures are named BENCH-2cpu): whether an exit's
+	# cost grows when exits run on two CPUs at once. Under -icount the
+	# CPUs take turns and the clock counts the instructions of both, so
+	# a figure is the instructions both CPUs spent per exit.
 	for c in ${KTAU_BENCH_CONFIGS:-peer-ftrace-profiler peer-ftrace-syscalls peer-bpf-syscount peer-idle
 		 peer-ftrace-kvm baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault
-		 ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace}; do
+		 ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace baseline-2cpu ktau-off-2cpu ktau-all-2cpu}; do
 		case $c in
-		baseline) k=noktau ;;
+		baseline|baseline-2cpu) k=noktau ;;
 		ktau-*) k=ktau ;;
 		peer-*) k=peer ;;
 		*) die "unknown configuration '$c'" ;;
 		esac
-		runs="$runs $c:$k:$c"
+		case $c in
+		*-2cpu) runs="$runs $c:$k:${c%-2cpu}:2" ;;
+		*) runs="$runs $c:$k:$c:1" ;;
+		esac
 	done
 fi
-[ -z "${KTAU_BENCH_ONLY:-}" ] || append="$append ktauonly=$KTAU_BENCH_ONLY"
+# The benchmarks of the two-CPU runs: the exits, of those asked for.
+only2=fork,exits1,exits16,exits256
+if [ -n "${KTAU_BENCH_ONLY:-}" ]; then
+	only2=$(tr , '\n' <<<"$KTAU_BENCH_ONLY" | grep -x -E 'fork|exits(1|16|256)' | paste -sd, || true)
+fi
 W=$B/work
 boot_s=0
 if [ $report = 0 ]; then
@@ -115,23 +128,34 @@ find "$root" -exec touch -h -d @0 {} +
 	gzip -1 -n >"$W/initramfs.cpio.gz"
 
 # Boot the guests, $jobs at a time.
-boot() {	# name kernel configs
-	local cfg=""
+boot() {	# name kernel configs cpus
+	local cfg="" only=""
 	[ -n "$3" ] && cfg="ktaucfg=$3"
 	# Every group off from the boot: configurations switch on what they
 	# measure, and none pays for a group switched off unless it says so.
 	[ "$2" = ktau ] && cfg="$cfg ktau=none"
+	if [ "$4" = 2 ]; then
+		only="ktauonly=$only2"
+	elif [ -n "${KTAU_BENCH_ONLY:-}" ]; then
+		only="ktauonly=$KTAU_BENCH_ONLY"
+	fi
 	KTAU_IMAGE=$W/initramfs.cpio.gz "$KTAU_TOP/scripts/boot.sh" --kernel "$2" \
-		--mode bench $icount --smp 1 --timeout $timeout \
-		--append "ktaubench=$scale $cfg ${append:-}" --out "$B/guest-$1" 2>"$B/guest-$1.err"
+		--mode bench $icount --smp "$4" --timeout $timeout \
+		--append "ktaubench=$scale $cfg $only ${append:-}" --out "$B/guest-$1" 2>"$B/guest-$1.err"
 	echo $? >"$B/guest-$1.rc"
 }
 msg "booting the guests ($scale), $jobs at a time; logs in $B/guest-*/"
 tb=$(date +%s)
 for r in $runs; do
-	IFS=: read -r name kernel cfgs <<<"$r"
+	IFS=: read -r name kernel cfgs cpus <<<"$r"
+	# Two-CPU runs have nothing to do when no exit benchmark is asked for.
+	if [ "$cpus" != 1 ] && [ -z "$only2" ]; then
+		mkdir -p "$B/guest-$name"
+		echo 0 >"$B/guest-$name.rc"
+		continue
+	fi
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
-	boot "$name" "$kernel" "$cfgs" &
+	boot "$name" "$kernel" "$cfgs" "$cpus" &
 done
 wait
 boot_s=$(( $(date +%s) - tb ))
@@ -143,14 +167,16 @@ echo "kernel,config,benchmark,insns_per_op,ratio_to_baseline" >"$csv"
 : >"$B/bench.raw"
 failed=0
 for r in $runs; do
-	IFS=: read -r name kernel cfgs <<<"$r"
+	IFS=: read -r name kernel cfgs cpus <<<"$r"
 	rc=$(cat "$B/guest-$name.rc" 2>/dev/null || echo 2)
 	if [ "$rc" != 0 ]; then
 		failed=1
 		msg "guest run $name ($kernel) failed (exit $rc): $(head -c 300 "$B/guest-$name.err"); console: $B/guest-$name/console.log"
 	fi
+	sfx=""
+	[ "$cpus" = 1 ] || sfx=-${cpus}cpu
 	tr -d '\r' <"$B/guest-$name/results.log" 2>/dev/null |
-		awk -v k="$kernel" '$1 == "BENCH" {print k, $2, $3, $4}' >>"$B/bench.raw"
+		awk -v k="$kernel" -v sfx="$sfx" '$1 == "BENCH" {print k, $2, $3 sfx, $4}' >>"$B/bench.raw"
 done
 awk '$2 == "baseline" {base[$3] = $4} {row[NR] = $0}
      END {
@@ -167,27 +193,32 @@ if [ $smoke = 1 ]; then
 	res=$B/results.tsv
 	: >"$res"
 	for r in $runs; do
-		IFS=: read -r name kernel cfgs <<<"$r"
+		IFS=: read -r name kernel cfgs cpus <<<"$r"
 		log=$B/guest-$name/results.log
+		# Every benchmark, or the four exit ones on two CPUs.
+		want=14 kname=$kernel
+		[ "$cpus" = 1 ] || { want=4; kname="$kernel (on $cpus CPUs)"; }
 		rc=$(cat "$B/guest-$name.rc" 2>/dev/null || echo 2)
 		if [ "$rc" = 2 ] || ! grep -q '^# kernel:' "$log" 2>/dev/null; then
-			printf 'FAIL\tbench smoke: %s kernel boots and runs the suite\t%s\n' "$kernel" \
+			printf 'FAIL\tbench smoke: %s kernel boots and runs the suite\t%s\n' "$kname" \
 				"see $B/guest-$name/console.log" >>"$res"
 			continue
 		fi
 		printf '%s\tbench smoke: %s kernel boots and runs the suite\t%s\n' \
-			"$([ "$rc" = 0 ] && echo PASS || echo FAIL)" "$kernel" \
+			"$([ "$rc" = 0 ] && echo PASS || echo FAIL)" "$kname" \
 			"$([ "$rc" = 0 ] || echo "exit $rc; see $B/guest-$name/")" >>"$res"
 		for c in $(sed -n 's/^# kernel: .*configurations: \(.*\), scale:.*/\1/p' "$log" | tr -d '\r'); do
 			n=$(grep -c "^BENCH $c " "$log" || true)
 			bad=$(grep "^BENCHFAIL $c " "$log" | cut -d' ' -f3 | tr -d '\r' | tr '\n' ' ' || true)
-			if [ "$n" -ge 14 ] && [ -z "$bad" ]; then
-				printf 'PASS\tbench smoke: %s: every benchmark runs\t\n' "$c" >>"$res"
+			label=$c
+			[ "$cpus" = 1 ] || label="$c on $cpus CPUs"
+			if [ "$n" -ge "$want" ] && [ -z "$bad" ]; then
+				printf 'PASS\tbench smoke: %s: every benchmark runs\t\n' "$label" >>"$res"
 			else
-				printf 'FAIL\tbench smoke: %s: every benchmark runs\t%s\n' "$c" \
+				printf 'FAIL\tbench smoke: %s: every benchmark runs\t%s\n' "$label" \
 					"$n figures; failed: ${bad:-none}; see $log" >>"$res"
 			fi
-			[ "$c" = ktau-all ] || continue
+			[ "$c" = ktau-all ] && [ "$cpus" = 1 ] || continue
 			n=$(grep -c -E "^BENCH $c (sample|timer)-" "$log" || true)
 			if [ "$n" -eq 11 ]; then
 				printf 'PASS\tbench smoke: %s: sampling and user timer costs\t\n' "$c" >>"$res"
@@ -207,6 +238,7 @@ order="baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq kt
 micro="getppid pipe fork fault nanosleep udp kvm work"
 scal="getppid tasks1 tasks16 tasks256 fulltable"
 exits="fork exits1 exits16 exits256"
+exits2="fork-2cpu exits1-2cpu exits16-2cpu exits256-2cpu"
 table() {	# kind(value|ratio) benchmarks...
 	local kind=$1
 	shift
@@ -406,6 +438,12 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	table value $exits
 	echo
 	table ratio $exits
+	echo
+	echo "The same on two CPUs (NAME-2cpu runs; both CPUs' instructions per exit):"
+	echo
+	table value $exits2
+	echo
+	table ratio $exits2
 	echo
 	echo "## Sampling: instructions per sample"
 	echo
