@@ -11,6 +11,7 @@
  */
 
 #include <linux/init.h>
+#include <linux/jhash.h>
 #include <linux/kallsyms.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -42,6 +43,16 @@ static unsigned int ktau_next_id;
 /* Registrations refused for want of an ID: /proc/ktau/control's ids_full. */
 static atomic_long_t ktau_ids_refused = ATOMIC_LONG_INIT(0);
 static DEFINE_RAW_SPINLOCK(ktau_reg_lock);
+/*
+ * The IDs that ktau_register() gave, chained by a hash of their name, in
+ * the order of their IDs, so that looking a name up under ktau_reg_lock
+ * (interrupts off, from hard interrupt context for a new interrupt
+ * source) visits the few IDs of its bucket, not the whole registry.
+ * Entries are ID + 1; 0 ends a chain. Under ktau_reg_lock.
+ */
+#define KTAU_NAME_HASH_BITS	9
+static u16 ktau_name_head[1 << KTAU_NAME_HASH_BITS];
+static u16 ktau_name_next[KTAU_MAX_IDS];
 /* Serialises first sightings of a point (nests outside ktau_reg_lock). */
 static DEFINE_RAW_SPINLOCK(ktau_once_lock);
 
@@ -65,6 +76,22 @@ int ktau_group_by_name(const char *name, size_t len)
 		    !strncmp(ktau_group_names[g], name, len))
 			return g;
 	return -EINVAL;
+}
+
+static unsigned int ktau_name_hash(const char *name)
+{
+	return jhash(name, strlen(name), 0) & (BIT(KTAU_NAME_HASH_BITS) - 1);
+}
+
+/* Chain @id, the newest ID, at the end of its name's bucket. */
+static void ktau_name_add(unsigned int id)
+{
+	u16 *link = &ktau_name_head[ktau_name_hash(ktau_funcs[id].name)];
+
+	lockdep_assert_held(&ktau_reg_lock);
+	while (*link)
+		link = &ktau_name_next[*link - 1];
+	*link = id + 1;
 }
 
 /* Set a fixed ID's entry in @funcs, at boot. */
@@ -101,6 +128,7 @@ int ktau_register(const char *name, unsigned int group)
 		strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
 		ktau_funcs[id].group = group;
 		ktau_funcs[id].live = 1;
+		ktau_name_add(id);
 		/* Publish the entry before its ID; see ktau_nr_ids(). */
 		smp_store_release(&ktau_next_id, id + 1);
 	}
@@ -132,13 +160,15 @@ EXPORT_SYMBOL_GPL(ktau_register_point);
 static int ktau_find_or_register(const char *name, unsigned int group,
 				 bool live_too)
 {
-	unsigned int nr = ktau_nr_ids(), id;
 	char want[KTAU_NAME_LEN];
 	unsigned long flags;
+	unsigned int h, id;
 
+	/* The name as registered: cut to KTAU_NAME_LEN, hashed that way. */
 	strscpy(want, name, sizeof(want));
+	h = ktau_name_hash(want);
 	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
-	for (id = KTAU_ID_SYSCALL_BASE + NR_syscalls; id < nr; id++) {
+	for (id = ktau_name_head[h]; id--; id = ktau_name_next[id]) {
 		struct ktau_func *f = &ktau_funcs[id];
 
 		if ((f->live ? live_too : f->gen != 0) && f->group == group &&
