@@ -19,6 +19,7 @@ struct irq_desc;
 struct seq_file;
 struct pid_namespace;
 struct pid;
+struct module;
 
 /* An exit reason of a KVM vendor module: DEFINE_KTAU_KVM_EXITS(). */
 struct ktau_kvm_reason {
@@ -241,9 +242,17 @@ void ktau_exec(void);
 void ktau_exec_nondumpable(void);
 void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader);
 
-/* Dynamic function IDs, for modules and run-time probes. */
-int ktau_register_point(const char *name, unsigned int group);
-void ktau_unregister_point(int id);
+/*
+ * Dynamic function IDs, for modules and run-time probes. A point belongs
+ * to the module that registered it (THIS_MODULE; NULL: built-in code),
+ * and only that module may unregister it.
+ */
+int __ktau_register_point(const char *name, unsigned int group,
+			  struct module *owner);
+void __ktau_unregister_point(int id, struct module *owner);
+#define ktau_register_point(name, group) \
+	__ktau_register_point(name, group, THIS_MODULE)
+#define ktau_unregister_point(id) __ktau_unregister_point(id, THIS_MODULE)
 int ktau_handler_register(struct ktau_handler *h);
 void ktau_handler_unregister(struct ktau_handler *h);
 

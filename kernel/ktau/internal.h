@@ -22,6 +22,8 @@ struct ktau_func {
 	u8 group;
 	u8 live;
 	u8 gen;		/* registrations of a dynamic point: ktau_frame_stale() */
+	/* Who may unregister it: the module that registered it, or NULL. */
+	struct module *owner;
 };
 
 extern const char * const ktau_group_names[KTAU_NR_GROUPS];

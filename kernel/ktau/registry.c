@@ -13,6 +13,7 @@
 #include <linux/init.h>
 #include <linux/jhash.h>
 #include <linux/kallsyms.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/interrupt.h>
@@ -137,17 +138,26 @@ int ktau_register(const char *name, unsigned int group)
 }
 
 /**
- * ktau_register_point - get a function ID for a dynamic instrumentation point
+ * __ktau_register_point - get a function ID for a dynamic instrumentation point
  * @name: name shown in /proc/ktau/functions and in profiles
  * @group: a KTAU_GROUP_* value, usually KTAU_GROUP_DYNAMIC
+ * @owner: the module registering it (THIS_MODULE through
+ *	ktau_register_point()), NULL for built-in code
+ *
+ * Only @owner may unregister the point.
  *
  * Return: the new ID, or a negative errno (-ENOSPC when all IDs are used).
  */
-int ktau_register_point(const char *name, unsigned int group)
+int __ktau_register_point(const char *name, unsigned int group,
+			  struct module *owner)
 {
-	return ktau_register(name, group);
+	int id = ktau_register(name, group);
+
+	if (id > 0)
+		WRITE_ONCE(ktau_funcs[id].owner, owner);
+	return id;
 }
-EXPORT_SYMBOL_GPL(ktau_register_point);
+EXPORT_SYMBOL_GPL(__ktau_register_point);
 
 /*
  * A point that was registered and is gone, registered again under the
@@ -173,6 +183,9 @@ static int ktau_find_or_register(const char *name, unsigned int group,
 
 		if ((f->live ? live_too : f->gen != 0) && f->group == group &&
 		    !strcmp(f->name, want)) {
+			/* KTAU's own now, whoever registered it before. */
+			if (!f->live)
+				WRITE_ONCE(f->owner, NULL);
 			WRITE_ONCE(f->live, 1);
 			raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 			return id;
@@ -269,20 +282,30 @@ u32 ktau_irq_source(unsigned int irq, const struct irqaction *action)
 }
 
 /**
- * ktau_unregister_point - mark a dynamic point as gone
+ * __ktau_unregister_point - mark a dynamic point as gone
  * @id: an ID returned by ktau_register_point()
+ * @owner: the module giving it up (THIS_MODULE through
+ *	ktau_unregister_point()), NULL for built-in code
  *
- * The ID is not reused, so profiles that hold it stay meaningful.
+ * The ID is not reused, so profiles that hold it stay meaningful. Only
+ * the module that registered the point (built-in code for KTAU's own, a
+ * probe's) may give it up: another's ID is refused with a line in the
+ * log, so that a module cannot end a probe or another module's points.
  */
-void ktau_unregister_point(int id)
+void __ktau_unregister_point(int id, struct module *owner)
 {
-	if (id >= KTAU_ID_SYSCALL_BASE + NR_syscalls && id < ktau_nr_ids()) {
-		/* Frames still open with the old generation are dropped. */
-		WRITE_ONCE(ktau_funcs[id].gen, ktau_funcs[id].gen + 1);
-		WRITE_ONCE(ktau_funcs[id].live, 0);
+	if (id < KTAU_ID_SYSCALL_BASE + NR_syscalls || id >= ktau_nr_ids())
+		return;
+	if (READ_ONCE(ktau_funcs[id].owner) != owner) {
+		pr_warn_ratelimited("ktau: %s: point %d (%s) is not its own; not unregistered\n",
+				    owner ? owner->name : "kernel", id, ktau_funcs[id].name);
+		return;
 	}
+	/* Frames still open with the old generation are dropped. */
+	WRITE_ONCE(ktau_funcs[id].gen, ktau_funcs[id].gen + 1);
+	WRITE_ONCE(ktau_funcs[id].live, 0);
 }
-EXPORT_SYMBOL_GPL(ktau_unregister_point);
+EXPORT_SYMBOL_GPL(__ktau_unregister_point);
 
 #ifdef CONFIG_X86_64
 /* The name column of the system call table (kernel/ktau/Makefile). */

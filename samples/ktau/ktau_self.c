@@ -30,6 +30,9 @@
  * Writing "nMS" then makes each nap MS milliseconds from the next one on
  * and wakes the thread from the nap it is in, which ends there.
  *
+ * Writing "uID" asks KTAU to unregister point ID on the module's behalf:
+ * a point of another's (a probe's) is refused, for the test of that.
+ *
  * With fill=N it registers up to N more points at load, "ktau_self_fill_K",
  * and says in the read-only parameters filled and fill_errno how many it
  * got and why it stopped (ENOSPC: the registry is full): the test of a
@@ -133,6 +136,13 @@ static ssize_t ktau_self_write(struct file *file, const char __user *ubuf,
 			return -ERANGE;
 		WRITE_ONCE(nap_ms, n);
 		wake_up_process(napper);
+		return count;
+	}
+	if (c == 'u') {
+		ret = kstrtouint_from_user(ubuf + 1, count - 1, 0, &n);
+		if (ret)
+			return ret;
+		ktau_unregister_point(n);
 		return count;
 	}
 	if (c == 'd') {

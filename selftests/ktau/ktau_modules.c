@@ -408,6 +408,30 @@ static void nap_teardown(struct __test_metadata *_metadata, int fd, int pfd,
 	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
 }
 
+/*
+ * 400 ms (about 20 naps) on, the snapshot @b of @nap, its record, and in
+ * *@v the probe @id's calls since @ra; logged with the unmatched frames.
+ */
+static const struct ktau_task_rec *nap_after(struct __test_metadata *_metadata, int pfd,
+					     pid_t nap, int id,
+					     const struct ktau_task_rec *ra,
+					     struct ktau_snap *b, struct ktau_val *v)
+{
+	const struct ktau_task_rec *rb;
+
+	ktau_sleep_ns(400 * KTAU_NSEC_PER_MSEC);
+	if (ktau_snap(pfd, b, KTAU_SNAP_PIDS, &nap, 1))
+		return NULL;
+	rb = ktau_snap_find(b, nap);
+	if (!rb)
+		return NULL;
+	*v = ktau_val_delta(ra, rb, id);
+	TH_LOG("unmatched %llu, probe %llu calls %llu ns",
+	       (unsigned long long)(rb->unmatched - ra->unmatched),
+	       (unsigned long long)v->count, (unsigned long long)v->incl);
+	return rb;
+}
+
 #define NAP_CYCLES	20
 
 /*
@@ -517,16 +541,42 @@ TEST_F_TIMEOUT(gen, probe_readded_until_generation_wraps, 600)
 	ktau_funcs_free(&fs);
 	/* The long nap ends; the next ones are timed by the current probe. */
 	ASSERT_EQ(0, ktau_write_file("/proc/ktau_self", "n20"));
-	ktau_sleep_ns(400 * KTAU_NSEC_PER_MSEC);
-	ASSERT_EQ(0, ktau_snap(pfd, &b, KTAU_SNAP_PIDS, &nap, 1));
-	rb = ktau_snap_find(&b, nap);
+	rb = nap_after(_metadata, pfd, nap, id, ra, &b, &v);
 	ASSERT_NE(NULL, rb);
-	v = ktau_val_delta(ra, rb, id);
-	TH_LOG("unmatched %llu, probe %llu calls %llu ns",
-	       (unsigned long long)(rb->unmatched - ra->unmatched),
-	       (unsigned long long)v.count, (unsigned long long)v.incl);
 	EXPECT_EQ(1, rb->unmatched - ra->unmatched);
 	EXPECT_EQ(0, rb->stack_overflows - ra->stack_overflows);
+	EXPECT_LE(10, v.count);
+	EXPECT_LE(v.count * 20 * KTAU_NSEC_PER_MSEC * 9 / 10, v.incl);
+	nap_teardown(_metadata, fd, pfd, &a, &b);
+}
+
+/*
+ * A module may unregister only the points it registered (ABI 1.8): one
+ * that gives up a probe's ID is refused, and the probe, whose frames
+ * would otherwise all be dropped as stale, goes on timing its function.
+ */
+TEST(foreign_point_not_unregistered)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_snap a = { 0 }, b = { 0 };
+	char cmd[32];
+	int fd, pfd, id;
+	struct ktau_val v;
+	pid_t nap;
+
+	nap = nap_setup(_metadata, &fd, &pfd);
+	ASSERT_LT(0, nap);
+	id = ktau_probe_ioctl(fd, KTAU_IOC_PROBE_ADD, "ktau_self_nap", 0);
+	ASSERT_LT(0, id);
+	ktau_sleep_ns(100 * KTAU_NSEC_PER_MSEC);
+	ASSERT_EQ(0, ktau_snap(pfd, &a, KTAU_SNAP_PIDS, &nap, 1));
+	ra = ktau_snap_find(&a, nap);
+	ASSERT_NE(NULL, ra);
+	snprintf(cmd, sizeof(cmd), "u%d", id);
+	ASSERT_EQ(0, ktau_write_file("/proc/ktau_self", cmd));
+	rb = nap_after(_metadata, pfd, nap, id, ra, &b, &v);
+	ASSERT_NE(NULL, rb);
+	EXPECT_EQ(0, rb->unmatched - ra->unmatched);
 	EXPECT_LE(10, v.count);
 	EXPECT_LE(v.count * 20 * KTAU_NSEC_PER_MSEC * 9 / 10, v.incl);
 	nap_teardown(_metadata, fd, pfd, &a, &b);
