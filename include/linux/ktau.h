@@ -72,10 +72,11 @@ struct ktau_frame {
 /* A frame of the same routine was opened above this one: see dup. */
 #define KTAU_TAG_HASREC		BIT_ULL(42)
 /* Dynamic points: the point's registration generation (ktau_frame_stale()). */
+#define KTAU_GEN_MASK		((1U << CONFIG_KTAU_GEN_BITS) - 1)
 #define KTAU_TAG_GEN_SHIFT	48
-#define KTAU_TAG_GEN(tag)	((unsigned int)((tag) >> KTAU_TAG_GEN_SHIFT) & 0xff)
+#define KTAU_TAG_GEN(tag)	((unsigned int)((tag) >> KTAU_TAG_GEN_SHIFT) & KTAU_GEN_MASK)
 #define KTAU_TAG_FLAGS		(KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC | \
-				 (0xffULL << KTAU_TAG_GEN_SHIFT))
+				 ((u64)KTAU_GEN_MASK << KTAU_TAG_GEN_SHIFT))
 
 /*
  * One routine's totals. local64_t: the owner adds with single

@@ -984,16 +984,23 @@ void ktau_exit(struct task_struct *tsk)
 	 */
 	WRITE_ONCE(kt->depth, KTAU_DEPTH_DEAD);
 	ktau_trace_stop(kt);
-	/*
-	 * Nothing recorded (every group off all its life): its table adds
-	 * nothing to a reader whether folded or not, so it is not.
-	 */
-	if (ktau_task_empty(kt))
-		goto out;
 	if (pr)
 		ktau_proc_fold(pr, kt);
 	cpu = smp_processor_id();
 	e = ktau_exited[cpu];
+	/*
+	 * Nothing recorded (for example every group off all its life): its
+	 * table adds nothing, so it is only stamped as folded into what the
+	 * exited totals are now, without a write section, so that readers
+	 * no longer count it as live.
+	 */
+	if (ktau_task_empty(kt)) {
+		kt->fold_cpu = cpu;
+		WRITE_ONCE(kt->fold_seq, raw_read_seqcount(&e->seq));
+		smp_wmb();	/* the stamp before the flag */
+		set_bit(KTAU_FOLDED, &kt->flags);
+		goto out;
+	}
 	write_seqcount_begin(&e->seq);
 	for (i = 0; i <= kt->mask; i++) {
 		struct ktau_slot *s = &kt->slots[i];
@@ -1130,9 +1137,10 @@ static void ktau_drop_frame(struct ktau_task *kt, int i, unsigned int d)
  * A dynamic point's frame whose point was unregistered since it opened
  * (a probe removed while the task was inside the function, a module
  * unloaded): its exit will never come. The point is gone, or registered
- * again with a later generation; the generation wraps, but an ID whose
- * generation has wrapped is never registered again (the registry's
- * ktau_find_or_register()), so an old frame never looks current.
+ * again with a later generation; the generation (CONFIG_KTAU_GEN_BITS)
+ * wraps, but an ID whose generation has wrapped is never registered
+ * again (the registry's ktau_find_or_register()), so an old frame never
+ * looks current.
  */
 static bool ktau_frame_stale(u64 tag)
 {
@@ -1375,8 +1383,13 @@ void __ktau_start(unsigned int group, unsigned int id)
 
 	if (unlikely(!kt) || in_nmi())
 		return;
-	/* A dynamic point's ID comes from outside: only registered ones. */
-	if (group == KTAU_GROUP_DYNAMIC && unlikely(id >= ktau_nr_ids()))
+	/*
+	 * A dynamic point's ID comes from outside: only registered ones. Not
+	 * KTAU_ID_NONE, whose frame would be charged to a free slot that
+	 * nothing then claims or cleans (see ktau_task_empty()).
+	 */
+	if (group == KTAU_GROUP_DYNAMIC &&
+	    unlikely(id == KTAU_ID_NONE || id >= ktau_nr_ids()))
 		return;
 	local_irq_save(flags);
 	ktau_push(kt, group, id);

@@ -21,7 +21,7 @@ struct ktau_func {
 	char name[KTAU_NAME_LEN];
 	u8 group;
 	u8 live;
-	u8 gen;		/* registrations of a dynamic point: ktau_frame_stale() */
+	u16 gen;	/* registrations of a dynamic point: ktau_frame_stale() */
 	/* Who may unregister it: the module that registered it, or NULL. */
 	struct module *owner;
 };

@@ -277,6 +277,7 @@ static int ktau_control_show(struct seq_file *m, void *v)
 	seq_printf(m, "clock %s\n", ktau_clock_name());
 	seq_printf(m, "clock_backwards %ld\n", ktau_clock_backwards());
 	seq_printf(m, "ids_full %ld\n", ktau_ids_full());
+	seq_printf(m, "generation_bits %u\n", CONFIG_KTAU_GEN_BITS);
 	return 0;
 }
 

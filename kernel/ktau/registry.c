@@ -152,9 +152,13 @@ int __ktau_register_point(const char *name, unsigned int group,
 			  struct module *owner)
 {
 	int id = ktau_register(name, group);
+	unsigned long flags;
 
-	if (id > 0)
-		WRITE_ONCE(ktau_funcs[id].owner, owner);
+	if (id > 0) {
+		raw_spin_lock_irqsave(&ktau_reg_lock, flags);
+		ktau_funcs[id].owner = owner;
+		raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
+	}
 	return id;
 }
 EXPORT_SYMBOL_GPL(__ktau_register_point);
@@ -163,9 +167,9 @@ EXPORT_SYMBOL_GPL(__ktau_register_point);
  * A point that was registered and is gone, registered again under the
  * same name and group (a probe added a second time): its old ID, so that
  * the profiles of both times add up; otherwise a new ID. A gone ID whose
- * generation has wrapped to 0 (256 registrations) is retired: a frame
- * left open in its first registration would carry that generation and
- * look current again.
+ * generation has wrapped to 0 (2^CONFIG_KTAU_GEN_BITS unregistrations) is
+ * retired: a frame left open in its first registration would carry that
+ * generation and look current again.
  */
 static int ktau_find_or_register(const char *name, unsigned int group,
 				 bool live_too)
@@ -185,7 +189,7 @@ static int ktau_find_or_register(const char *name, unsigned int group,
 		    !strcmp(f->name, want)) {
 			/* KTAU's own now, whoever registered it before. */
 			if (!f->live)
-				WRITE_ONCE(f->owner, NULL);
+				f->owner = NULL;
 			WRITE_ONCE(f->live, 1);
 			raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 			return id;
@@ -294,16 +298,28 @@ u32 ktau_irq_source(unsigned int irq, const struct irqaction *action)
  */
 void __ktau_unregister_point(int id, struct module *owner)
 {
+	struct ktau_func *f;
+	unsigned long flags;
+	bool theirs;
+
 	if (id < KTAU_ID_SYSCALL_BASE + NR_syscalls || id >= ktau_nr_ids())
 		return;
-	if (READ_ONCE(ktau_funcs[id].owner) != owner) {
-		pr_warn_ratelimited("ktau: %s: point %d (%s) is not its own; not unregistered\n",
-				    owner ? owner->name : "kernel", id, ktau_funcs[id].name);
-		return;
+	f = &ktau_funcs[id];
+	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
+	theirs = f->owner != owner;
+	/*
+	 * Once: a second unregister would move a retired ID's generation
+	 * off 0, and ktau_find_or_register() would give the ID out again.
+	 */
+	if (!theirs && f->live) {
+		/* Frames still open with the old generation are dropped. */
+		WRITE_ONCE(f->gen, (f->gen + 1) & KTAU_GEN_MASK);
+		WRITE_ONCE(f->live, 0);
 	}
-	/* Frames still open with the old generation are dropped. */
-	WRITE_ONCE(ktau_funcs[id].gen, ktau_funcs[id].gen + 1);
-	WRITE_ONCE(ktau_funcs[id].live, 0);
+	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
+	if (theirs)
+		pr_warn_ratelimited("ktau: %s: point %d (%s) is not its own; not unregistered\n",
+				    owner ? owner->name : "kernel", id, f->name);
 }
 EXPORT_SYMBOL_GPL(__ktau_unregister_point);
 

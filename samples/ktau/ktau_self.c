@@ -32,6 +32,8 @@
  *
  * Writing "uID" asks KTAU to unregister point ID on the module's behalf:
  * a point of another's (a probe's) is refused, for the test of that.
+ * Writing "zN" starts and stops point 0, which is no point, N times: a
+ * module's mistake that KTAU refuses, for the test of that.
  *
  * With fill=N it registers up to N more points at load, "ktau_self_fill_K",
  * and says in the read-only parameters filled and fill_errno how many it
@@ -48,6 +50,7 @@
 #include <linux/proc_fs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/wait.h>
 
 #define KTAU_SELF_MAX_RUNS	100000
 #define KTAU_SELF_MAX_MS	10000
@@ -70,10 +73,18 @@ static int fill_errno;
 module_param(fill_errno, int, 0444);
 MODULE_PARM_DESC(fill_errno, "(read only) the errno that stopped fill, 0: none");
 
+/* "nMS" ends the nap in progress: its count goes up. */
+static DECLARE_WAIT_QUEUE_HEAD(nap_wq);
+static atomic_t nap_ends = ATOMIC_INIT(0);
+
 /* Traceable, for a probe: a kernel thread sleeps in it. */
 static noinline void ktau_self_nap(void)
 {
-	schedule_timeout_idle(msecs_to_jiffies(READ_ONCE(nap_ms)));
+	int ends = atomic_read(&nap_ends);
+
+	wait_event_idle_timeout(nap_wq, atomic_read(&nap_ends) != ends ||
+				kthread_should_stop(),
+				msecs_to_jiffies(READ_ONCE(nap_ms)));
 }
 
 static int ktau_self_napper(void *unused)
@@ -135,7 +146,20 @@ static ssize_t ktau_self_write(struct file *file, const char __user *ubuf,
 		if (!n || n > 100 * KTAU_SELF_MAX_MS)
 			return -ERANGE;
 		WRITE_ONCE(nap_ms, n);
-		wake_up_process(napper);
+		atomic_inc(&nap_ends);
+		wake_up(&nap_wq);
+		return count;
+	}
+	if (c == 'z') {
+		ret = kstrtouint_from_user(ubuf + 1, count - 1, 0, &n);
+		if (ret)
+			return ret;
+		if (n > KTAU_SELF_MAX_RUNS)
+			return -ERANGE;
+		for (i = 0; i < n; i++) {
+			ktau_point_start(KTAU_ID_NONE);
+			ktau_point_stop();
+		}
 		return count;
 	}
 	if (c == 'u') {

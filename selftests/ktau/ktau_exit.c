@@ -498,6 +498,16 @@ TEST_F_TIMEOUT(exitprof, fork_without_profile, 30)
 
 #define RECYCLE_ROUNDS	40
 
+static void getppid300(void)
+{
+	ktau_getppid_loop(300);
+}
+
+static void getppid10(void)
+{
+	ktau_getppid_loop(10);
+}
+
 /*
  * Tables of exited tasks are reused, cleaned when freed rather than
  * zeroed at each fork (so that a fork with every group off clears
@@ -508,54 +518,8 @@ TEST_F_TIMEOUT(exitprof, fork_without_profile, 30)
  */
 TEST_F_TIMEOUT(exitprof, recycled_table_starts_empty, 60)
 {
-	int round, bad = 0, go[2], done[2];
-	const struct ktau_task_rec *r;
-	struct ktau_val v;
-	pid_t busy, child;
-	char c;
-
-	for (round = 0; round < RECYCLE_ROUNDS; round++) {
-		busy = fork();
-		ASSERT_LE(0, busy);
-		if (busy == 0) {
-			ktau_getppid_loop(300);
-			_exit(0);
-		}
-		must_exit_zero(_metadata, busy);
-		/* Its table is freed after a grace period. */
-		ktau_sleep_ns(5 * KTAU_NSEC_PER_MSEC);
-		ASSERT_EQ(0, pipe(go));
-		ASSERT_EQ(0, pipe(done));
-		child = fork();
-		ASSERT_LE(0, child);
-		if (child == 0) {
-			ktau_getppid_loop(10);
-			if (write(done[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
-				_exit(2);
-			_exit(0);
-		}
-		ASSERT_EQ(1, read(done[0], &c, 1));
-		ASSERT_EQ(0, ktau_snap(self->fd, &self->a, KTAU_SNAP_PIDS, &child, 1));
-		r = ktau_snap_find(&self->a, child);
-		ASSERT_NE(NULL, r);
-		v = ktau_rec_val(r, KTAU_ID_GETPPID);
-		if (v.count != 10 || r->stack_overflows || r->table_overflows ||
-		    r->unmatched) {
-			TH_LOG("round %d: getppid %llu, overflows %llu %llu, unmatched %llu",
-			       round, (unsigned long long)v.count,
-			       (unsigned long long)r->stack_overflows,
-			       (unsigned long long)r->table_overflows,
-			       (unsigned long long)r->unmatched);
-			bad++;
-		}
-		ASSERT_EQ(1, write(go[1], "x", 1));
-		must_exit_zero(_metadata, child);
-		close(go[0]);
-		close(go[1]);
-		close(done[0]);
-		close(done[1]);
-	}
-	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, ktau_recycle_rounds(_metadata, self->fd, RECYCLE_ROUNDS,
+					 getppid300, getppid10, KTAU_ID_GETPPID, 10, NULL));
 }
 
 /*
@@ -693,15 +657,6 @@ static void *nop_thread(void *p)
 }
 
 /* The debug kernel (ktaudebug=1 on the command line, see run-tests.sh). */
-static bool debug_kernel(void)
-{
-	char *t = ktau_slurp("/proc/cmdline", NULL);
-	bool ret = t && strstr(t, "ktaudebug=1");
-
-	free(t);
-	return ret;
-}
-
 /* Exits the collector has seen, queued or dropped. */
 static __u64 seen(int cfd, struct ktau_collect_stats *st)
 {
@@ -733,7 +688,7 @@ TEST_F_TIMEOUT(exitprof, queue_limit_counts_dropped, 120)
 	__u32 nrec;
 	ssize_t n;
 
-	if (debug_kernel())
+	if (ktau_debug_kernel())
 		SKIP(return, "8,000 threads: too slow on the debug kernel");
 	buf = malloc(KTAU_COLLECT_MAX_BYTES);
 	ASSERT_NE(NULL, buf);

@@ -181,16 +181,6 @@ fail:
 	_exit(1);
 }
 
-/* A debug kernel: the guest was booted with ktaudebug=1 (scripts/check.sh). */
-static bool debug_kernel(void)
-{
-	char *cmdline = ktau_slurp("/proc/cmdline", NULL);
-	bool ret = cmdline && strstr(cmdline, "ktaudebug=1");
-
-	free(cmdline);
-	return ret;
-}
-
 /*
  * Two CPU-bound processes pinned to one CPU preempt each other: both see
  * sched_preempted calls and time, and that time is the run-queue wait of
@@ -260,7 +250,7 @@ TEST_F_TIMEOUT(sched, pinned_spinners_are_preempted, 20)
 		 * the bound that always holds is checked: a preempted stay
 		 * is never longer than its run-queue wait plus the tolerance.
 		 */
-		if (debug_kernel()) {
+		if (ktau_debug_kernel()) {
 			EXPECT_GE(delay + tol, res[i].pre.incl)
 				TH_LOG("KTAU preempted %llu ns, run delay %llu ns",
 				       res[i].pre.incl, delay);

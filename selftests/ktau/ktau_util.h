@@ -409,6 +409,16 @@ static inline char *ktau_control_read(void)
 	return ktau_slurp(KTAU_CONTROL_PATH, NULL);
 }
 
+/* The kernel is the debug one of the test runs (ktaudebug=1, check.sh). */
+static inline bool ktau_debug_kernel(void)
+{
+	char *t = ktau_slurp("/proc/cmdline", NULL);
+	bool ret = t && strstr(t, "ktaudebug=1");
+
+	free(t);
+	return ret;
+}
+
 /* The N of the "@key N" line of /proc/ktau/control, or -1. */
 static inline long ktau_control_count(const char *key)
 {
@@ -1070,6 +1080,80 @@ static inline int ktau_mod_load(const char *name, const char *params)
 static inline int ktau_mod_unload(const char *name)
 {
 	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
+}
+
+/* Exactly @calls of @id in @r, and no overflow or unmatched frame; logged. */
+static inline bool ktau_recycle_ok(struct __test_metadata *_metadata, int round,
+				   const struct ktau_task_rec *r, __u32 id, __u64 calls)
+{
+	struct ktau_val v = r ? ktau_rec_val(r, id) : (struct ktau_val){ 0 };
+
+	if (r && v.count == calls && !r->stack_overflows && !r->table_overflows &&
+	    !r->unmatched)
+		return true;
+	TH_LOG("round %d: ID %u: %llu calls, not %llu; overflows %llu %llu, unmatched %llu",
+	       round, id, (unsigned long long)v.count, (unsigned long long)calls,
+	       (unsigned long long)(r ? r->stack_overflows : 0),
+	       (unsigned long long)(r ? r->table_overflows : 0),
+	       (unsigned long long)(r ? r->unmatched : 0));
+	return false;
+}
+
+/*
+ * Tables of exited tasks are reused, cleaned when freed: @rounds times, a
+ * child runs @busy and exits, then another runs @fresh, which makes
+ * exactly @calls calls of @id, and waits while the parent reads its
+ * profile through @pfd. The rounds in which it had not exactly those
+ * calls, or had an overflow or unmatched frame: logged, and counted.
+ * @around, if any, runs in the parent with 1 before the busy child is
+ * forked and with 0 once it is reaped.
+ */
+static inline int ktau_recycle_rounds(struct __test_metadata *_metadata, int pfd,
+				      int rounds, void (*busy)(void),
+				      void (*fresh)(void), __u32 id, __u64 calls,
+				      void (*around)(int before))
+{
+	int round, bad = 0, status, go[2], done[2];
+	struct ktau_snap a = { 0 };
+	pid_t pid;
+	char c;
+
+	for (round = 0; round < rounds; round++) {
+		if (around)
+			around(1);
+		pid = fork();
+		if (pid == 0) {
+			busy();
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || status)
+			return -1;
+		if (around)
+			around(0);
+		/* Its table is freed after a grace period. */
+		ktau_sleep_ns(5 * KTAU_NSEC_PER_MSEC);
+		if (pipe(go) || pipe(done))
+			return -1;
+		pid = fork();
+		if (pid == 0) {
+			fresh();
+			if (write(done[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
+				_exit(2);
+			_exit(0);
+		}
+		if (pid < 0 || read(done[0], &c, 1) != 1 ||
+		    ktau_snap(pfd, &a, KTAU_SNAP_PIDS, &pid, 1))
+			return -1;
+		bad += !ktau_recycle_ok(_metadata, round, ktau_snap_find(&a, pid), id, calls);
+		if (write(go[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid || status)
+			return -1;
+		close(go[0]);
+		close(go[1]);
+		close(done[0]);
+		close(done[1]);
+	}
+	ktau_snap_free(&a);
+	return bad;
 }
 
 #endif /* KTAU_UTIL_H */
