@@ -259,6 +259,10 @@ table() {	# kind(value|ratio) benchmarks...
 		printf "\n"
 		for (i = 1; i <= nc; i++) {
 			if (!(c[i] in have)) continue
+			# Only configurations with a figure in this table.
+			any = 0
+			for (j = 1; j <= nb; j++) if ((c[i], b[j]) in v) any = 1
+			if (!any) continue
 			printf "| %s |", c[i]
 			for (j = 1; j <= nb; j++) {
 				if (!((c[i], b[j]) in v)) { printf " - |"; continue }
