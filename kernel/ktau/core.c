@@ -846,13 +846,17 @@ static struct ktau_proc *ktau_proc_get(struct task_struct *tsk)
 	return pr;
 }
 
-/* Add @kt to @pr, under its lock; a full table charges "[other]". */
-static void ktau_proc_fold(struct ktau_proc *pr, struct ktau_task *kt)
+/*
+ * Add @kt to @pr, under its lock; a full table charges "[other]". An
+ * @empty table adds nothing: it is only stamped as folded.
+ */
+static void ktau_proc_fold(struct ktau_proc *pr, struct ktau_task *kt,
+			   bool empty)
 {
 	unsigned int i, j, n;
 
 	spin_lock(&pr->lock);
-	for (i = 0; i <= kt->mask; i++) {
+	for (i = 0; !empty && i <= kt->mask; i++) {
 		struct ktau_slot *s = &kt->slots[i];
 		struct ktau_proc_slot *p = NULL;
 		u32 id = s->id;
@@ -965,6 +969,7 @@ void ktau_exit(struct task_struct *tsk)
 	struct ktau_proc *pr;
 	unsigned long flags;
 	unsigned int i;
+	bool empty;
 	int cpu;
 
 	if (!kt)
@@ -984,8 +989,9 @@ void ktau_exit(struct task_struct *tsk)
 	 */
 	WRITE_ONCE(kt->depth, KTAU_DEPTH_DEAD);
 	ktau_trace_stop(kt);
+	empty = ktau_task_empty(kt);
 	if (pr)
-		ktau_proc_fold(pr, kt);
+		ktau_proc_fold(pr, kt, empty);
 	cpu = smp_processor_id();
 	e = ktau_exited[cpu];
 	/*
@@ -994,7 +1000,7 @@ void ktau_exit(struct task_struct *tsk)
 	 * exited totals are now, without a write section, so that readers
 	 * no longer count it as live.
 	 */
-	if (ktau_task_empty(kt)) {
+	if (empty) {
 		kt->fold_cpu = cpu;
 		WRITE_ONCE(kt->fold_seq, raw_read_seqcount(&e->seq));
 		smp_wmb();	/* the stamp before the flag */
@@ -1389,8 +1395,12 @@ void __ktau_start(unsigned int group, unsigned int id)
 	 * nothing then claims or cleans (see ktau_task_empty()).
 	 */
 	if (group == KTAU_GROUP_DYNAMIC &&
-	    unlikely(id == KTAU_ID_NONE || id >= ktau_nr_ids()))
+	    unlikely(id == KTAU_ID_NONE || id >= ktau_nr_ids())) {
+		/* Its stop will close the dynamic frame below, if any. */
+		pr_warn_once("ktau: %pS started point %u, which is not registered\n",
+			     (void *)_RET_IP_, id);
 		return;
+	}
 	local_irq_save(flags);
 	ktau_push(kt, group, id);
 	local_irq_restore(flags);
@@ -1426,8 +1436,13 @@ static noinline void __ktau_pop_notify(struct ktau_task *kt,
 				       struct ktau_frame *f, unsigned int group,
 				       u64 incl, u64 excl)
 {
-	/* A routine that recursed charged f->dup: __ktau_pop_recursive(). */
-	u64 incl_add = f->tag & KTAU_TAG_FLAGS ? f->dup : incl;
+	/*
+	 * A routine that recursed charged f->dup: __ktau_pop_recursive().
+	 * Only those two flags: a dynamic frame's tag also holds its
+	 * generation, and dup is not written for a frame that did not recurse.
+	 */
+	u64 incl_add = f->tag & (KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC) ?
+		       f->dup : incl;
 	struct ktau_tbuf *b = READ_ONCE(kt->trace);
 
 	if (kt->shared)

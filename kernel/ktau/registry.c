@@ -105,10 +105,12 @@ static void __init ktau_set(struct ktau_func *funcs, unsigned int id,
 }
 
 /*
- * Give @name in @group the next free ID. Safe in any context but NMI:
- * interrupt sources register from hard interrupt context.
+ * Give @name in @group the next free ID, owned by @owner (a module, NULL:
+ * built-in code). Safe in any context but NMI: interrupt sources
+ * register from hard interrupt context.
  */
-int ktau_register(const char *name, unsigned int group)
+static int __ktau_register(const char *name, unsigned int group,
+			   struct module *owner)
 {
 	unsigned int limit = KTAU_MAX_IDS;
 	unsigned long flags;
@@ -129,12 +131,18 @@ int ktau_register(const char *name, unsigned int group)
 		strscpy(ktau_funcs[id].name, name, KTAU_NAME_LEN);
 		ktau_funcs[id].group = group;
 		ktau_funcs[id].live = 1;
+		ktau_funcs[id].owner = owner;
 		ktau_name_add(id);
 		/* Publish the entry before its ID; see ktau_nr_ids(). */
 		smp_store_release(&ktau_next_id, id + 1);
 	}
 	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 	return id;
+}
+
+int ktau_register(const char *name, unsigned int group)
+{
+	return __ktau_register(name, group, NULL);
 }
 
 /**
@@ -144,22 +152,16 @@ int ktau_register(const char *name, unsigned int group)
  * @owner: the module registering it (THIS_MODULE through
  *	ktau_register_point()), NULL for built-in code
  *
- * Only @owner may unregister the point.
+ * Only @owner may unregister the point; what a module leaves registered
+ * is unregistered when it goes (ktau_registry_module_notify()). This
+ * guards against mistakes, not against a module: modules are kernel code.
  *
  * Return: the new ID, or a negative errno (-ENOSPC when all IDs are used).
  */
 int __ktau_register_point(const char *name, unsigned int group,
 			  struct module *owner)
 {
-	int id = ktau_register(name, group);
-	unsigned long flags;
-
-	if (id > 0) {
-		raw_spin_lock_irqsave(&ktau_reg_lock, flags);
-		ktau_funcs[id].owner = owner;
-		raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
-	}
-	return id;
+	return __ktau_register(name, group, owner);
 }
 EXPORT_SYMBOL_GPL(__ktau_register_point);
 
@@ -185,8 +187,9 @@ static int ktau_find_or_register(const char *name, unsigned int group,
 	for (id = ktau_name_head[h]; id--; id = ktau_name_next[id]) {
 		struct ktau_func *f = &ktau_funcs[id];
 
-		if ((f->live ? live_too : f->gen != 0) && f->group == group &&
-		    !strcmp(f->name, want)) {
+		/* Not a module's live point: it could unregister it. */
+		if ((f->live ? live_too && !f->owner : f->gen != 0) &&
+		    f->group == group && !strcmp(f->name, want)) {
 			/* KTAU's own now, whoever registered it before. */
 			if (!f->live)
 				f->owner = NULL;
@@ -285,6 +288,16 @@ u32 ktau_irq_source(unsigned int irq, const struct irqaction *action)
 	return id > 0 ? id : KTAU_ID_IRQ;
 }
 
+/* @f's point is gone; under ktau_reg_lock. */
+static void ktau_point_gone(struct ktau_func *f)
+{
+	lockdep_assert_held(&ktau_reg_lock);
+	/* Frames still open with the old generation are dropped. */
+	WRITE_ONCE(f->gen, (f->gen + 1) & KTAU_GEN_MASK);
+	WRITE_ONCE(f->live, 0);
+	f->owner = NULL;
+}
+
 /**
  * __ktau_unregister_point - mark a dynamic point as gone
  * @id: an ID returned by ktau_register_point()
@@ -306,22 +319,62 @@ void __ktau_unregister_point(int id, struct module *owner)
 		return;
 	f = &ktau_funcs[id];
 	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
-	theirs = f->owner != owner;
 	/*
 	 * Once: a second unregister would move a retired ID's generation
 	 * off 0, and ktau_find_or_register() would give the ID out again.
 	 */
-	if (!theirs && f->live) {
-		/* Frames still open with the old generation are dropped. */
-		WRITE_ONCE(f->gen, (f->gen + 1) & KTAU_GEN_MASK);
-		WRITE_ONCE(f->live, 0);
-	}
+	theirs = f->live && f->owner != owner;
+	if (f->live && !theirs)
+		ktau_point_gone(f);
 	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 	if (theirs)
 		pr_warn_ratelimited("ktau: %s: point %d (%s) is not its own; not unregistered\n",
 				    owner ? owner->name : "kernel", id, f->name);
 }
 EXPORT_SYMBOL_GPL(__ktau_unregister_point);
+
+/*
+ * A module going away: the points it left registered go with it, so that
+ * their frames are dropped and no later module at the same address owns
+ * them. Module unloading is rare and runs in process context; the scan
+ * covers the dynamic IDs once.
+ */
+static int ktau_registry_module_notify(struct notifier_block *nb,
+				       unsigned long action, void *data)
+{
+	struct module *mod = data;
+	unsigned int id, nr, left = 0;
+	unsigned long flags;
+
+	/* Pairs with the release in ktau_registry_init(). */
+	if (action != MODULE_STATE_GOING || !smp_load_acquire(&ktau_funcs))
+		return NOTIFY_DONE;
+	nr = ktau_nr_ids();
+	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
+	for (id = KTAU_ID_SYSCALL_BASE + NR_syscalls; id < nr; id++) {
+		struct ktau_func *f = &ktau_funcs[id];
+
+		if (f->owner == mod && f->live) {
+			ktau_point_gone(f);
+			left++;
+		}
+	}
+	raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
+	if (left)
+		pr_warn("ktau: %s left %u points registered; unregistered\n",
+			mod->name, left);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block ktau_registry_module_nb = {
+	.notifier_call = ktau_registry_module_notify,
+};
+
+static int __init ktau_registry_module_init(void)
+{
+	return register_module_notifier(&ktau_registry_module_nb);
+}
+core_initcall(ktau_registry_module_init);
 
 #ifdef CONFIG_X86_64
 /* The name column of the system call table (kernel/ktau/Makefile). */

@@ -35,6 +35,9 @@
  * Writing "zN" starts and stops point 0, which is no point, N times: a
  * module's mistake that KTAU refuses, for the test of that.
  *
+ * With keep_points=1 it leaves its three points registered when unloaded,
+ * which KTAU then unregisters, for the test of that.
+ *
  * With fill=N it registers up to N more points at load, "ktau_self_fill_K",
  * and says in the read-only parameters filled and fill_errno how many it
  * got and why it stopped (ENOSPC: the registry is full): the test of a
@@ -72,6 +75,9 @@ MODULE_PARM_DESC(filled, "(read only) points that fill registered");
 static int fill_errno;
 module_param(fill_errno, int, 0444);
 MODULE_PARM_DESC(fill_errno, "(read only) the errno that stopped fill, 0: none");
+static bool keep_points;
+module_param(keep_points, bool, 0444);
+MODULE_PARM_DESC(keep_points, "leave the three points registered at unload (KTAU takes them)");
 
 /* "nMS" ends the nap in progress: its count goes up. */
 static DECLARE_WAIT_QUEUE_HEAD(nap_wq);
@@ -287,6 +293,8 @@ static void __exit ktau_self_exit(void)
 	proc_remove(self_entry);
 	if (napper)
 		kthread_stop(napper);
+	if (keep_points)
+		return;
 	ktau_unregister_point(recurse_id);
 	ktau_unregister_point(event_id);
 	ktau_unregister_point(work_id);

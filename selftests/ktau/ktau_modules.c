@@ -9,6 +9,7 @@
  * ktau_mod_load() of ktau_util.h.
  */
 #include <pthread.h>
+#include <sys/klog.h>
 #include <sys/utsname.h>
 #include "ktau_util.h"
 
@@ -639,6 +640,38 @@ TEST(point_id_zero_ignored)
 	ktau_write_file(KTAU_CONTROL_PATH, "all on");
 	close(pfd);
 	EXPECT_EQ(0, ktau_mod_unload("ktau_self"));
+}
+
+/* Whether the kernel log has a line containing @text. */
+static bool klog_has(const char *text)
+{
+	int len = klogctl(10, NULL, 0);	/* SYSLOG_ACTION_SIZE_BUFFER */
+	char *buf;
+	bool found;
+
+	if (len <= 0)
+		return false;
+	buf = malloc(len + 1);
+	if (!buf)
+		return false;
+	len = klogctl(3, buf, len);	/* SYSLOG_ACTION_READ_ALL */
+	buf[len > 0 ? len : 0] = '\0';
+	found = strstr(buf, text);
+	free(buf);
+	return found;
+}
+
+/*
+ * A module unloaded with points still registered: KTAU unregisters them
+ * as it goes, and says so, so that no frame of theirs lives on and no
+ * later module at the same address owns them.
+ */
+TEST(module_points_go_with_module)
+{
+	ktau_must_have_ktau(_metadata);
+	must_load(_metadata, "ktau_self", "keep_points=1");
+	ASSERT_EQ(0, ktau_mod_unload("ktau_self"));
+	EXPECT_TRUE(klog_has("ktau: ktau_self left 3 points registered; unregistered"));
 }
 
 /* The handler sees the module's events too; nothing after unloading. */

@@ -139,6 +139,57 @@ TEST_F(probe, times_function_exactly)
 	EXPECT_EQ(0, ktau_val_delta(ra, rb, id).count);
 }
 
+/* A probed function's inclusive time in the thread's shared page, in ns. */
+static __u64 page_incl_ns(const struct ktau_shared *page, __u32 id)
+{
+	static struct ktau_shared c;
+	const struct ktau_shared_entry *e;
+
+	ktau_shared_copy(page, &c);
+	e = ktau_shared_entry(&c, id);
+	return e ? ktau_shared_ns(&c, e->incl) : 0;
+}
+
+/*
+ * A probe added again (its frames carry a generation other than 0) is
+ * timed the same in the thread's shared page as in its profile: the
+ * page used to take the frame's generation for a recursion flag and add
+ * the frame's stale "dup" instead of its inclusive time.
+ */
+TEST_F(probe, shared_page_times_readded_probe)
+{
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_shared *page;
+	__u64 before, ns;
+	struct ktau_val p;
+	int id;
+
+	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	id = probe_add(self->fd, "__x64_sys_getppid");
+	ASSERT_LT(0, id);
+	ASSERT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	ASSERT_EQ(id, probe_add(self->fd, "__x64_sys_getppid"));
+	ASSERT_EQ(0, ktau_shared_register(self->pfd, page, sizeof(*page), 0));
+	before = page_incl_ns(page, id);
+	ra = ktau_must_snap_self(_metadata, self->pfd, &self->a);
+	ktau_getppid_loop(PROBE_CALLS);
+	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
+	ns = page_incl_ns(page, id) - before;
+	p = ktau_val_delta(ra, rb, id);
+	TH_LOG("probe incl: page %llu ns, profile %llu ns", (unsigned long long)ns,
+	       (unsigned long long)p.incl);
+	EXPECT_EQ(PROBE_CALLS, p.count);
+	EXPECT_LT(0, p.incl);
+	/* The same times, to the rounding of the page's clock units. */
+	EXPECT_GE(ns + ns / 1000 + 10, p.incl);
+	EXPECT_LE(ns, p.incl + p.incl / 1000 + 10);
+	EXPECT_EQ(0, ktau_shared_unregister(self->pfd));
+	EXPECT_EQ(0, probe_remove(self->fd, "__x64_sys_getppid"));
+	munmap(page, sizeof(*page));
+}
+
 /* Two probes on one path nest in each other: read -> vfs_read. */
 TEST_F(probe, probes_nest)
 {

@@ -27,38 +27,9 @@ static void *page_map(void)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static __u32 shared_seq(const struct ktau_shared *sh)
-{
-	return __atomic_load_n(&sh->seq, __ATOMIC_ACQUIRE);
-}
-
-/* A consistent copy of the page, as a reader on another CPU takes it. */
-static void shared_copy(const struct ktau_shared *sh, struct ktau_shared *out)
-{
-	__u32 seq;
-
-	do {
-		do
-			seq = shared_seq(sh);
-		while (seq & 1);
-		memcpy(out, sh, sizeof(*out));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	} while (shared_seq(sh) != seq);
-}
-
-static const struct ktau_shared_entry *shared_entry(const struct ktau_shared *sh, __u32 id)
-{
-	__u32 i;
-
-	for (i = 0; i < KTAU_SHARED_ENTRIES; i++)
-		if (sh->entries[i].id == id)
-			return &sh->entries[i];
-	return NULL;
-}
-
 static __u64 shared_count(const struct ktau_shared *sh, __u32 id)
 {
-	const struct ktau_shared_entry *e = shared_entry(sh, id);
+	const struct ktau_shared_entry *e = ktau_shared_entry(sh, id);
 
 	return e ? e->count : 0;
 }
@@ -68,20 +39,15 @@ static __u64 shared_count_now(const struct ktau_shared *sh, __u32 id)
 {
 	static struct ktau_shared c;
 
-	shared_copy(sh, &c);
+	ktau_shared_copy(sh, &c);
 	return shared_count(&c, id);
 }
 
 static __u64 shared_excl(const struct ktau_shared *sh, __u32 id)
 {
-	const struct ktau_shared_entry *e = shared_entry(sh, id);
+	const struct ktau_shared_entry *e = ktau_shared_entry(sh, id);
 
 	return e ? e->excl : 0;
-}
-
-static __u64 units_ns(const struct ktau_shared *sh, __u64 units)
-{
-	return (__u64)(((__uint128_t)units * sh->clock_mult) >> sh->clock_shift);
 }
 
 /*
@@ -103,11 +69,11 @@ __attribute__((constructor)) static void exec_child(void)
 	pfd = open(KTAU_PROFILES_PATH, O_RDONLY);
 	if (sh == MAP_FAILED || pfd < 0)
 		_exit(10);
-	seq = shared_seq(sh);
+	seq = ktau_shared_seq(sh);
 	if (!seq)
 		_exit(11);	/* the page was never written before exec */
 	ktau_getppid_loop(LOOPS);
-	if (shared_seq(sh) != seq)
+	if (ktau_shared_seq(sh) != seq)
 		_exit(12);	/* still written after exec */
 	ret = ktau_shared_unregister(pfd);
 	if (ret != -ENOENT)
@@ -142,7 +108,7 @@ TEST_F(shared, header)
 
 	memset(self->page, 0xa5, SHARED_SIZE);
 	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
-	shared_copy(self->page, &sh);
+	ktau_shared_copy(self->page, &sh);
 	EXPECT_EQ(0, sh.seq & 1);
 	EXPECT_EQ(SHARED_SIZE, sh.size);
 	EXPECT_EQ(KTAU_ABI_VERSION_MAJOR << 16 | KTAU_ABI_VERSION_MINOR, sh.abi);
@@ -171,11 +137,11 @@ TEST_F(shared, syscall_counts)
 	__u64 ns;
 
 	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
-	shared_copy(self->page, &a);
+	ktau_shared_copy(self->page, &a);
 	r0 = ktau_must_snap_self(_metadata, self->fd, &s0);
 	ktau_getppid_loop(LOOPS);
 	r1 = ktau_must_snap_self(_metadata, self->fd, &s1);
-	shared_copy(self->page, &b);
+	ktau_shared_copy(self->page, &b);
 
 	d = ktau_val_delta(r0, r1, KTAU_ID_GETPPID);
 	ASSERT_EQ(LOOPS, d.count);
@@ -186,7 +152,8 @@ TEST_F(shared, syscall_counts)
 	EXPECT_EQ(2 * b.updates, b.seq);
 	EXPECT_EQ(0, b.unlisted);
 	/* The page's time for the loop is the profile's, to rounding. */
-	ns = units_ns(&b, shared_excl(&b, KTAU_ID_GETPPID) - shared_excl(&a, KTAU_ID_GETPPID));
+	ns = ktau_shared_ns(&b, shared_excl(&b, KTAU_ID_GETPPID) -
+				shared_excl(&a, KTAU_ID_GETPPID));
 	EXPECT_GE(ns + ns / 1000 + 10, d.excl)
 		TH_LOG("page %llu ns, profile %llu ns", (unsigned long long)ns,
 		       (unsigned long long)d.excl);
@@ -208,11 +175,11 @@ TEST_F(shared, sleep_is_sched_time)
 	 * wall time would not (seen on the debug kernel: 0.6 ms).
 	 */
 	t0 = ktau_now_ns();
-	shared_copy(self->page, &a);
+	ktau_shared_copy(self->page, &a);
 	ktau_sleep_ns(50 * KTAU_NSEC_PER_MSEC);
-	shared_copy(self->page, &b);
+	ktau_shared_copy(self->page, &b);
 	t1 = ktau_now_ns();
-	off = units_ns(&b, b.groups[KTAU_GROUP_SCHED].excl - a.groups[KTAU_GROUP_SCHED].excl);
+	off = ktau_shared_ns(&b, b.groups[KTAU_GROUP_SCHED].excl - a.groups[KTAU_GROUP_SCHED].excl);
 	EXPECT_LE(1, b.groups[KTAU_GROUP_SCHED].count - a.groups[KTAU_GROUP_SCHED].count);
 	/*
 	 * Off the CPU from the switch, a few microseconds after the timer
@@ -247,12 +214,12 @@ TEST_F(shared, compute_is_quiet)
 	 * seq from the copy itself: read after it, a tick between the two
 	 * is in seq and not in the copy (seen once on the debug kernel).
 	 */
-	shared_copy(self->page, &a);
+	ktau_shared_copy(self->page, &a);
 	for (i = 0; i < 2000000; i++) {
 		x += i;
 		__asm__ __volatile__("" : "+r" (x));
 	}
-	shared_copy(self->page, &b);
+	ktau_shared_copy(self->page, &b);
 	EXPECT_EQ(a.groups[KTAU_GROUP_SYSCALL].count, b.groups[KTAU_GROUP_SYSCALL].count);
 	/* Only interrupts (the tick) may have ended meanwhile. */
 	EXPECT_EQ((b.seq - a.seq) / 2, ended(&a, &b, KTAU_GROUP_IRQ) +
@@ -273,7 +240,7 @@ TEST_F(shared, groups_sum_entries)
 	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	ktau_getppid_loop(LOOPS);
 	ktau_sleep_ns(5 * KTAU_NSEC_PER_MSEC);
-	shared_copy(self->page, &b);
+	ktau_shared_copy(self->page, &b);
 	ASSERT_EQ(0, b.unlisted);
 	for (i = 0; i < KTAU_SHARED_ENTRIES; i++) {
 		const struct ktau_shared_entry *e = &b.entries[i];
@@ -324,7 +291,7 @@ TEST_F(shared, bad_registrations)
 	/* None of that registered anything. */
 	EXPECT_EQ(-ENOENT, ktau_shared_unregister(self->fd));
 	ktau_getppid_loop(10);
-	EXPECT_EQ(0, shared_seq(sh));
+	EXPECT_EQ(0, ktau_shared_seq(sh));
 
 	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	EXPECT_EQ(-EBUSY, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
@@ -375,7 +342,7 @@ static void memlock_zero_refused(struct __test_metadata *_metadata)
 	/* Nothing registered: the page stays untouched. */
 	EXPECT_EQ(-ENOENT, ktau_shared_unregister(fd));
 	ktau_getppid_loop(10);
-	EXPECT_EQ(0, shared_seq(sh));
+	EXPECT_EQ(0, ktau_shared_seq(sh));
 	close(fd);
 }
 
@@ -394,18 +361,18 @@ TEST_F(shared, unregister_stops_updates)
 	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
 	ktau_getppid_loop(10);
 	ASSERT_EQ(0, ktau_shared_unregister(self->fd));
-	seq = shared_seq(sh);
+	seq = ktau_shared_seq(sh);
 	EXPECT_NE(0, seq);
 	ktau_getppid_loop(LOOPS);
 	ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
-	EXPECT_EQ(seq, shared_seq(sh));
+	EXPECT_EQ(seq, ktau_shared_seq(sh));
 	/*
 	 * A page can be registered again, and starts from zero: no getppid()
 	 * of before, and of system calls at most the registration's own (an
 	 * interrupt or a switch may end in between: those are other groups).
 	 */
 	ASSERT_EQ(0, ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0));
-	shared_copy(sh, &c);
+	ktau_shared_copy(sh, &c);
 	EXPECT_EQ(0, shared_count(&c, KTAU_ID_GETPPID));
 	EXPECT_GE(1, c.groups[KTAU_GROUP_SYSCALL].count);
 }
@@ -426,7 +393,7 @@ static void *thread_fn(void *p)
 	a->before = ktau_shared_unregister(a->fd);
 	a->reg = ktau_shared_register(a->fd, a->page, SHARED_SIZE, 0);
 	ktau_getppid_loop(LOOPS);
-	shared_copy(a->page, &c);
+	ktau_shared_copy(a->page, &c);
 	a->getppid = shared_count(&c, KTAU_ID_GETPPID);
 	a->after = ktau_shared_unregister(a->fd);
 	return NULL;
@@ -481,12 +448,12 @@ TEST_F(shared, thread_exit_releases)
 	ASSERT_EQ(0, pthread_create(&t, NULL, exit_fn, &a));
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	ASSERT_EQ(0, a.reg);
-	seq = shared_seq(sh);
+	seq = ktau_shared_seq(sh);
 	EXPECT_NE(0, seq);
 	EXPECT_EQ(0, seq & 1);
 	ktau_getppid_loop(LOOPS);
 	ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
-	EXPECT_EQ(seq, shared_seq(sh));
+	EXPECT_EQ(seq, ktau_shared_seq(sh));
 	munmap(a.page, SHARED_SIZE);
 }
 
@@ -513,7 +480,7 @@ TEST_F(shared, fork_not_inherited)
 		if (ktau_shared_register(self->fd, self->page, SHARED_SIZE, 0))
 			_exit(2);
 		ktau_getppid_loop(LOOPS);
-		shared_copy(self->page, &c);
+		ktau_shared_copy(self->page, &c);
 		if (shared_count(&c, KTAU_ID_GETPPID) != LOOPS)
 			_exit(3);
 		_exit(0);
@@ -601,7 +568,7 @@ static int shared_copy_slow(const struct ktau_shared *sh, struct ktau_shared *ou
 {
 	size_t half = offsetof(struct ktau_shared, groups);
 	unsigned int spin;
-	__u32 seq = shared_seq(sh);
+	__u32 seq = ktau_shared_seq(sh);
 
 	if (seq & 1)
 		return 0;
@@ -610,7 +577,7 @@ static int shared_copy_slow(const struct ktau_shared *sh, struct ktau_shared *ou
 		__asm__ __volatile__("" ::: "memory");
 	memcpy((char *)out + half, (const char *)sh + half, sizeof(*out) - half);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return shared_seq(sh) == seq && out->seq == seq;
+	return ktau_shared_seq(sh) == seq && out->seq == seq;
 }
 
 /*

@@ -861,6 +861,43 @@ static inline int ktau_shared_unregister(int fd)
 	return ioctl(fd, KTAU_IOC_SHARED_UNREGISTER) ? -errno : 0;
 }
 
+static inline __u32 ktau_shared_seq(const struct ktau_shared *sh)
+{
+	return __atomic_load_n(&sh->seq, __ATOMIC_ACQUIRE);
+}
+
+/* A consistent copy of the page, as a reader on another CPU takes it. */
+static inline void ktau_shared_copy(const struct ktau_shared *sh, struct ktau_shared *out)
+{
+	__u32 seq;
+
+	do {
+		do
+			seq = ktau_shared_seq(sh);
+		while (seq & 1);
+		memcpy(out, sh, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	} while (ktau_shared_seq(sh) != seq);
+}
+
+/* The page's entry of @id, or NULL. */
+static inline const struct ktau_shared_entry *
+ktau_shared_entry(const struct ktau_shared *sh, __u32 id)
+{
+	__u32 i;
+
+	for (i = 0; i < KTAU_SHARED_ENTRIES; i++)
+		if (sh->entries[i].id == id)
+			return &sh->entries[i];
+	return NULL;
+}
+
+/* The page's clock units in ns. */
+static inline __u64 ktau_shared_ns(const struct ktau_shared *sh, __u64 units)
+{
+	return (__u64)(((__uint128_t)units * sh->clock_mult) >> sh->clock_shift);
+}
+
 static inline int ktau_sample_start(int fd, pid_t tid, __u32 event, __u64 period,
 				    __u32 cap, __u32 watermark, int signo, __u32 flags)
 {
