@@ -121,6 +121,7 @@ struct ktau_task {
 	unsigned int fold_cpu;	/* the CPU whose exited totals it joined */
 	unsigned int fold_seq;	/* and their sequence count after that */
 	unsigned int claimed;	/* a slot was claimed: see ktau_task_clean() */
+	u64 trace_refused;	/* the last trace session that counted it refused */
 	struct ktau_proc *proc;	/* leader: totals of the exited threads */
 	unsigned int proc_gen;	/* the fold into the process's totals */
 	struct callback_head reset_work;

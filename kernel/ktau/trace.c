@@ -103,6 +103,7 @@ struct ktau_tsession {
 	struct pid *opener;		/* KTAU_TRACE_ALL's caller's process */
 	struct mem_cgroup *memcg;	/* the opener's, charged */
 	u64 clock0, ns0;		/* the clock and CLOCK_MONOTONIC at open */
+	u64 id;				/* the boot's count of sessions at open */
 	unsigned int nbufs;		/* with buffers being made */
 	u64 bytes;
 	/* Under lock; with the buffers' own counts, those of the gone. */
@@ -113,6 +114,20 @@ struct ktau_tsession {
 	size_t pool_bytes;
 	struct ktau_tring pool[KTAU_TRACE_POOL];
 };
+
+static atomic64_t ktau_tsession_ids = ATOMIC64_INIT(0);
+
+/*
+ * Whether a refusal of @kt's thread is still to be counted in @s's
+ * refused (and now it is): once a thread, although a system-wide
+ * session's walk and the attach at the thread's fork may both refuse a
+ * thread forked while the session starts. A thread without a profile of
+ * its own is counted each time.
+ */
+static bool ktau_trace_refuse_once(struct ktau_tsession *s, struct ktau_task *kt)
+{
+	return !kt || xchg(&kt->trace_refused, s->id) != s->id;
+}
 
 /* The system-wide session, if any (KTAU_TRACE_ALL); set under its lock. */
 static struct ktau_tsession __rcu *ktau_trace_all;
@@ -394,7 +409,8 @@ void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt)
 			ktau_tbuf_put(old);
 	} else {
 		/* Not in another session (inherited) either: counted. */
-		s->refused += err != -EEXIST && err != -ESRCH;
+		s->refused += err != -EEXIST && err != -ESRCH &&
+			      ktau_trace_refuse_once(s, kt);
 		if (b)
 			ktau_tbuf_unnew(s, b);
 	}
@@ -619,6 +635,7 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 	s->memcg = get_mem_cgroup_from_mm(current->mm);
 	s->clock0 = ktau_clock();
 	s->ns0 = ktime_get_ns();
+	s->id = atomic64_inc_return(&ktau_tsession_ids);
 	file->private_data = s;
 	return 0;
 }
@@ -785,7 +802,8 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		    !task_pid_nr_ns(t, s->ns))
 			continue;
 		if (n == max) {
-			refused++;	/* more threads than room: counted */
+			/* More threads than room: counted. */
+			refused += ktau_trace_refuse_once(s, ktau_profile(t));
 			continue;
 		}
 		get_task_struct(t);
@@ -803,7 +821,7 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		if (e == -EINTR)
 			err = e;
 		if (e && e != -EEXIST)
-			refused++;
+			refused += ktau_trace_refuse_once(s, kt);
 		if (old)
 			olds[nold++] = old;
 		put_task_struct(v[i]);
