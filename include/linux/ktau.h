@@ -121,9 +121,9 @@ struct ktau_task {
 	unsigned int fold_cpu;	/* the CPU whose exited totals it joined */
 	unsigned int fold_seq;	/* and their sequence count after that */
 	unsigned int claimed;	/* a slot was claimed: see ktau_task_clean() */
-	u64 trace_refused;	/* the last trace session that counted it refused */
 	struct ktau_proc *proc;	/* leader: totals of the exited threads */
 	unsigned int proc_gen;	/* the fold into the process's totals */
+	u32 trace_refused;	/* the last trace session that counted it refused */
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*

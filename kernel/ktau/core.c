@@ -1396,10 +1396,13 @@ void __ktau_start(unsigned int group, unsigned int id)
 	 */
 	if (group == KTAU_GROUP_DYNAMIC &&
 	    unlikely(id == KTAU_ID_NONE || id >= ktau_nr_ids())) {
-		/* Its stop will close the dynamic frame below, if any. */
-		pr_warn_once("ktau: %pS started point %u, which is not registered\n",
-			     (void *)_RET_IP_, id);
-		return;
+		/*
+		 * Charged to "[other]", so that its stop closes this frame;
+		 * deferred: the caller may hold a runqueue lock.
+		 */
+		printk_deferred_once("ktau: %pS started point %u, which is not registered\n",
+				     (void *)_RET_IP_, id);
+		id = KTAU_ID_OTHER;
 	}
 	local_irq_save(flags);
 	ktau_push(kt, group, id);

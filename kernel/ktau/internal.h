@@ -22,6 +22,7 @@ struct ktau_func {
 	u8 group;
 	u8 live;
 	u16 gen;	/* registrations of a dynamic point: ktau_frame_stale() */
+	u8 of_module;	/* a module's point, ever: never given out again */
 	/* Who may unregister it: the module that registered it, or NULL. */
 	struct module *owner;
 };

@@ -54,6 +54,8 @@ static DEFINE_RAW_SPINLOCK(ktau_reg_lock);
 #define KTAU_NAME_HASH_BITS	9
 static u16 ktau_name_head[1 << KTAU_NAME_HASH_BITS];
 static u16 ktau_name_next[KTAU_MAX_IDS];
+/* Live points that modules registered (owner set). */
+static atomic_t ktau_module_points = ATOMIC_INIT(0);
 /* Serialises first sightings of a point (nests outside ktau_reg_lock). */
 static DEFINE_RAW_SPINLOCK(ktau_once_lock);
 
@@ -132,6 +134,9 @@ static int __ktau_register(const char *name, unsigned int group,
 		ktau_funcs[id].group = group;
 		ktau_funcs[id].live = 1;
 		ktau_funcs[id].owner = owner;
+		ktau_funcs[id].of_module = !!owner;
+		if (owner)
+			atomic_inc(&ktau_module_points);
 		ktau_name_add(id);
 		/* Publish the entry before its ID; see ktau_nr_ids(). */
 		smp_store_release(&ktau_next_id, id + 1);
@@ -187,8 +192,11 @@ static int ktau_find_or_register(const char *name, unsigned int group,
 	for (id = ktau_name_head[h]; id--; id = ktau_name_next[id]) {
 		struct ktau_func *f = &ktau_funcs[id];
 
-		/* Not a module's live point: it could unregister it. */
-		if ((f->live ? live_too && !f->owner : f->gen != 0) &&
+		/*
+		 * Not a module's point: live, the module could unregister
+		 * it; gone, the name is the module's own.
+		 */
+		if (!f->of_module && (f->live ? live_too : f->gen != 0) &&
 		    f->group == group && !strcmp(f->name, want)) {
 			/* KTAU's own now, whoever registered it before. */
 			if (!f->live)
@@ -295,6 +303,8 @@ static void ktau_point_gone(struct ktau_func *f)
 	/* Frames still open with the old generation are dropped. */
 	WRITE_ONCE(f->gen, (f->gen + 1) & KTAU_GEN_MASK);
 	WRITE_ONCE(f->live, 0);
+	if (f->owner)
+		atomic_dec(&ktau_module_points);
 	f->owner = NULL;
 }
 
@@ -349,8 +359,11 @@ static int ktau_registry_module_notify(struct notifier_block *nb,
 	/* Pairs with the release in ktau_registry_init(). */
 	if (action != MODULE_STATE_GOING || !smp_load_acquire(&ktau_funcs))
 		return NOTIFY_DONE;
-	nr = ktau_nr_ids();
+	/* Most modules never register a point: no scan with interrupts off. */
+	if (!atomic_read(&ktau_module_points))
+		return NOTIFY_DONE;
 	raw_spin_lock_irqsave(&ktau_reg_lock, flags);
+	nr = ktau_next_id;
 	for (id = KTAU_ID_SYSCALL_BASE + NR_syscalls; id < nr; id++) {
 		struct ktau_func *f = &ktau_funcs[id];
 

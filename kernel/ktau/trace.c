@@ -103,7 +103,7 @@ struct ktau_tsession {
 	struct pid *opener;		/* KTAU_TRACE_ALL's caller's process */
 	struct mem_cgroup *memcg;	/* the opener's, charged */
 	u64 clock0, ns0;		/* the clock and CLOCK_MONOTONIC at open */
-	u64 id;				/* the boot's count of sessions at open */
+	u32 id;				/* the boot's count of sessions at open */
 	unsigned int nbufs;		/* with buffers being made */
 	u64 bytes;
 	/* Under lock; with the buffers' own counts, those of the gone. */
@@ -115,7 +115,7 @@ struct ktau_tsession {
 	struct ktau_tring pool[KTAU_TRACE_POOL];
 };
 
-static atomic64_t ktau_tsession_ids = ATOMIC64_INIT(0);
+static atomic_t ktau_tsession_ids = ATOMIC_INIT(0);
 
 /*
  * Whether a refusal of @kt's thread is still to be counted in @s's
@@ -635,7 +635,7 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 	s->memcg = get_mem_cgroup_from_mm(current->mm);
 	s->clock0 = ktau_clock();
 	s->ns0 = ktime_get_ns();
-	s->id = atomic64_inc_return(&ktau_tsession_ids);
+	s->id = atomic_inc_return(&ktau_tsession_ids);
 	file->private_data = s;
 	return 0;
 }
