@@ -522,6 +522,65 @@ TEST_F_TIMEOUT(exitprof, recycled_table_starts_empty, 60)
 					 getppid300, getppid10, KTAU_ID_GETPPID, 10, NULL));
 }
 
+#define EMPTY_ROUNDS	20
+
+/*
+ * A task that exits with nothing recorded (every group off) is only
+ * stamped as folded, and its table is then cleaned of its header alone:
+ * the next task given that table must not inherit the stamp, or the
+ * aggregate would take its live calls for folded ones and leave them
+ * out. Each round: every group off, a child exits; every group on, a
+ * child makes 10 getppid() calls and waits: the aggregate has them.
+ */
+TEST_F_TIMEOUT(exitprof, empty_table_reused_counts_live, 60)
+{
+	int round, bad = 0, go[2], done[2];
+	const struct ktau_task_rec *ra, *rb;
+	struct ktau_val d;
+	pid_t pid;
+	char c;
+
+	for (round = 0; round < EMPTY_ROUNDS; round++) {
+		ASSERT_EQ(0, ktau_write_file(KTAU_CONTROL_PATH, "all off"));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			ktau_getppid_loop(100);
+			_exit(0);
+		}
+		must_exit_zero(_metadata, pid);
+		ASSERT_EQ(0, ktau_write_file(KTAU_CONTROL_PATH, "all on"));
+		/* Its table is freed after a grace period. */
+		ktau_sleep_ns(5 * KTAU_NSEC_PER_MSEC);
+		ASSERT_EQ(0, pipe(go));
+		ASSERT_EQ(0, pipe(done));
+		ra = ktau_must_snap_aggregate(_metadata, self->fd, &self->a);
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			ktau_getppid_loop(10);
+			if (write(done[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
+				_exit(2);
+			_exit(0);
+		}
+		ASSERT_EQ(1, read(done[0], &c, 1));
+		rb = ktau_must_snap_aggregate(_metadata, self->fd, &self->b);
+		d = ktau_val_delta(ra, rb, KTAU_ID_GETPPID);
+		if (d.count < 10 || d.count > 20) {
+			TH_LOG("round %d: the aggregate has %llu getppid() calls more, not 10",
+			       round, (unsigned long long)d.count);
+			bad++;
+		}
+		ASSERT_EQ(1, write(go[1], "x", 1));
+		must_exit_zero(_metadata, pid);
+		close(go[0]);
+		close(go[1]);
+		close(done[0]);
+		close(done[1]);
+	}
+	EXPECT_EQ(0, bad);
+}
+
 /*
  * A task joins one collector at a time: joining it again is a no-op,
  * joining another is EBUSY; the member's exit reaches the first only,
