@@ -409,6 +409,23 @@ static inline char *ktau_control_read(void)
 	return ktau_slurp(KTAU_CONTROL_PATH, NULL);
 }
 
+/* The kernel command line has the word @word (or @word=...). */
+static inline bool ktau_cmdline_has(const char *word)
+{
+	char *t = ktau_slurp("/proc/cmdline", NULL), *p;
+	size_t n = strlen(word);
+	bool ret = false;
+
+	for (p = t; p && (p = strstr(p, word)); p += n)
+		if ((p == t || p[-1] == ' ') &&
+		    (p[n] == ' ' || p[n] == '=' || p[n] == '\n' || !p[n])) {
+			ret = true;
+			break;
+		}
+	free(t);
+	return ret;
+}
+
 /* The kernel is the debug one of the test runs (ktaudebug=1, check.sh). */
 static inline bool ktau_debug_kernel(void)
 {
@@ -417,6 +434,15 @@ static inline bool ktau_debug_kernel(void)
 
 	free(t);
 	return ret;
+}
+
+/*
+ * The pass where no test may switch a group (ktauhold, check.sh's MTTCG
+ * pass: a vCPU may run a stale translation of patched kernel text).
+ */
+static inline bool ktau_no_switch_pass(void)
+{
+	return ktau_cmdline_has("ktauhold");
 }
 
 /* The N of the "@key N" line of /proc/ktau/control, or -1. */
