@@ -198,9 +198,6 @@ static int ktau_find_or_register(const char *name, unsigned int group,
 		 */
 		if (!f->of_module && (f->live ? live_too : f->gen != 0) &&
 		    f->group == group && !strcmp(f->name, want)) {
-			/* KTAU's own now, whoever registered it before. */
-			if (!f->live)
-				f->owner = NULL;
 			WRITE_ONCE(f->live, 1);
 			raw_spin_unlock_irqrestore(&ktau_reg_lock, flags);
 			return id;
