@@ -1433,23 +1433,28 @@ static __always_inline void ktau_trace_call(struct ktau_tbuf *b,
 		ktau_trace_put_slow(b, start, end, id, depth, KTAU_TRACE_CALL);
 }
 
-/* The pop's extra work with the shared page or handlers: calls. */
+/*
+ * The inclusive time the closed frame @f charged its slot: a routine that
+ * recursed charged f->dup (__ktau_pop_recursive()). Only those two flags:
+ * a dynamic frame's tag also holds its generation, and dup is not written
+ * for a frame that did not recurse.
+ */
+static __always_inline u64 ktau_pop_incl_add(struct ktau_frame *f, u64 incl)
+{
+	return f->tag & (KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC) ? f->dup : incl;
+}
+
+/* The pop's extra work with a handler, or the trace and the shared page. */
 static noinline void __ktau_pop_notify(struct ktau_task *kt,
 				       struct ktau_slot *s,
 				       struct ktau_frame *f, unsigned int group,
 				       u64 incl, u64 excl)
 {
-	/*
-	 * A routine that recursed charged f->dup: __ktau_pop_recursive().
-	 * Only those two flags: a dynamic frame's tag also holds its
-	 * generation, and dup is not written for a frame that did not recurse.
-	 */
-	u64 incl_add = f->tag & (KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC) ?
-		       f->dup : incl;
 	struct ktau_tbuf *b = READ_ONCE(kt->trace);
 
 	if (kt->shared)
-		ktau_shared_update(kt, s, group, incl_add, excl);
+		ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl),
+				   excl);
 	if (b)
 		ktau_trace_call(b, group, s->id, f->start, f->start + incl,
 				kt->depth);
@@ -1462,8 +1467,27 @@ static noinline void __ktau_pop_notify(struct ktau_task *kt,
 }
 
 /*
+ * The pop's extra work with the task's shared page or a handler. The
+ * shared page alone, the zero-syscall path of every user-level timer, is
+ * a leaf that saves no register for calls it does not make.
+ */
+static noinline void __ktau_pop_shared(struct ktau_task *kt,
+				       struct ktau_slot *s,
+				       struct ktau_frame *f, unsigned int group,
+				       u64 incl, u64 excl)
+{
+	if (likely(kt->shared && !ktau_handlers_want(group) &&
+		   !READ_ONCE(kt->trace))) {
+		ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl),
+				   excl);
+		return;
+	}
+	__ktau_pop_notify(kt, s, f, group, incl, excl);
+}
+
+/*
  * The work after a pop beyond the task's table, while ktau_extra_key is
- * on: the trace, the task's shared page and the handlers. @f is the
+ * on: the task's shared page, the trace and the handlers. @f is the
  * closed frame, still intact. A traced call that needs neither the
  * shared page nor a handler writes its record inline and calls nothing
  * (at most the trace's slow path, as a tail call), so that the trace
@@ -1476,7 +1500,7 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 	struct ktau_tbuf *b;
 
 	if (kt->shared || ktau_handlers_want(group)) {
-		__ktau_pop_notify(kt, s, f, group, incl, excl);
+		__ktau_pop_shared(kt, s, f, group, incl, excl);
 		return;
 	}
 	b = READ_ONCE(kt->trace);

@@ -239,22 +239,25 @@ static __always_inline void ktau_shared_update(struct ktau_task *kt,
 	struct ktau_shared *sh = kt->shared;
 	struct ktau_shared_counts *g = &sh->groups[group];
 	unsigned int i = s - kt->slots;
-	struct ktau_shared_entry *e;
+	struct ktau_shared_entry *e = NULL;
+	/* Only this thread writes its page: seq stays in a register. */
+	u32 seq = sh->seq + 1;
 	u32 id = s->id;
 
+	if (likely(i < KTAU_SHARED_ENTRIES))
+		e = &sh->entries[i];
 	/* See ktau_irq_detail_hidden(): the group totals only. */
 	if (unlikely(test_bit(KTAU_SHARED_COARSE, &kt->flags)) &&
 	    (group == KTAU_GROUP_IRQ || group == KTAU_GROUP_SOFTIRQ))
-		i = KTAU_SHARED_ENTRIES;
+		e = NULL;
 
-	WRITE_ONCE(sh->seq, sh->seq + 1);
+	WRITE_ONCE(sh->seq, seq);
 	smp_wmb();	/* seq odd before the counters, pairs with the reader */
 	g->count++;
 	g->incl += incl;
 	g->excl += excl;
 	sh->updates++;
-	if (likely(i < KTAU_SHARED_ENTRIES)) {
-		e = &sh->entries[i];
+	if (likely(e)) {
 		if (unlikely(e->id != id)) {
 			e->id = id;
 			e->group = group;
@@ -269,7 +272,7 @@ static __always_inline void ktau_shared_update(struct ktau_task *kt,
 		sh->unlisted++;
 	}
 	smp_wmb();	/* the counters before seq even, pairs with the reader */
-	WRITE_ONCE(sh->seq, sh->seq + 1);
+	WRITE_ONCE(sh->seq, seq + 1);
 }
 
 long ktau_shared_register(const struct ktau_shared_reg __user *ureg);
