@@ -5,7 +5,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all demo check prepare kernel kernel-noktau image tools series \
-	kernel-deb tools-deb system-test shell bench-syscall bench bench-system fuzz clean distclean help
+	kernel-deb tools-deb system-test system-test-deb shell bench-syscall bench bench-system fuzz clean distclean help
 
 all: kernel tools
 
@@ -20,6 +20,7 @@ help:
 	@echo "make kernel-deb   Debian kernel packages for real machines (long)"
 	@echo "make tools-deb    Debian packages of the tools (ktaud, libktau2, libktau-runtime2, libktau-dev)"
 	@echo "make system-test  Debian 12 + systemd + the KTAU packages, booted in QEMU"
+	@echo "make system-test-deb  the same with the kernel of make kernel-deb"
 	@echo "make shell        boot the guest with a shell on this terminal"
 	@echo "make bench-syscall null-syscall overhead in guest instructions (-icount)"
 	@echo "make fuzz         long fuzz runs: in-guest ktau_fuzz on the debug kernel and"
@@ -60,6 +61,9 @@ tools-deb:
 
 system-test:
 	$(S)/system.sh
+
+system-test-deb:
+	$(S)/system.sh --flavour debian --timeout 1800
 
 shell: image
 	$(S)/boot.sh --mode shell

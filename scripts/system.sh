@@ -4,6 +4,7 @@
 # tools installed from their packages, booted under QEMU (TCG).
 # Usage: scripts/system.sh [--out DIR] [--timeout S] [--append ARGS]
 #                          [--bench] [--icount] [--kernel BZIMAGE]
+#                          [--flavour system|debian]
 #
 #   1. the tools' packages (scripts/tools-deb.sh) and the small kernel's
 #      (scripts/kernel-deb.sh system), each rebuilt only when changed;
@@ -34,10 +35,15 @@
 # --icount with QEMU -icount shift=0,sleep=off, --kernel with another
 # kernel (the CONFIG_KTAU=n build of the same configuration) and the
 # package's initramfs.
+# --flavour debian installs the kernel packages of "make kernel-deb"
+# (Debian's own amd64 configuration plus KTAU: $KTAU_OUT/deb/debian, which
+# must have been built: hours on 2 cores) instead of the small system
+# kernel; the image is kept apart ($KTAU_CACHE/system/image-debian) and
+# the same checks run (make system-test-deb).
 . "$(dirname "$0")/lib.sh"
 . "$KTAU_TOP/scripts/check-lib.sh"
 
-out=$KTAU_OUT/guest-run/system timeout=900 append="" mode=test icount=0 kernel=""
+out="" timeout=900 append="" mode=test icount=0 kernel="" flavour=system
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -46,9 +52,15 @@ while [ $# -gt 0 ]; do
 	--bench) mode=bench; shift ;;
 	--icount) icount=1; shift ;;
 	--kernel) kernel=$2; shift 2 ;;
-	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS] [--bench] [--icount] [--kernel BZIMAGE]" ;;
+	--flavour) flavour=$2; shift 2 ;;
+	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS] [--bench] [--icount] [--kernel BZIMAGE] [--flavour system|debian]" ;;
 	esac
 done
+case $flavour in
+system) out=${out:-$KTAU_OUT/guest-run/system} ;;
+debian) out=${out:-$KTAU_OUT/guest-run/system-debian} ;;
+*) die "unknown flavour '$flavour' (system or debian)" ;;
+esac
 fail_build() { msg "$*"; exit 3; }
 
 "$KTAU_TOP/scripts/deps.sh" system tools-deb || fail_build "packages missing"
@@ -59,11 +71,17 @@ exec 8>"$S/.lock"
 flock 8
 check_disk 4096
 
-# 1. The packages.
+# 1. The packages. The Debian flavour's kernel is not built here (hours):
+# its packages must be there, and must be of this tree's series.
 "$KTAU_TOP/scripts/tools-deb.sh" || fail_build "the tools' packages did not build"
-"$KTAU_TOP/scripts/kernel-deb.sh" system || fail_build "the system kernel's packages did not build"
+if [ "$flavour" = system ]; then
+	"$KTAU_TOP/scripts/kernel-deb.sh" system || fail_build "the system kernel's packages did not build"
+else
+	ls "$KTAU_OUT"/deb/debian/linux-image-*.deb >/dev/null 2>&1 ||
+		fail_build "no kernel package in $KTAU_OUT/deb/debian: build it first with make kernel-deb (hours)"
+fi
 debs=()
-for d in "$KTAU_OUT"/deb/tools/{ktaud,libktau2,libktau-runtime2,libktau-dev,python3-ktau}_*.deb "$KTAU_OUT"/deb/system/linux-image-*.deb; do
+for d in "$KTAU_OUT"/deb/tools/{ktaud,libktau2,libktau-runtime2,libktau-dev,python3-ktau}_*.deb "$KTAU_OUT"/deb/$flavour/linux-image-*.deb; do
 	case $d in *-dbg_*|*dbgsym*) continue ;; esac
 	[ -f "$d" ] || fail_build "no package $d"
 	debs+=("$d")
@@ -131,6 +149,7 @@ img_id=$( {
 	printf '%s\n' "$KTAU_CONSOLE_BAD"
 } | sha256sum | cut -c1-16)
 I=$S/image
+[ "$flavour" = debian ] && I=$S/image-debian
 if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 	log=$KTAU_OUT/logs/system-image.log
 	msg "making the system image (dpkg -i of ${#debs[@]} packages, mkfs.ext4 -d); log: $log"
@@ -168,7 +187,12 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 		cp "$R/boot/vmlinuz-$kver" "$I/vmlinuz"
 		cp "$R/boot/initrd.img-$kver" "$I/initrd.img"
 		rm -f "$I/disk.img"
-		truncate -s 2G "$I/disk.img"
+		# The files and a quarter more, at least 2 GiB (Debian's
+		# configuration installs some 4,000 modules).
+		size=$(du -sm "$R" | cut -f1)
+		size=$(( size + size / 4 + 256 ))
+		[ $size -ge 2048 ] || size=2048
+		truncate -s ${size}M "$I/disk.img"
 		mkfs.ext4 -q -F -L ktau-root -d "$R" "$I/disk.img"
 		rm -rf "$R"
 	}
