@@ -143,9 +143,21 @@ mpicc -std=gnu11 -O2 -Wall -Wextra -Werror -finstrument-functions -o "$mpi_demo"
 readelf -d "$mpi_demo" | grep -q 'NEEDED.*\[libktau-runtime\.so\.2\]' ||
 	fail_build "ktau-mpi-demo does not need libktau-runtime.so.2"
 rm -rf "$X"
+# A program with its debug information, for 'ktaud sample --lines' with the
+# packaged ktaud (libdw): tools/ktau/tests/spin.c with -g, its source path
+# mapped to /usr/src/ktau so that it is the same from any clone; and the
+# lines of its spinning function, ktau_test_spin_user(), which the test
+# wants its samples in.
+spin_src=$KTAU_TOP/tools/ktau/tests/spin.c
+spin=$S/ktau-test-spin-g
+gcc -std=gnu11 -O1 -g -Wall -Wextra -Werror -fdebug-prefix-map="$KTAU_TOP"=/usr/src/ktau \
+	-o "$spin" "$spin_src" -pthread || fail_build "ktau-test-spin ($spin_src) does not build"
+spin_lines=$(awk '/^__attribute__\(\(noinline\)\) unsigned long ktau_test_spin_user\(/ { a = NR }
+	a && !b && /^}/ { b = NR } END { if (a && b) print a, b }' "$spin_src")
+[ -n "$spin_lines" ] || fail_build "ktau_test_spin_user() not found in $spin_src"
 img_id=$( {
 	echo "$base_id"
-	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$mpi_src" "$0" | cut -d' ' -f1
+	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$mpi_src" "$spin_src" "$0" | cut -d' ' -f1
 	printf '%s\n' "$KTAU_CONSOLE_BAD"
 } | sha256sum | cut -c1-16)
 I=$S/image
@@ -178,7 +190,10 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
 		install -m 0755 "$demo" "$R/usr/local/bin/ktau-kvm-demo"
 		install -m 0755 "$mpi_demo" "$R/usr/local/bin/ktau-mpi-demo"
+		install -m 0755 "$spin" "$R/usr/local/bin/ktau-test-spin-g"
 		mkdir -p "$R/usr/local/share/ktau-system-test"
+		echo "$spin_lines /usr/src/ktau/tools/ktau/tests/spin.c" \
+			>"$R/usr/local/share/ktau-system-test/spin-lines"
 		printf '%s\n' "$KTAU_CONSOLE_BAD" >"$R/usr/local/share/ktau-system-test/console-bad"
 		install -m 0644 "$unit" "$R/etc/systemd/system/"
 		ln -sf /etc/systemd/system/ktau-system-test.service \
