@@ -81,6 +81,51 @@ struct ktau_sampler {
 };
 
 /*
+ * The walk of ktau_sample_stack() from the innermost frame @p, for @nf
+ * fields a frame, a constant in each copy (one per number of fields), so
+ * that a frame is its loads and nothing else: the kernel's
+ * -fno-strict-aliasing would otherwise have every store to @out load the
+ * descriptor again. Page faults disabled.
+ */
+static __always_inline unsigned int ktau_sample_walk(const struct ktau_sampler *sp,
+						     u64 p, u64 *out,
+						     const unsigned int nf,
+						     u32 *flags)
+{
+	const struct ktau_stack_desc *d = &sp->stack;
+	const u32 max = d->max_depth, next_off = d->next_off;
+	const u32 lo = sp->span_lo, len = sp->span_len;
+	const u32 f0 = d->field_off[0], f1 = d->field_off[1];
+	const u32 f2 = d->field_off[2], f3 = d->field_off[3];
+	unsigned int n;
+	u64 next;
+
+	for (n = 0; p && n < max; n++, out += nf) {
+		if (!user_read_access_begin((const void __user *)(p + lo), len))
+			goto fault;
+		/* Unrolled: nf is a constant here. */
+		unsafe_get_user(out[0], (const u64 __user *)(p + f0), efault);
+		if (nf > 1)
+			unsafe_get_user(out[1], (const u64 __user *)(p + f1), efault);
+		if (nf > 2)
+			unsafe_get_user(out[2], (const u64 __user *)(p + f2), efault);
+		if (nf > 3)
+			unsafe_get_user(out[3], (const u64 __user *)(p + f3), efault);
+		unsafe_get_user(next, (const u64 __user *)(p + next_off), efault);
+		user_read_access_end();
+		p = next;
+	}
+	if (p)
+		*flags |= KTAU_SAMPLE_STACK_CUT;
+	return n;
+efault:
+	user_read_access_end();
+fault:
+	*flags |= KTAU_SAMPLE_STACK_FAULT;
+	return n;
+}
+
+/*
  * The frames of the chain @sp's descriptor describes, from the current
  * thread's memory, into @out (stride words); their number, and in *@flags
  * KTAU_SAMPLE_STACK_CUT or _FAULT. Any context, NMI included: with page
@@ -93,10 +138,8 @@ static unsigned int ktau_sample_stack(const struct ktau_sampler *sp, u64 *out,
 				      u32 *flags)
 {
 	const struct ktau_stack_desc *d = &sp->stack;
-	/* Through a pointer: no bounds check (a call) in the user access window. */
-	const u32 *field_off = d->field_off;
 	unsigned int n = 0, k;
-	u64 p = d->base, next;
+	u64 p = d->base;
 
 	if (!nmi_uaccess_okay()) {
 		*flags |= KTAU_SAMPLE_STACK_FAULT;
@@ -111,27 +154,30 @@ static unsigned int ktau_sample_stack(const struct ktau_sampler *sp, u64 *out,
 		unsafe_get_user(p, w, efault);
 		user_read_access_end();
 	}
-	for (; p && n < d->max_depth; n++) {
-		if (!user_read_access_begin((const void __user *)(p + sp->span_lo),
-					    sp->span_len))
-			goto fault;
-		for (k = 0; k < d->nfields; k++)
-			unsafe_get_user(out[n * d->nfields + k],
-					(const u64 __user *)(p + field_off[k]), efault);
-		unsafe_get_user(next, (const u64 __user *)(p + d->next_off), efault);
-		user_read_access_end();
-		p = next;
+	/* 1 to 4 fields (ktau_stack_check()). */
+	BUILD_BUG_ON(KTAU_STACK_MAX_FIELDS != 4);
+	switch (d->nfields) {
+	case 1:
+		n = ktau_sample_walk(sp, p, out, 1, flags);
+		break;
+	case 2:
+		n = ktau_sample_walk(sp, p, out, 2, flags);
+		break;
+	case 3:
+		n = ktau_sample_walk(sp, p, out, 3, flags);
+		break;
+	default:
+		n = ktau_sample_walk(sp, p, out, 4, flags);
+		break;
 	}
 	pagefault_enable();
-	if (p && n == d->max_depth)
-		*flags |= KTAU_SAMPLE_STACK_CUT;
 	return n;
 efault:
 	user_read_access_end();
 fault:
 	pagefault_enable();
 	*flags |= KTAU_SAMPLE_STACK_FAULT;
-	return n;
+	return 0;
 }
 
 /*
@@ -571,7 +617,14 @@ long ktau_sample_start(const void __user *uattr, bool stack)
 	if (!sp->ring)
 		goto out_free;
 	if (stack) {
-		sp->words = kvcalloc((size_t)a.capacity * stride, sizeof(u64), GFP_KERNEL_ACCOUNT);
+		/*
+		 * Not cleared: a reader gets only the words of whole frames
+		 * the handler wrote (ktau_sample_drain_words()), and clearing
+		 * up to KTAU_STACK_MAX_WORDS at each start cost more than the
+		 * samples of a short run.
+		 */
+		sp->words = kvmalloc_array((size_t)a.capacity * stride, sizeof(u64),
+					   GFP_KERNEL_ACCOUNT);
 		if (!sp->words)
 			goto out_free;
 		sp->stack = sa.stack;

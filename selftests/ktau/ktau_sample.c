@@ -422,6 +422,69 @@ TEST_F(sample, user_stack_in_every_sample)
 	close(zfd);
 }
 
+/* Field @f of toy frame @k, in user_stack_every_field_count's order. */
+static __u64 toy_field(__u32 k, __u32 f)
+{
+	switch (f) {
+	case 0:
+		return toy[k].line;
+	case 1:
+		return toy[k].code;
+	case 2:
+		return toy[k].prev;
+	default:
+		return toy[k].pad;
+	}
+}
+
+/*
+ * Each number of fields a frame, 1 to 4 (the kernel walks with a copy of
+ * its loop for each), copies exactly those fields of every frame, in the
+ * descriptor's order, into every sample.
+ */
+TEST_F(sample, user_stack_every_field_count)
+{
+	static __u64 words[256 * TOY_DEPTH * KTAU_STACK_MAX_FIELDS];
+	const __u32 offs[KTAU_STACK_MAX_FIELDS] = {
+		offsetof(struct toy_frame, line), offsetof(struct toy_frame, code),
+		offsetof(struct toy_frame, prev), offsetof(struct toy_frame, pad),
+	};
+	struct ktau_sample_stack_read sr;
+	struct ktau_stack_desc d;
+	__u32 nf, n, i, k, f, off, bad;
+
+	toy_build();
+	for (k = 0; k < TOY_DEPTH; k++)
+		toy[k].pad = 3000 + k;
+	for (nf = 1; nf <= KTAU_STACK_MAX_FIELDS; nf++) {
+		toy_desc(&d, TOY_DEPTH);
+		d.nfields = nf;
+		memset(d.field_off, 0, sizeof(d.field_off));
+		for (f = 0; f < nf; f++)
+			d.field_off[f] = offs[f];
+		ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+		spin_user(SPIN_NS / 8);
+		ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, sizeof(words) / 8, &sr,
+					true));
+		EXPECT_LE(2, sr.r.nread);
+		EXPECT_EQ(sr.r.nread * TOY_DEPTH * nf, sr.nwords);
+		for (i = 0, off = 0, bad = 0; i < sr.r.nread; i++) {
+			n = KTAU_SAMPLE_NFRAMES(self->buf[i].flags);
+			if (n != TOY_DEPTH || (self->buf[i].flags & (KTAU_SAMPLE_STACK_CUT |
+								    KTAU_SAMPLE_STACK_FAULT))) {
+				bad++;
+				off += n * nf;
+				continue;
+			}
+			for (k = 0; k < TOY_DEPTH; k++)
+				for (f = 0; f < nf; f++)
+					bad += words[off++] != toy_field(k, f);
+		}
+		TH_LOG("%u fields a frame: %u samples, %u bad", nf, sr.r.nread, bad);
+		EXPECT_EQ(0, bad);
+	}
+}
+
 /*
  * A chain that faults (a frame pointer into unmapped memory, a base that
  * is not mapped) ends there, flagged; frames freed and rewritten by
