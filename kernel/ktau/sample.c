@@ -66,8 +66,8 @@ struct ktau_sampler {
 	u64 head;
 	u64 taken;
 	u64 lost;
-	/* Written by the signal's irq_work only. */
-	u64 signals;
+	/* By the signal's irq_work, which may run on two CPUs at once. */
+	atomic64_t signals;
 	/* Written by readers only. */
 	u64 tail;
 	u64 overwritten;
@@ -225,6 +225,12 @@ static void ktau_sample_overflow(struct perf_event *event,
 		u32 flags = user_mode(regs) ? KTAU_SAMPLE_USER : 0;
 		unsigned int nframes;
 
+		/*
+		 * Overwrite mode rewrites a slot a reader may be copying, so
+		 * the last head goes before the slot.
+		 */
+		if (sp->overwrite)
+			smp_wmb();	/* head, then the slot: see the reader's smp_rmb() */
 		s = &sp->ring[h & sp->mask];
 		s->ip = instruction_pointer(regs);
 		s->time_ns = ktime_get_mono_fast_ns();
@@ -264,7 +270,7 @@ static void ktau_sample_signal(struct irq_work *work)
 	pending = data_race(sigismember(&t->pending.signal, sp->signo));
 	pending &= sp->signo < SIGRTMIN;
 	if (!send_sig(sp->signo, t, 1) && !pending)
-		WRITE_ONCE(sp->signals, sp->signals + 1);
+		atomic64_inc(&sp->signals);
 }
 
 static void ktau_sampler_free_rcu(struct rcu_head *rcu)
@@ -588,10 +594,6 @@ long ktau_sample_start(const void __user *uattr, bool stack)
 	ret = -EINVAL;
 	if (!kt || (t->flags & PF_KTHREAD))
 		goto out_task;
-	ret = -EBUSY;
-	if (rcu_access_pointer(kt->sample))
-		goto out_task;
-
 	/* Hold off exec, which changes the credentials the check uses. */
 	ret = down_read_interruptible(&t->signal->exec_update_lock);
 	if (ret)
@@ -607,6 +609,13 @@ long ktau_sample_start(const void __user *uattr, bool stack)
 	ret = -EPERM;
 	if (stack && !same_thread_group(t, current) &&
 	    !ptrace_may_access(t, PTRACE_MODE_ATTACH_REALCREDS))
+		goto out_unlock;
+	/*
+	 * Only now, so that whether a thread is being sampled is told only
+	 * to those who may sample it; checked again under task_lock below.
+	 */
+	ret = -EBUSY;
+	if (rcu_access_pointer(kt->sample))
 		goto out_unlock;
 
 	ret = -ENOMEM;
@@ -810,9 +819,13 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	sp = ktau_sampler_get(t);
 	if (!sp)
 		goto out_task;
-	/* The frames are read as they were started (ktau_sample_start()). */
+	/*
+	 * The frames are read as they were started (ktau_sample_start()),
+	 * and so is any read that takes samples out or stops, with the frames
+	 * or without (which drops them): only the counts are sampling's.
+	 */
 	ret = -EPERM;
-	if (stack && sp->stride && !same_thread_group(t, current) &&
+	if (sp->stride && (stack || r.max || stop) && !same_thread_group(t, current) &&
 	    !ptrace_may_access(t, PTRACE_MODE_ATTACH_REALCREDS))
 		goto out_put;
 	/* Room for the frames of one sample at least, before a stop. */
@@ -837,7 +850,7 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	r.nread = n > 0 ? n : 0;
 	r.taken = READ_ONCE(sp->taken);
 	r.lost = READ_ONCE(sp->lost) + sp->overwritten;
-	r.signals = READ_ONCE(sp->signals);
+	r.signals = atomic64_read(&sp->signals);
 	/* Acquire, as in ktau_sample_drain(). */
 	r.buffered = min_t(u64, smp_load_acquire(&sp->head) - sp->tail,
 			   sp->overwrite ? sp->mask : sp->mask + 1);

@@ -589,8 +589,9 @@ TEST_F(sample, user_stack_faults_and_limits)
 
 	/*
 	 * The same for its frames: reading or stopping another process's
-	 * stack sampler with them needs ptrace attach access; a plain read
-	 * (no frames) keeps sampling's rule.
+	 * stack sampler with them needs ptrace attach access, and so does
+	 * taking its samples out or stopping it without them (which drops
+	 * the frames); a read of the counts alone keeps sampling's rule.
 	 */
 	toy_build();
 	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
@@ -613,12 +614,19 @@ TEST_F(sample, user_stack_faults_and_limits)
 			code |= 2;
 		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, false))
 			code |= 4;
+		/* Nor are the samples taken out without their frames (ABI 1.9). */
+		if (ktau_sample_read(self->fd, getppid(), self->buf, 16, &r, false) != -EPERM)
+			code |= 8;
+		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, true) != -EPERM)
+			code |= 16;
 		_exit(code);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("1/2: frames read or stopped by CAP_PERFMON alone, 4: plain read refused");
+		TH_LOG("1/2: frames read or stopped by CAP_PERFMON alone, %s, %s",
+		       "4: plain read refused",
+		       "8/16: samples drained or stopped without their frames");
 	spin_user(SPIN_NS / 16);
 	/* Still sampling, frames and all. */
 	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
