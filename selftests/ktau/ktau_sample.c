@@ -497,8 +497,9 @@ TEST_F(sample, user_stack_faults_and_limits)
 	static __u64 words[4096];
 	struct ktau_sample_stack_read sr;
 	struct ktau_stack_desc d;
+	struct toy_frame *half;
 	void *hole;
-	__u32 i, bad = 0, total = 0;
+	__u32 i, k, bad = 0, total = 0;
 	int status;
 	pid_t pid;
 
@@ -537,6 +538,36 @@ TEST_F(sample, user_stack_faults_and_limits)
 	EXPECT_EQ(0, sr.r.lost);
 	EXPECT_LE(5, total + sr.r.nread);
 	munmap(hole, 4096);
+
+	/*
+	 * A frame that faults half-way: its first field readable, the next
+	 * word (prev) and the second field (line) on a page that is not. The
+	 * frame is not counted, and only whole frames' words are read
+	 * (the kernel does not clear the words it keeps them in).
+	 */
+	hole = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, hole);
+	ASSERT_EQ(0, mprotect((char *)hole + 4096, 4096, PROT_NONE));
+	half = (struct toy_frame *)((char *)hole + 4096 - 16);
+	half->pad = 0;
+	half->code = 2000;
+	toy_build();
+	toy[2].prev = (__u64)(uintptr_t)half;
+	toy_desc(&d, 64);
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	spin_user(SPIN_NS / 8);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
+	EXPECT_LE(2, sr.r.nread);
+	EXPECT_EQ(sr.r.nread * 3 * 2, sr.nwords);
+	for (i = 0, bad = 0; i < sr.r.nread; i++) {
+		bad += KTAU_SAMPLE_NFRAMES(self->buf[i].flags) != 3 ||
+		       !(self->buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
+		for (k = 0; k < 3 && 6 * i + 2 * k + 1 < 4096; k++)
+			bad += words[6 * i + 2 * k] != 1000 + k ||
+			       words[6 * i + 2 * k + 1] != 7 * k;
+	}
+	EXPECT_EQ(0, bad);
+	munmap(hole, 8192);
 
 	/* A base that is not mapped: no frames, flagged. */
 	toy_build();
@@ -614,6 +645,21 @@ TEST_F(sample, user_stack_faults_and_limits)
 			code |= 2;
 		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, false))
 			code |= 4;
+		/*
+		 * Nor told that the thread is sampled (it is): EPERM, not
+		 * EBUSY (ABI 1.9).
+		 */
+		{
+			struct ktau_sample_stack_attr sa = {
+				.attr = { .size = sizeof(sa.attr), .flags = KTAU_SAMPLE_NO_KERNEL,
+					  .tid = getppid(), .event = KTAU_SAMPLE_CPU_CLOCK,
+					  .period = PERIOD_NS, .capacity = 16 },
+				.stack = d,
+			};
+
+			if (!ioctl(self->fd, KTAU_IOC_SAMPLE_START_STACK, &sa) || errno != EPERM)
+				code |= 32;
+		}
 		/* Nor are the samples taken out without their frames (ABI 1.9). */
 		if (ktau_sample_read(self->fd, getppid(), self->buf, 16, &r, false) != -EPERM)
 			code |= 8;
@@ -626,12 +672,36 @@ TEST_F(sample, user_stack_faults_and_limits)
 	EXPECT_EQ(0, WEXITSTATUS(status))
 		TH_LOG("1/2: frames read or stopped by CAP_PERFMON alone, %s, %s",
 		       "4: plain read refused",
-		       "8/16: samples drained or stopped without their frames");
+		       "8/16: samples drained or stopped without their frames, 32: EBUSY told");
 	spin_user(SPIN_NS / 16);
 	/* Still sampling, frames and all. */
 	ASSERT_EQ(0, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
 	EXPECT_LE(1, sr.r.nread);
 	EXPECT_EQ(sr.r.nread * 8 * 2, sr.nwords);
+
+	/*
+	 * With ptrace attach access (root's child, no capability dropped),
+	 * another process may drain and stop it without the frames.
+	 */
+	ASSERT_EQ(0, stack_start(self->fd, &d, 256, 0));
+	spin_user(SPIN_NS / 16);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct ktau_sample_read r;
+		int code = 0;
+
+		if (ktau_sample_read(self->fd, getppid(), self->buf, 256, &r, false) || !r.nread)
+			code |= 1;
+		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, true))
+			code |= 2;
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("1: drain with attach access refused or empty, 2: stop refused");
+	EXPECT_EQ(-ENOENT, stack_read(self->fd, self->buf, 256, words, 4096, &sr, true));
 
 	/* Bad descriptors, and overwrite mode with a stack. */
 	toy_desc(&d, 0);
