@@ -215,12 +215,13 @@ static void ktau_sample_overflow(struct perf_event *event,
 	struct ktau_sample *s;
 	u64 h = sp->head;
 
-	sp->taken++;
+	/* The only writer; readers on other CPUs READ_ONCE() these. */
+	WRITE_ONCE(sp->taken, sp->taken + 1);
 	if (id < KTAU_MAX_IDS && sp->fn_samples[id] != U32_MAX)
-		sp->fn_samples[id]++;
+		WRITE_ONCE(sp->fn_samples[id], sp->fn_samples[id] + 1);
 	/* Acquire: a reader's copy of a slot is done before it is reused. */
 	if (h - smp_load_acquire(&sp->tail) > sp->mask && !sp->overwrite) {
-		sp->lost++;
+		WRITE_ONCE(sp->lost, sp->lost + 1);
 	} else {
 		u32 flags = user_mode(regs) ? KTAU_SAMPLE_USER : 0;
 		unsigned int nframes;
@@ -754,7 +755,8 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		buf[i] = sp->ring[(t + i) & sp->mask];
+		/* Overwrite mode: the handler may be rewriting it, see below. */
+		buf[i] = data_race(sp->ring[(t + i) & sp->mask]);
 	/* In overwrite mode the handler may have run over what we copied. */
 	smp_rmb();	/* the copies before head, pairs with the handler */
 	h2 = READ_ONCE(sp->head);
@@ -841,7 +843,15 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 		ktau_sampler_stop(sp);
 	}
 
-	mutex_lock(&sp->read_lock);
+	/*
+	 * Killable: a reader whose buffer is held by userfaultfd holds the
+	 * lock across its copy, and one waiting behind it can still be
+	 * killed. A stop's counter is stopped already: its last samples go
+	 * with the sampler.
+	 */
+	ret = mutex_lock_killable(&sp->read_lock);
+	if (ret)
+		goto out_put;
 	if (r.max)
 		n = ktau_sample_drain(sp, u64_to_user_ptr(r.buf), r.max,
 				      kallsyms_show_value(file->f_cred),

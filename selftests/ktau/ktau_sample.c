@@ -7,11 +7,13 @@
  * them; user stacks (a toy interpreter's frame chain) copied into every
  * sample by the kernel.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <linux/userfaultfd.h>
 #include "ktau_util.h"
 
 #define PERIOD_NS	(4 * KTAU_NSEC_PER_MSEC)	/* one tick at HZ=250 */
@@ -1166,6 +1168,121 @@ TEST_F(sample, kernel_addresses)
 		EXPECT_EQ(restrict_level == 1 ? kernel : 0, shown);
 	}
 	close(zfd);
+}
+
+/*
+ * A reader waiting behind another can be killed: the first reader's
+ * buffer is held by userfaultfd, so it waits in copy_to_user() holding
+ * the sampler's read lock; a second process that reads the same sampler
+ * waits for the lock and gets SIGKILL, and must go at once, not when the
+ * page comes (a watchdog gives it after UFFD_HOLD_MS in any case). Red
+ * before: the lock was taken uninterruptibly.
+ */
+#define UFFD_HOLD_MS	10000
+
+struct uffd_reader {
+	int fd;
+	pid_t tid;
+	struct ktau_sample *buf;
+	int ret;
+};
+
+static void *uffd_reader_run(void *arg)
+{
+	struct uffd_reader *u = arg;
+	struct ktau_sample_read r;
+
+	u->ret = ktau_sample_read(u->fd, u->tid, u->buf, 64, &r, false);
+	return NULL;
+}
+
+struct uffd_watchdog {
+	int uffd, stop;
+	void *page;
+};
+
+static void *uffd_watchdog_run(void *arg)
+{
+	struct uffd_watchdog *w = arg;
+	struct pollfd p = { .fd = w->stop, .events = POLLIN };
+	struct uffdio_zeropage z = {
+		.range = { .start = (uintptr_t)w->page, .len = 4096 },
+	};
+
+	poll(&p, 1, UFFD_HOLD_MS);
+	ioctl(w->uffd, UFFDIO_ZEROPAGE, &z);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(sample, reader_behind_faulting_reader_killable, 60)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffd_reader u = { .fd = self->fd, .tid = gettid() };
+	struct uffd_watchdog w = {};
+	struct pollfd p = { .events = POLLIN };
+	struct uffd_msg msg;
+	struct timespec t0, t1;
+	pthread_t rt, wt;
+	int pipefd[2], status, i;
+	long ms = -1;
+	pid_t pid;
+
+	w.uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, w.uffd) TH_LOG("userfaultfd: %s (CONFIG_USERFAULTFD is in the guest's config)",
+				    strerror(errno));
+	ASSERT_EQ(0, ioctl(w.uffd, UFFDIO_API, &api));
+	w.page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, w.page);
+	reg.range.start = (uintptr_t)w.page;
+	reg.range.len = 4096;
+	ASSERT_EQ(0, ioctl(w.uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, pipe(pipefd));
+	w.stop = pipefd[0];
+	u.buf = w.page;
+	ASSERT_EQ(0, pthread_create(&wt, NULL, uffd_watchdog_run, &w));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 256, 0, 0,
+				       KTAU_SAMPLE_NO_KERNEL));
+	spin_user(SPIN_NS / 16);
+	ASSERT_EQ(0, pthread_create(&rt, NULL, uffd_reader_run, &u));
+	/* The first reader is in copy_to_user(), waiting for the page. */
+	p.fd = w.uffd;
+	ASSERT_EQ(1, poll(&p, 1, UFFD_HOLD_MS / 2));
+	ASSERT_EQ(sizeof(msg), read(w.uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct ktau_sample_read r;
+
+		ktau_sample_read(self->fd, u.tid, self->buf, 64, &r, false);
+		_exit(0);
+	}
+	/* Let it reach the lock, then kill it. */
+	usleep(300 * 1000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	for (i = 0; i < 200; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+			break;
+		}
+		usleep(10 * 1000);
+	}
+	ASSERT_EQ(1, write(pipefd[1], "x", 1));
+	if (ms < 0)
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+	TH_LOG("the killed reader went after %ld ms (-1: not within 2 s)", ms);
+	EXPECT_LE(0, ms);
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(0, u.ret);
+	close(w.uffd);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	munmap(w.page, 4096);
 }
 
 TEST_HARNESS_MAIN
