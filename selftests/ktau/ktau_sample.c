@@ -1220,8 +1220,6 @@ TEST_F_TIMEOUT(sample, reader_behind_faulting_reader_killable, 60)
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct uffd_reader u = { .fd = self->fd, .tid = gettid() };
 	struct uffd_watchdog w = {};
-	struct pollfd p = { .events = POLLIN };
-	struct uffd_msg msg;
 	struct timespec t0, t1;
 	pthread_t rt, wt;
 	int pipefd[2], status, i;
@@ -1246,10 +1244,7 @@ TEST_F_TIMEOUT(sample, reader_behind_faulting_reader_killable, 60)
 	spin_user(SPIN_NS / 16);
 	ASSERT_EQ(0, pthread_create(&rt, NULL, uffd_reader_run, &u));
 	/* The first reader is in copy_to_user(), waiting for the page. */
-	p.fd = w.uffd;
-	ASSERT_EQ(1, poll(&p, 1, UFFD_HOLD_MS / 2));
-	ASSERT_EQ(sizeof(msg), read(w.uffd, &msg, sizeof(msg)));
-	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	ASSERT_EQ(0, ktau_uffd_wait_fault(w.uffd, UFFD_HOLD_MS / 2));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {

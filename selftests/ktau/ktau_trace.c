@@ -1202,8 +1202,6 @@ TEST_F_TIMEOUT(trace, fork_while_reader_faults, 60)
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct uffd_reader r = { .len = 16 * 4096 };
 	struct uffd_watchdog w = { .r = &r };
-	struct pollfd p = { .events = POLLIN };
-	struct uffd_msg msg;
 	pthread_t rt, wt;
 	int pipefd[2], status, i, fired;
 	pid_t pid;
@@ -1228,10 +1226,7 @@ TEST_F_TIMEOUT(trace, fork_while_reader_faults, 60)
 		syscall(SYS_getppid);
 	ASSERT_EQ(0, pthread_create(&rt, NULL, uffd_reader_run, &r));
 	/* The reader is in copy_to_user(), waiting for the page. */
-	p.fd = w.uffd;
-	ASSERT_EQ(1, poll(&p, 1, UFFD_HOLD_MS / 2));
-	ASSERT_EQ(sizeof(msg), read(w.uffd, &msg, sizeof(msg)));
-	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	ASSERT_EQ(0, ktau_uffd_wait_fault(w.uffd, UFFD_HOLD_MS / 2));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)

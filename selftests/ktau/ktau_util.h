@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -30,6 +31,7 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 #include <linux/ktau.h>
+#include <linux/userfaultfd.h>
 
 #include "../kselftest_harness.h"
 
@@ -916,6 +918,21 @@ ktau_shared_entry(const struct ktau_shared *sh, __u32 id)
 		if (sh->entries[i].id == id)
 			return &sh->entries[i];
 	return NULL;
+}
+
+/*
+ * Wait up to @ms for the next page fault that userfaultfd @uffd holds (a
+ * thread of ours touched a page registered with it): 0, or -1 when none
+ * came or the message was another event.
+ */
+static inline int ktau_uffd_wait_fault(int uffd, int ms)
+{
+	struct pollfd p = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&p, 1, ms) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg))
+		return -1;
+	return msg.event == UFFD_EVENT_PAGEFAULT ? 0 : -1;
 }
 
 /* The page's clock units in ns. */
