@@ -324,15 +324,23 @@ static void toy_desc(struct ktau_stack_desc *d, __u32 depth)
 	d->max_depth = depth;
 }
 
-static int stack_start(int fd, const struct ktau_stack_desc *d, __u32 capacity, __u32 flags)
+/* A stack sampler on thread @tid (0: the caller): 0 or -errno. */
+static int stack_start_tid(int fd, pid_t tid, const struct ktau_stack_desc *d, __u32 capacity,
+			   __u32 flags)
 {
 	struct ktau_sample_stack_attr sa = {
-		.attr = { .size = sizeof(sa.attr), .flags = flags, .event = KTAU_SAMPLE_CPU_CLOCK,
-			  .period = PERIOD_NS, .capacity = capacity },
+		.attr = { .size = sizeof(sa.attr), .flags = flags, .tid = tid,
+			  .event = KTAU_SAMPLE_CPU_CLOCK, .period = PERIOD_NS,
+			  .capacity = capacity },
 		.stack = *d,
 	};
 
 	return ioctl(fd, KTAU_IOC_SAMPLE_START_STACK, &sa) ? -errno : 0;
+}
+
+static int stack_start(int fd, const struct ktau_stack_desc *d, __u32 capacity, __u32 flags)
+{
+	return stack_start_tid(fd, 0, d, capacity, flags);
 }
 
 static int stack_read(int fd, struct ktau_sample *buf, __u32 max, __u64 *words,
@@ -595,18 +603,12 @@ TEST_F(sample, user_stack_faults_and_limits)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct ktau_sample_stack_attr sa = {
-			.attr = { .size = sizeof(sa.attr), .flags = KTAU_SAMPLE_NO_KERNEL,
-				  .tid = getppid(), .event = KTAU_SAMPLE_CPU_CLOCK,
-				  .period = PERIOD_NS, .capacity = 16 },
-			.stack = d,
-		};
 		struct ktau_sample_read r;
 		int code = 0;
 
 		if (ktau_become(KTAU_USER_ID, KTAU_CAP(CAP_PERFMON)))
 			_exit(30);
-		if (!ioctl(self->fd, KTAU_IOC_SAMPLE_START_STACK, &sa) || errno != EPERM)
+		if (stack_start_tid(self->fd, getppid(), &d, 16, KTAU_SAMPLE_NO_KERNEL) != -EPERM)
 			code |= 1;
 		if (ktau_sample_start(self->fd, getppid(), KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS, 16,
 				      0, 0, KTAU_SAMPLE_NO_KERNEL))
@@ -651,17 +653,8 @@ TEST_F(sample, user_stack_faults_and_limits)
 		 * Nor told that the thread is sampled (it is): EPERM, not
 		 * EBUSY (ABI 1.9).
 		 */
-		{
-			struct ktau_sample_stack_attr sa = {
-				.attr = { .size = sizeof(sa.attr), .flags = KTAU_SAMPLE_NO_KERNEL,
-					  .tid = getppid(), .event = KTAU_SAMPLE_CPU_CLOCK,
-					  .period = PERIOD_NS, .capacity = 16 },
-				.stack = d,
-			};
-
-			if (!ioctl(self->fd, KTAU_IOC_SAMPLE_START_STACK, &sa) || errno != EPERM)
-				code |= 32;
-		}
+		if (stack_start_tid(self->fd, getppid(), &d, 16, KTAU_SAMPLE_NO_KERNEL) != -EPERM)
+			code |= 32;
 		/* Nor are the samples taken out without their frames (ABI 1.9). */
 		if (ktau_sample_read(self->fd, getppid(), self->buf, 16, &r, false) != -EPERM)
 			code |= 8;
