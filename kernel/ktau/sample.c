@@ -34,6 +34,7 @@
 #include <linux/irq_work.h>
 #include <linux/kallsyms.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/perf_event.h>
 #include <linux/ptrace.h>
 #include <linux/rcupdate.h>
@@ -790,6 +791,30 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	return n - bad;
 }
 
+/*
+ * A stop cannot be undone, so before it the buffers are made writable
+ * (faulted in, not written) for as much as the stop can copy: a buffer
+ * that is not fails the stop with nothing changed, and the samples are
+ * lost only to a buffer another thread unmaps during the call.
+ */
+static int ktau_sample_stop_room(const struct ktau_sampler *sp,
+				 const struct ktau_sample_stack_read *sr, bool stack)
+{
+	u64 n = min_t(u64, sr->r.max, sp->mask + 1);
+	void __user *p = u64_to_user_ptr(sr->r.buf);
+	size_t len = n * sizeof(struct ktau_sample);
+
+	if (!access_ok(p, len) || fault_in_safe_writeable(p, len))
+		return -EFAULT;
+	if (!stack || !sp->stride)
+		return 0;
+	p = u64_to_user_ptr(sr->words);
+	len = min_t(u64, sr->max_words, n * sp->stride) * sizeof(u64);
+	if (!access_ok(p, len) || fault_in_safe_writeable(p, len))
+		return -EFAULT;
+	return 0;
+}
+
 /* KTAU_IOC_SAMPLE_READ, _STOP, and their _STACK forms */
 long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stack)
 {
@@ -835,6 +860,9 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (stack && r.max && sp->stride && sr.max_words < sp->stride)
 		goto out_put;
 	if (stop) {
+		ret = r.max ? ktau_sample_stop_room(sp, &sr, stack) : 0;
+		if (ret)
+			goto out_put;
 		/* Ours to stop unless another stop or exit came first. */
 		ret = -ENOENT;
 		if (!ktau_sampler_detach_this(t, sp))

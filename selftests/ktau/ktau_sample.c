@@ -357,6 +357,75 @@ static int stack_read(int fd, struct ktau_sample *buf, __u32 max, __u64 *words,
 }
 
 /*
+ * A stop whose buffers cannot take the samples fails with EFAULT and
+ * changes nothing (ABI 1.10): sampling goes on, and a stop with good
+ * buffers then returns every sample, those from before the failed stops
+ * too. The whole length is checked: a buffer that runs into a page that
+ * is not writable fails as one that starts there.
+ */
+TEST_F(sample, stop_with_bad_buffer_changes_nothing)
+{
+	static __u64 words[4096];
+	struct ktau_sample_stack_read sr;
+	struct ktau_stack_desc d;
+	struct ktau_sample_read r;
+	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *edge = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	__u64 taken;
+
+	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_NE(MAP_FAILED, edge);
+	ASSERT_EQ(0, mprotect(edge + 4096, 4096, PROT_NONE));
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
+				       256, 0, 0, 0));
+	spin_user(SPIN_NS / 16);
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.max = 64;
+	r.buf = (__u64)(uintptr_t)ro;
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_STOP, &r) ? -errno : 0);
+	r.buf = 0xffffffff81000000ull;
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_STOP, &r) ? -errno : 0);
+	/* Room for 64 samples before the guard page, not for 65. */
+	r.buf = (__u64)(uintptr_t)(edge + 4096 - 64 * sizeof(struct ktau_sample));
+	r.max = 65;
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_STOP, &r) ? -errno : 0);
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, false));
+	taken = r.taken;
+	EXPECT_LE(1, r.buffered);
+	spin_user(SPIN_NS / 16);
+	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, self->buf, 256, &r, true));
+	TH_LOG("%llu samples before the failed stops, %llu at the stop",
+	       (unsigned long long)taken, (unsigned long long)r.taken);
+	EXPECT_LT(taken, r.taken);
+	EXPECT_EQ(0, r.lost);
+	EXPECT_EQ(r.taken, r.nread);
+	EXPECT_EQ(-ENOENT, ktau_sample_read(self->fd, 0, NULL, 0, &r, true));
+
+	/* The frames' buffer (8 frames of 2 words a sample). */
+	toy_build();
+	toy_desc(&d, 8);
+	ASSERT_EQ(0, stack_start(self->fd, &d, 64, 0));
+	spin_user(SPIN_NS / 16);
+	EXPECT_EQ(-EFAULT, stack_read(self->fd, self->buf, 64, (__u64 *)ro, 64 * 16, &sr, true));
+	EXPECT_EQ(-EFAULT, stack_read(self->fd, self->buf, 64, (__u64 *)(edge + 4096 - 8 * 16),
+				      64 * 16, &sr, true));
+	EXPECT_EQ(-EFAULT, stack_read(self->fd, (struct ktau_sample *)ro, 64, words, 4096, &sr,
+				      true));
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 0, NULL, 0, &sr, false));
+	taken = sr.r.taken;
+	EXPECT_LE(1, sr.r.buffered);
+	spin_user(SPIN_NS / 16);
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 64, words, 4096, &sr, true));
+	EXPECT_LT(taken, sr.r.taken);
+	EXPECT_EQ(sr.r.taken, sr.r.nread);
+	EXPECT_EQ(sr.r.nread * 16, sr.nwords);
+	EXPECT_EQ(0, sr.r.lost);
+	munmap(ro, 4096);
+	munmap(edge, 8192);
+}
+
+/*
  * Every sample, in user mode and in read(), holds the toy's whole chain
  * (20 frames, innermost first, code and line each) with no signal; with
  * max_depth 8, 8 frames and KTAU_SAMPLE_STACK_CUT.
