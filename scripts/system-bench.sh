@@ -11,7 +11,9 @@
 # waits that -icount's sleep=off jumps over. Even under -icount a boot
 # does not repeat exactly (disk I/O completes in host time, systemd starts
 # units in parallel), so each configuration boots KTAU_SYSBENCH_RUNS times
-# (default 3), interleaved, and the table gives the median and the range.
+# (default 3), interleaved, and the table gives the median, the range,
+# the mean and its standard deviation, and the difference of the means to
+# the CONFIG_KTAU=n kernel with its 95% confidence interval.
 # Output: $KTAU_OUT/bench/system-boot.{txt,csv}.
 . "$(dirname "$0")/lib.sh"
 
@@ -40,17 +42,50 @@ for r in $(seq 1 "$runs"); do
 	done
 done
 sort -t, -k1,1 -k4,4n <(tail -n +2 "$csv") | awk -F, -v runs="$runs" '
-{ k = $1; n[k]++; v[k, n[k]] = $4; if ($3 != "running") bad[k] = bad[k] " " $3 }
+# Student t, two-sided 95%, by degrees of freedom (Welch), rounded down.
+function t95(df,   i) {
+	split("12.71 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228", tt, " ")
+	if (df < 1) return 12.71
+	if (df <= 10) return tt[int(df)]
+	if (df <= 15) return 2.131
+	if (df <= 20) return 2.086
+	if (df <= 30) return 2.042
+	return 1.96
+}
+{ k = $1; n[k]++; v[k, n[k]] = $4; s[k] += $4; if ($3 != "running") bad[k] = bad[k] " " $3 }
 END {
-	for (k in n) med[k] = n[k] % 2 ? v[k, (n[k] + 1) / 2] : (v[k, n[k] / 2] + v[k, n[k] / 2 + 1]) / 2
+	for (k in n) {
+		med[k] = n[k] % 2 ? v[k, (n[k] + 1) / 2] : (v[k, n[k] / 2] + v[k, n[k] / 2 + 1]) / 2
+		mean[k] = s[k] / n[k]
+		ss = 0
+		for (i = 1; i <= n[k]; i++) ss += (v[k, i] - mean[k]) ^ 2
+		var[k] = n[k] > 1 ? ss / (n[k] - 1) : 0
+	}
 	base = med["noktau"]
 	printf "Debian 12 boot until \"systemctl is-system-running\" returns (QEMU -icount shift=0,sleep=off, 1 CPU):\n"
 	printf "time the CPU ran tasks (rq_cpu_time, guest instructions), %d boots each\n", runs
-	printf "%-10s %16s %16s %16s %12s\n", "kernel", "median (ns)", "min", "max", "median vs n"
+	printf "%-10s %16s %16s %16s %12s %16s %8s\n", "kernel", "median (ns)", "min", "max",
+		"median vs n", "mean (ns)", "sd"
 	split("ktau-all ktau-none noktau", order, " ")
 	for (i = 1; i <= 3; i++) {
 		k = order[i]
-		printf "%-10s %16.0f %16.0f %16.0f %+11.2f%%%s\n", k, med[k], v[k, 1], v[k, n[k]],
-			base ? (med[k] / base - 1) * 100 : 0, bad[k] ? "  not running:" bad[k] : ""
+		printf "%-10s %16.0f %16.0f %16.0f %+11.2f%% %16.0f %7.2f%%%s\n", k, med[k], v[k, 1],
+			v[k, n[k]], base ? (med[k] / base - 1) * 100 : 0, mean[k],
+			mean[k] ? 100 * sqrt(var[k]) / mean[k] : 0,
+			bad[k] ? "  not running:" bad[k] : ""
+	}
+	# The difference of the means with its 95% confidence interval
+	# (Welch): the cost, or the bound on it that these boots resolve.
+	b = "noktau"
+	for (i = 1; i <= 2; i++) {
+		k = order[i]
+		if (n[k] < 2 || n[b] < 2 || !mean[b])
+			continue
+		se2 = var[k] / n[k] + var[b] / n[b]
+		df = se2 ? se2 ^ 2 / ((var[k] / n[k]) ^ 2 / (n[k] - 1) + (var[b] / n[b]) ^ 2 / (n[b] - 1)) : 1000
+		d = 100 * (mean[k] - mean[b]) / mean[b]
+		h = 100 * t95(df) * sqrt(se2) / mean[b]
+		printf "%s vs %s: mean %+.2f%%, 95%% confidence interval %+.2f%% to %+.2f%% (Welch, df %.0f)\n",
+			k, b, d, d - h, d + h, df
 	}
 }' | tee "$KTAU_OUT/bench/system-boot.txt"

@@ -379,7 +379,8 @@ TEST_F_TIMEOUT(churn, groups_switched_under_load, 60)
 			if (nsnaps)
 				ASSERT_EQ(0, snap_regress(r[cur ^ 1][i], r[cur][i], nsw, why,
 							  sizeof(why)))
-					TH_LOG("tid %d, snapshot %u: %s", tids[i], nsnaps, why);
+					TH_LOG("tid %d (%s), snapshot %u: %s", tids[i],
+					       i < N_WORKERS ? "worker" : "pinger", nsnaps, why);
 		}
 		nsnaps++;
 	}
