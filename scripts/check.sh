@@ -116,6 +116,20 @@ else
 	result FAIL "kernel-parameters.txt documents every KTAU boot parameter" "missing:$undoc"
 fi
 
+# The ABI version the documentation names is the header's.
+abi=$(sed -n 's/^#define KTAU_ABI_VERSION_MAJOR[[:space:]]*\([0-9]*\)$/\1/p' \
+	"$KTAU_TOP/include/uapi/linux/ktau.h").$(sed -n \
+	's/^#define KTAU_ABI_VERSION_MINOR[[:space:]]*\([0-9]*\)$/\1/p' "$KTAU_TOP/include/uapi/linux/ktau.h")
+abi_abi=$(awk '/currently::/ { f = 1; next } f && NF { print $1; exit }' \
+	"$KTAU_TOP/Documentation/ABI/testing/procfs-ktau")
+abi_rst=$(sed -n 's/.*MAJOR.MINOR``[^`]*(now ``\([0-9.]*\)``).*/\1/p' "$KTAU_TOP/Documentation/trace/ktau.rst")
+if [ "$abi_abi" = "$abi" ] && [ "$abi_rst" = "$abi" ]; then
+	result PASS "the documentation names the ABI version of the header ($abi)"
+else
+	result FAIL "the documentation names the ABI version of the header ($abi)" \
+		"procfs-ktau says '$abi_abi', ktau.rst '$abi_rst'"
+fi
+
 step "kernels"
 kernel_ok=0
 if "$KTAU_TOP/scripts/build-kernel.sh" ktau; then

@@ -721,11 +721,12 @@ static int ktau_sample_drain_words(struct ktau_sampler *sp, const struct ktau_sa
  * Copy up to @max samples out of @sp into @ubuf (with a stack, and
  * @uwords, their frames: see ktau_sample_drain_words()); the number
  * copied, or -errno. Kernel addresses become 0 for readers who may not
- * see them.
+ * see them. @bounce, if not NULL, has room for min(@max, capacity)
+ * samples and is used instead of an allocation (the caller frees it).
  */
 static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user *ubuf,
 			      u32 max, bool show_kaddr, u64 __user *uwords,
-			      u32 max_words, u32 *nwords)
+			      u32 max_words, u32 *nwords, struct ktau_sample *bounce)
 {
 	struct ktau_sample *buf;
 	u64 h, t, h2, bad, keep;
@@ -752,7 +753,7 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 		sp->tail = t;
 		return 0;
 	}
-	buf = kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
+	buf = bounce ?: kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
@@ -775,50 +776,65 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	/* A stack comes without overwrite: bad is 0. */
 	if (uwords && sp->stride) {
 		ret = ktau_sample_drain_words(sp, buf, t, &n, uwords, max_words, nwords);
-		if (ret) {
-			kvfree(buf);
-			return ret;
-		}
+		if (ret)
+			goto out;
 	}
-	if (copy_to_user(ubuf, buf + bad, (n - bad) * sizeof(*buf))) {
-		kvfree(buf);
-		return -EFAULT;
-	}
-	kvfree(buf);
+	ret = -EFAULT;
+	if (copy_to_user(ubuf, buf + bad, (n - bad) * sizeof(*buf)))
+		goto out;
 	sp->overwritten += bad;
 	/* Slots free only after they were copied, pairs with the handler. */
 	smp_store_release(&sp->tail, t + n);
-	return n - bad;
+	ret = n - bad;
+out:
+	if (buf != bounce)
+		kvfree(buf);
+	return ret;
+}
+
+/* @len bytes at @p can be written: faulted in, their contents untouched. */
+static int ktau_user_writable(void __user *p, size_t len)
+{
+	if (!access_ok(p, len) || fault_in_safe_writeable(p, len) ||
+	    probe_subpage_writeable(p, len))
+		return -EFAULT;
+	return 0;
 }
 
 /*
- * A stop cannot be undone, so before it the buffers are made writable
- * (faulted in, not written) for as much as the stop can copy: a buffer
- * that is not fails the stop with nothing changed, and the samples are
- * lost only to a buffer another thread unmaps during the call.
+ * A stop cannot be undone, so everything that could fail after it is
+ * done before it: the request (@ureq, @size bytes), the samples' buffer
+ * and the frames' are made writable for as much as the stop can copy,
+ * and the bounce buffer for the samples is allocated (*@bounce, for
+ * ktau_sample_drain()). A failure fails the stop with nothing changed.
  */
-static int ktau_sample_stop_room(const struct ktau_sampler *sp,
-				 const struct ktau_sample_stack_read *sr, bool stack)
+static int ktau_sample_stop_prepare(const struct ktau_sampler *sp,
+				    const struct ktau_sample_stack_read *sr, bool stack,
+				    void __user *ureq, size_t size,
+				    struct ktau_sample **bounce)
 {
 	u64 n = min_t(u64, sr->r.max, sp->mask + 1);
-	void __user *p = u64_to_user_ptr(sr->r.buf);
-	size_t len = n * sizeof(struct ktau_sample);
 
-	if (!access_ok(p, len) || fault_in_safe_writeable(p, len))
+	*bounce = NULL;
+	if (ktau_user_writable(ureq, size))
 		return -EFAULT;
-	if (!stack || !sp->stride)
+	if (!n)
 		return 0;
-	p = u64_to_user_ptr(sr->words);
-	len = min_t(u64, sr->max_words, n * sp->stride) * sizeof(u64);
-	if (!access_ok(p, len) || fault_in_safe_writeable(p, len))
+	if (ktau_user_writable(u64_to_user_ptr(sr->r.buf), n * sizeof(struct ktau_sample)))
 		return -EFAULT;
-	return 0;
+	if (stack && sp->stride &&
+	    ktau_user_writable(u64_to_user_ptr(sr->words),
+			       min_t(u64, sr->max_words, n * sp->stride) * sizeof(u64)))
+		return -EFAULT;
+	*bounce = kvmalloc_array(n, sizeof(**bounce), GFP_KERNEL);
+	return *bounce ? 0 : -ENOMEM;
 }
 
 /* KTAU_IOC_SAMPLE_READ, _STOP, and their _STACK forms */
 long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stack)
 {
 	struct ktau_sample_stack_read sr = {};
+	struct ktau_sample *bounce = NULL;
 	struct ktau_sample_read r;
 	struct ktau_sampler *sp;
 	struct task_struct *t;
@@ -860,7 +876,8 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (stack && r.max && sp->stride && sr.max_words < sp->stride)
 		goto out_put;
 	if (stop) {
-		ret = r.max ? ktau_sample_stop_room(sp, &sr, stack) : 0;
+		ret = ktau_sample_stop_prepare(sp, &sr, stack, ureq,
+					       stack ? sizeof(sr) : sizeof(r), &bounce);
 		if (ret)
 			goto out_put;
 		/* Ours to stop unless another stop or exit came first. */
@@ -884,7 +901,7 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 		n = ktau_sample_drain(sp, u64_to_user_ptr(r.buf), r.max,
 				      kallsyms_show_value(file->f_cred),
 				      stack ? u64_to_user_ptr(sr.words) : NULL,
-				      sr.max_words, &sr.nwords);
+				      sr.max_words, &sr.nwords, bounce);
 	r.nread = n > 0 ? n : 0;
 	r.taken = READ_ONCE(sp->taken);
 	r.lost = READ_ONCE(sp->lost) + sp->overwritten;
@@ -899,6 +916,7 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (!ret && copy_to_user(ureq, &sr, stack ? sizeof(sr) : sizeof(r)))
 		ret = -EFAULT;
 out_put:
+	kvfree(bounce);
 	ktau_sampler_put(sp);
 out_task:
 	put_task_struct(t);

@@ -361,7 +361,9 @@ static int stack_read(int fd, struct ktau_sample *buf, __u32 max, __u64 *words,
  * changes nothing (ABI 1.10): sampling goes on, and a stop with good
  * buffers then returns every sample, those from before the failed stops
  * too. The whole length is checked: a buffer that runs into a page that
- * is not writable fails as one that starts there.
+ * is not writable fails as one that starts there, but only the length
+ * the stop can fill (the capacity, not max), and nothing is written by a
+ * failed stop. A request the kernel cannot write back fails it too.
  */
 TEST_F(sample, stop_with_bad_buffer_changes_nothing)
 {
@@ -371,11 +373,16 @@ TEST_F(sample, stop_with_bad_buffer_changes_nothing)
 	struct ktau_sample_read r;
 	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *edge = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ktau_sample_read *req = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	__u64 taken;
+	int i;
 
 	ASSERT_NE(MAP_FAILED, ro);
 	ASSERT_NE(MAP_FAILED, edge);
+	ASSERT_NE(MAP_FAILED, req);
 	ASSERT_EQ(0, mprotect(edge + 4096, 4096, PROT_NONE));
+	memset(edge, 0xa5, 4096);
 	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, PERIOD_NS,
 				       256, 0, 0, 0));
 	spin_user(SPIN_NS / 16);
@@ -390,6 +397,15 @@ TEST_F(sample, stop_with_bad_buffer_changes_nothing)
 	r.buf = (__u64)(uintptr_t)(edge + 4096 - 64 * sizeof(struct ktau_sample));
 	r.max = 65;
 	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_STOP, &r) ? -errno : 0);
+	for (i = 0; i < 4096 && edge[i] == (char)0xa5; i++)
+		;
+	EXPECT_EQ(4096, i) TH_LOG("a failed stop wrote byte %d of its buffer", i);
+	/* A good buffer, but a request on a read-only page. */
+	r.buf = (__u64)(uintptr_t)self->buf;
+	r.max = 256;
+	*req = r;
+	ASSERT_EQ(0, mprotect(req, 4096, PROT_READ));
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, KTAU_IOC_SAMPLE_STOP, req) ? -errno : 0);
 	ASSERT_EQ(0, ktau_sample_read(self->fd, 0, NULL, 0, &r, false));
 	taken = r.taken;
 	EXPECT_LE(1, r.buffered);
@@ -416,13 +432,16 @@ TEST_F(sample, stop_with_bad_buffer_changes_nothing)
 	taken = sr.r.taken;
 	EXPECT_LE(1, sr.r.buffered);
 	spin_user(SPIN_NS / 16);
-	ASSERT_EQ(0, stack_read(self->fd, self->buf, 64, words, 4096, &sr, true));
+	/* Room for the capacity (64) before the guard page is enough. */
+	ASSERT_EQ(0, stack_read(self->fd, (struct ktau_sample *)(edge + 4096) - 64, 256,
+				words, 4096, &sr, true));
 	EXPECT_LT(taken, sr.r.taken);
 	EXPECT_EQ(sr.r.taken, sr.r.nread);
 	EXPECT_EQ(sr.r.nread * 16, sr.nwords);
 	EXPECT_EQ(0, sr.r.lost);
 	munmap(ro, 4096);
 	munmap(edge, 8192);
+	munmap(req, 4096);
 }
 
 /*
