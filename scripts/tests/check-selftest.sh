@@ -483,6 +483,12 @@ mkcheck() {
 	mkdir -p "$c/tree/scripts/tests" "$c/bin" "$c/cache/src/scripts" "$c/cache/src/kernel/ktau" \
 		"$c/cache/src/Documentation/admin-guide"
 	cp "$top/scripts/check.sh" "$top/scripts/lib.sh" "$top/scripts/check-lib.sh" "$c/tree/scripts/"
+	# The ABI version gate reads the header and the two documents.
+	mkdir -p "$c/tree/include/uapi/linux" "$c/tree/Documentation/ABI/testing" \
+		"$c/tree/Documentation/trace"
+	cp "$top/include/uapi/linux/ktau.h" "$c/tree/include/uapi/linux/"
+	cp "$top/Documentation/ABI/testing/procfs-ktau" "$c/tree/Documentation/ABI/testing/"
+	cp "$top/Documentation/trace/ktau.rst" "$c/tree/Documentation/trace/"
 	(cd "$c/tree" && git init -q . 2>/dev/null) || true
 	printf '#!/bin/sh\nexit 0\n' >"$c/tree/scripts/deps.sh"
 	printf '#!/bin/sh\necho "PASS: mainline: a"; echo "PASS: mainline: b"\n' >"$c/tree/scripts/mainline-check.sh"
