@@ -865,10 +865,11 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	/*
 	 * The frames are read as they were started (ktau_sample_start()),
 	 * and so is any read that takes samples out or stops, with the frames
-	 * or without (which drops them): only the counts are sampling's.
+	 * or without (which drops them): only the counts (max 0, with or
+	 * without _STACK) are sampling's.
 	 */
 	ret = -EPERM;
-	if (sp->stride && (stack || r.max || stop) && !same_thread_group(t, current) &&
+	if (sp->stride && (r.max || stop) && !same_thread_group(t, current) &&
 	    !ptrace_may_access(t, PTRACE_MODE_ATTACH_REALCREDS))
 		goto out_put;
 	/* Room for the frames of one sample at least, before a stop. */

@@ -737,6 +737,13 @@ TEST_F(sample, user_stack_faults_and_limits)
 			code |= 2;
 		if (ktau_sample_read(self->fd, getppid(), NULL, 0, &r, false))
 			code |= 4;
+		/* The counts alone, also with _READ_STACK (ABI 1.10). */
+		r2.r.max = 0;
+		r2.max_words = 0;
+		if (ioctl(self->fd, KTAU_IOC_SAMPLE_READ_STACK, &r2) || r2.r.nread || r2.nwords)
+			code |= 64;
+		r2.r.max = 16;
+		r2.max_words = 4096;
 		/*
 		 * Nor told that the thread is sampled (it is): EPERM, not
 		 * EBUSY (ABI 1.9).
@@ -754,7 +761,7 @@ TEST_F(sample, user_stack_faults_and_limits)
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status))
 		TH_LOG("1/2: frames read or stopped by CAP_PERFMON alone, %s, %s",
-		       "4: plain read refused",
+		       "4/64: read of the counts refused (64: with _STACK)",
 		       "8/16: samples drained or stopped without their frames, 32: EBUSY told");
 	spin_user(SPIN_NS / 16);
 	/* Still sampling, frames and all. */
