@@ -49,9 +49,9 @@ DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
 #ifdef CONFIG_X86_TSC
 /* On when the TSCs of the CPUs may not agree: see ktau_rebase_in(). */
 static DEFINE_STATIC_KEY_FALSE(ktau_rebase_key);
+#endif
 /* On once a group was switched off at run time: see ktau_user_return(). */
 DEFINE_STATIC_KEY_FALSE(ktau_gap_key);
-#endif
 DEFINE_STATIC_KEY_DEFERRED_FALSE(ktau_extra_key, HZ);
 /* Modules time their own points behind the dynamic group's key. */
 EXPORT_SYMBOL_GPL(ktau_keys);
