@@ -420,6 +420,22 @@ long ktau_unprofiled_tasks(void)
  * as they are; the read of the groups on and the switch are one step, so
  * that two writers each change their own groups.
  */
+/*
+ * True while ktau_switch_groups() patches the hooks. The kernel patches a
+ * static key's sites one at a time, and the patching task may be
+ * preempted in between: meanwhile a routine can run its entry hook in
+ * one state and its exit hook in the other. Those routines are not
+ * counted as unmatched (ktau_count_unmatched()): only those in progress
+ * when a switch is complete are.
+ */
+static bool ktau_switching;
+
+static void ktau_count_unmatched(struct ktau_task *kt, unsigned int n)
+{
+	if (!READ_ONCE(ktau_switching))
+		kt->unmatched += n;
+}
+
 int ktau_switch_groups(unsigned long on, unsigned long off)
 {
 	unsigned long mask;
@@ -433,6 +449,9 @@ int ktau_switch_groups(unsigned long on, unsigned long off)
 		ret = -ENODEV;
 		goto out;
 	}
+	WRITE_ONCE(ktau_switching, true);
+	/* Before the first site changes; the patching syncs every CPU. */
+	smp_mb();
 	for (g = 0; g < KTAU_NR_GROUPS; g++) {
 		if (mask & BIT(g))
 			static_branch_enable(&ktau_keys[g]);
@@ -443,6 +462,9 @@ int ktau_switch_groups(unsigned long on, unsigned long off)
 	if (ktau_groups_on & ~mask)
 		static_branch_enable(&ktau_gap_key);
 	WRITE_ONCE(ktau_groups_on, mask);
+	/* Every CPU runs the new hooks now. */
+	smp_mb();
+	WRITE_ONCE(ktau_switching, false);
 out:
 	mutex_unlock(&ktau_groups_lock);
 	return ret;
@@ -1048,7 +1070,7 @@ void __ktau_user_gap(struct ktau_task *kt)
 
 	if (d == KTAU_DEPTH_DEAD)
 		return;
-	kt->unmatched += min(d, KTAU_STACK_DEPTH);
+	ktau_count_unmatched(kt, min(d, KTAU_STACK_DEPTH));
 	WRITE_ONCE(kt->depth, 0);
 }
 
@@ -1136,7 +1158,6 @@ static void ktau_drop_frame(struct ktau_task *kt, int i, unsigned int d)
 {
 	memmove(&kt->stack[i], &kt->stack[i + 1],
 		(d - i - 1) * sizeof(kt->stack[0]));
-	kt->unmatched++;
 }
 
 /*
@@ -1190,6 +1211,7 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 
 		if (unlikely(ktau_frame_stale(o->tag))) {
 			ktau_drop_frame(kt, i, d--);
+			kt->unmatched++;
 			continue;
 		}
 		if (group == KTAU_GROUP_IRQ ?
@@ -1205,6 +1227,7 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 			break;
 		}
 		ktau_drop_frame(kt, i, d--);
+		ktau_count_unmatched(kt, 1);
 		break;
 	}
 	f = &kt->stack[d];
@@ -1249,10 +1272,10 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 	if (i < 0) {
 		if (!(group == KTAU_GROUP_SYSCALL && d == 0 &&
 		      test_and_clear_bit(KTAU_NEW, &kt->flags)))
-			kt->unmatched++;
+			ktau_count_unmatched(kt, 1);
 		return;
 	}
-	kt->unmatched += d - 1 - i;
+	ktau_count_unmatched(kt, d - 1 - i);
 	kt->depth = i + 1;
 	__ktau_pop(kt, group);
 }
@@ -1535,10 +1558,10 @@ void __ktau_stop_id(unsigned int group, u32 id)
 		if ((kt->stack[i].tag & ~KTAU_TAG_FLAGS) == tag)
 			break;
 	if (i < 0) {
-		kt->unmatched++;
+		ktau_count_unmatched(kt, 1);
 		goto out;
 	}
-	kt->unmatched += d - 1 - i;
+	ktau_count_unmatched(kt, d - 1 - i);
 	kt->depth = i + 1;
 	__ktau_pop(kt, group);
 out:
