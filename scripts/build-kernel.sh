@@ -48,7 +48,7 @@ if [ "$(cat "$B/.ktau-config" 2>/dev/null)" != "$cfgid" ] || [ ! -f "$B/.config"
 	msg "configuring $name kernel ($frags${extra:+ ${extra##*/}})"
 	(cd "$KTAU_SRC" && scripts/kconfig/merge_config.sh -n -O "$B" "${cfgs[@]}") >"$log.config" 2>&1 ||
 		{ tail -n 30 "$log.config" >&2; die "configuring the $name kernel failed; log: $log.config"; }
-	if grep -A3 'Value requested for' "$log.config" | grep -q 'Actual value'; then
+	if grep -A3 'Value requested for' "$log.config" | grep 'Actual value' >/dev/null; then
 		grep -A3 'Value requested for' "$log.config" >&2
 		die "config fragments ask for values the $name kernel cannot have; log: $log.config"
 	fi

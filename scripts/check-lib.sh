@@ -339,7 +339,7 @@ ktautests_unknown() {	# cmdline image-root
 	local n progs
 	progs=$(image_programs "$2")
 	while read -r n; do
-		printf '%s\n' "$progs" | grep -qxF -- "$n" || printf '%s\n' "$n"
+		grep -qxF -- "$n" <<<"$progs" || printf '%s\n' "$n"
 	done < <(ktautests_list "$1")
 }
 

@@ -202,7 +202,7 @@ if "$KTAU_TOP/scripts/series.sh" verify >"$R/series.log" 2>&1; then
 	while read -r f; do
 		[ -f "$KTAU_PRISTINE/$f" ] && continue
 		(cd "$KTAU_SRC" && perl scripts/get_maintainer.pl --no-git --no-git-fallback \
-			--no-rolestats --subsystem --no-email -f "$f" 2>/dev/null) | grep -q '^KTAU' ||
+			--no-rolestats --subsystem --no-email -f "$f" 2>/dev/null) | grep '^KTAU' >/dev/null ||
 			unmaintained="$unmaintained $f"
 	done <"$KTAU_SRC/.ktau-files"
 	if [ -z "$unmaintained" ]; then

@@ -41,7 +41,7 @@ missing=()
 pkgs="dpkg-dev debhelper dwarves"
 [ "$flavour" = debian ] && pkgs="$pkgs linux-config-6.12"
 for p in $pkgs; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || die "install ${missing[*]} first (apt-get install ${missing[*]})"

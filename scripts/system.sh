@@ -140,7 +140,7 @@ ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 mpicc -std=gnu11 -O2 -Wall -Wextra -Werror -finstrument-functions -o "$mpi_demo" "$mpi_src" \
 	$(PKG_CONFIG_SYSROOT_DIR=$X PKG_CONFIG_PATH=$X/usr/lib/$ma/pkgconfig pkg-config --cflags --libs libktau-runtime) ||
 	fail_build "ktau-mpi-demo ($mpi_src) does not build"
-readelf -d "$mpi_demo" | grep -q 'NEEDED.*\[libktau-runtime\.so\.2\]' ||
+readelf -d "$mpi_demo" | grep 'NEEDED.*\[libktau-runtime\.so\.2\]' >/dev/null ||
 	fail_build "ktau-mpi-demo does not need libktau-runtime.so.2"
 rm -rf "$X"
 # A program with its debug information, for 'ktaud sample --lines' with the

@@ -83,7 +83,7 @@ pcd=$X/root/usr/lib/$ma/pkgconfig
 gcc -std=c11 -Wall -Wextra -Werror -o "$X/t" "$X/t.c" \
 	$(PKG_CONFIG_SYSROOT_DIR=$X/root PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau) \
 	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-dev's header and libktau.pc"; }
-readelf -d "$X/t" | grep -q 'NEEDED.*\[libktau\.so\.2\]' || die "a program built against libktau-dev does not need libktau.so.2"
+readelf -d "$X/t" | grep 'NEEDED.*\[libktau\.so\.2\]' >/dev/null || die "a program built against libktau-dev does not need libktau.so.2"
 LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/t" || die "a program built against libktau-dev does not run with libktau2"
 # The runtime: a program built with -finstrument-functions against
 # libktau-runtime.pc needs libktau-runtime.so.2 and writes its routine's
@@ -104,7 +104,7 @@ EOC
 gcc -std=c11 -Wall -Wextra -Werror -finstrument-functions -o "$X/rt" "$X/rt.c" \
 	$(PKG_CONFIG_SYSROOT_DIR=$X/root PKG_CONFIG_PATH=$pcd pkg-config --cflags --libs libktau-runtime) \
 	>"$X/log" 2>&1 || { cat "$X/log" >&2; die "a program does not build with libktau-runtime.pc"; }
-readelf -d "$X/rt" | grep -q 'NEEDED.*\[libktau-runtime\.so\.2\]' ||
+readelf -d "$X/rt" | grep 'NEEDED.*\[libktau-runtime\.so\.2\]' >/dev/null ||
 	die "a program built against libktau-runtime.pc does not need libktau-runtime.so.2"
 KTAU_PROFILE_DIR=$X/rtprof LD_LIBRARY_PATH=$X/root/usr/lib/$ma "$X/rt" ||
 	die "a program built against libktau-runtime does not run with libktau-runtime2"
