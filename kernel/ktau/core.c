@@ -416,30 +416,95 @@ long ktau_unprofiled_tasks(void)
 }
 
 /*
- * Switch on the groups in @on and off those in @off, the others staying
- * as they are; the read of the groups on and the switch are one step, so
- * that two writers each change their own groups.
+ * A dynamic point's frame whose point was unregistered since it opened
+ * (a probe removed while the task was inside the function, a module
+ * unloaded): its exit will never come. The point is gone, or registered
+ * again with a later generation; the generation (CONFIG_KTAU_GEN_BITS)
+ * wraps, but an ID whose generation has wrapped is never registered
+ * again (the registry's ktau_find_or_register()), so an old frame never
+ * looks current.
  */
+static bool ktau_frame_stale(u64 tag)
+{
+	const struct ktau_func *f;
+
+	if (KTAU_TAG_GROUP(tag) != KTAU_GROUP_DYNAMIC)
+		return false;
+	f = &ktau_funcs[KTAU_TAG_ID(tag)];
+	return KTAU_TAG_GEN(tag) != READ_ONCE(f->gen) || !READ_ONCE(f->live);
+}
+
 /*
- * True while ktau_switch_groups() patches the hooks. The kernel patches a
+ * True while the group keys are being patched. The kernel patches a
  * static key's sites one at a time, and the patching task may be
  * preempted in between: meanwhile a routine can run its entry hook in
- * one state and its exit hook in the other. Those routines are not
- * counted as unmatched (ktau_count_unmatched()): only those in progress
- * when a switch is complete are.
+ * one state and its exit hook in the other. What that leaves is not
+ * counted as unmatched (ktau_count_unmatched()); routines in progress
+ * when the switch completes are.
  */
 static bool ktau_switching;
 
 static void ktau_count_unmatched(struct ktau_task *kt, unsigned int n)
 {
 	if (!READ_ONCE(ktau_switching))
-		kt->unmatched += n;
+		WRITE_ONCE(kt->unmatched, kt->unmatched + n);
 }
 
+/*
+ * Frames [@lo, @hi) of the stack are dropped: a dynamic point's frame
+ * whose point went away is always counted, the others unless a switch is
+ * in progress.
+ */
+static void ktau_count_dropped(struct ktau_task *kt, unsigned int lo,
+			       unsigned int hi)
+{
+	unsigned int i, stale = 0;
+
+	for (i = lo; i < hi; i++)
+		stale += ktau_frame_stale(kt->stack[i].tag);
+	if (stale)
+		WRITE_ONCE(kt->unmatched, kt->unmatched + stale);
+	ktau_count_unmatched(kt, hi - lo - stale);
+}
+
+/*
+ * Patch the keys of the groups that change to @mask, with CPU hotplug
+ * held off (so that the window above is the patching alone). Afterwards
+ * every CPU has run an interrupt: none is still in a hook that read an
+ * old site with the flag clear, and on architectures whose patching does
+ * not wait for the other CPUs, those run the new code from then on.
+ */
+static void ktau_patch_groups(unsigned long mask)
+{
+	unsigned long change = mask ^ ktau_groups_on;
+	int g;
+
+	cpus_read_lock();
+	WRITE_ONCE(ktau_switching, true);
+	/* The flag before the first site: pairs with the patching's syncs. */
+	smp_mb();
+	for (g = 0; g < KTAU_NR_GROUPS; g++) {
+		if (!(change & BIT(g)))
+			continue;
+		if (mask & BIT(g))
+			static_branch_enable_cpuslocked(&ktau_keys[g]);
+		else
+			static_branch_disable_cpuslocked(&ktau_keys[g]);
+	}
+	kick_all_cpus_sync();
+	WRITE_ONCE(ktau_switching, false);
+	cpus_read_unlock();
+}
+
+/*
+ * Switch on the groups in @on and off those in @off, the others staying
+ * as they are; the read of the groups on and the switch are one step, so
+ * that two writers each change their own groups.
+ */
 int ktau_switch_groups(unsigned long on, unsigned long off)
 {
 	unsigned long mask;
-	int g, ret = 0;
+	int ret = 0;
 
 	if ((on | off) & ~KTAU_ALL_GROUPS)
 		return -EINVAL;
@@ -449,22 +514,17 @@ int ktau_switch_groups(unsigned long on, unsigned long off)
 		ret = -ENODEV;
 		goto out;
 	}
-	WRITE_ONCE(ktau_switching, true);
-	/* Before the first site changes; the patching syncs every CPU. */
-	smp_mb();
-	for (g = 0; g < KTAU_NR_GROUPS; g++) {
-		if (mask & BIT(g))
-			static_branch_enable(&ktau_keys[g]);
-		else
-			static_branch_disable(&ktau_keys[g]);
-	}
-	/* A group went off: frames may be left open, see ktau_user_return(). */
+	if (mask == ktau_groups_on)
+		goto out;
+	/*
+	 * A group goes off: frames may be left open (ktau_user_return()).
+	 * Before the patching, so that a frame left during it is dropped
+	 * at the task's next return to user space, not a later one.
+	 */
 	if (ktau_groups_on & ~mask)
 		static_branch_enable(&ktau_gap_key);
+	ktau_patch_groups(mask);
 	WRITE_ONCE(ktau_groups_on, mask);
-	/* Every CPU runs the new hooks now. */
-	smp_mb();
-	WRITE_ONCE(ktau_switching, false);
 out:
 	mutex_unlock(&ktau_groups_lock);
 	return ret;
@@ -494,9 +554,12 @@ void __init ktau_init(void)
 		pr_err("ktau: out of memory, KTAU stays off\n");
 		ktau_groups_on = 0;
 	}
+	/* Interrupts come in between the sites: see ktau_switching. */
+	WRITE_ONCE(ktau_switching, true);
 	for (g = 0; g < KTAU_NR_GROUPS; g++)
 		if (!(ktau_groups_on & BIT(g)))
 			static_branch_disable(&ktau_keys[g]);
+	WRITE_ONCE(ktau_switching, false);
 	pr_info("ktau: %u slots per task (%zu bytes), groups 0x%lx\n",
 		ktau_nr_slots, size, ktau_groups_on);
 }
@@ -1070,7 +1133,7 @@ void __ktau_user_gap(struct ktau_task *kt)
 
 	if (d == KTAU_DEPTH_DEAD)
 		return;
-	ktau_count_unmatched(kt, min(d, KTAU_STACK_DEPTH));
+	ktau_count_dropped(kt, 0, min(d, KTAU_STACK_DEPTH));
 	WRITE_ONCE(kt->depth, 0);
 }
 
@@ -1160,25 +1223,6 @@ static void ktau_drop_frame(struct ktau_task *kt, int i, unsigned int d)
 		(d - i - 1) * sizeof(kt->stack[0]));
 }
 
-/*
- * A dynamic point's frame whose point was unregistered since it opened
- * (a probe removed while the task was inside the function, a module
- * unloaded): its exit will never come. The point is gone, or registered
- * again with a later generation; the generation (CONFIG_KTAU_GEN_BITS)
- * wraps, but an ID whose generation has wrapped is never registered
- * again (the registry's ktau_find_or_register()), so an old frame never
- * looks current.
- */
-static bool ktau_frame_stale(u64 tag)
-{
-	const struct ktau_func *f;
-
-	if (KTAU_TAG_GROUP(tag) != KTAU_GROUP_DYNAMIC)
-		return false;
-	f = &ktau_funcs[KTAU_TAG_ID(tag)];
-	return KTAU_TAG_GEN(tag) != READ_ONCE(f->gen) || !READ_ONCE(f->live);
-}
-
 /* Open a frame for @id; interrupts off. */
 static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 {
@@ -1211,7 +1255,7 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 
 		if (unlikely(ktau_frame_stale(o->tag))) {
 			ktau_drop_frame(kt, i, d--);
-			kt->unmatched++;
+			WRITE_ONCE(kt->unmatched, kt->unmatched + 1);
 			continue;
 		}
 		if (group == KTAU_GROUP_IRQ ?
@@ -1275,7 +1319,7 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 			ktau_count_unmatched(kt, 1);
 		return;
 	}
-	ktau_count_unmatched(kt, d - 1 - i);
+	ktau_count_dropped(kt, i + 1, d);
 	kt->depth = i + 1;
 	__ktau_pop(kt, group);
 }
@@ -1561,7 +1605,7 @@ void __ktau_stop_id(unsigned int group, u32 id)
 		ktau_count_unmatched(kt, 1);
 		goto out;
 	}
-	ktau_count_unmatched(kt, d - 1 - i);
+	ktau_count_dropped(kt, i + 1, d);
 	kt->depth = i + 1;
 	__ktau_pop(kt, group);
 out:

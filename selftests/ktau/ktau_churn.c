@@ -21,7 +21,7 @@
 /*
  * Routines a task can have open at once: KTAU's per-task stack is 16
  * deep (KTAU_STACK_DEPTH, "a 16-deep stack" in ktau.rst); deeper entries
- * are counted as stack overflows, never as unmatched.
+ * are counted as stack overflows.
  */
 #define FRAMES_MAX	16
 #define EXEC_ENV	"KTAU_CHURN_EXEC"
@@ -316,11 +316,13 @@ static int snap_regress(const struct ktau_task_rec *a, const struct ktau_task_re
 	/*
 	 * An unmatched exit or dropped frame is a routine whose entry and
 	 * exit saw its group in different states (ktau.rst, "unmatched"):
-	 * an instance in progress when a switch completes, counted at most
-	 * twice however many switches it spans; what runs while the hooks
-	 * are being patched is not counted (ABI 1.11). A task has at most
-	 * FRAMES_MAX routines in progress, so each switch adds at most
-	 * twice that, however long the switching thread is held up.
+	 * an instance in progress when a switch completes; what runs while
+	 * the hooks are being patched is not counted (ABI 1.11). Each
+	 * switch adds at most the frames open when it completes, the exits
+	 * then in progress whose entry was not seen, and the live frames
+	 * those exits drop. These threads have no dynamic point, so fewer
+	 * than FRAMES_MAX routines in progress: at most twice FRAMES_MAX a
+	 * switch, however long the switching thread is held up.
 	 */
 	if (b->unmatched > 2ull * FRAMES_MAX * nsw) {
 		snprintf(why, len, "unmatched %llu after %u switches", b->unmatched, nsw);
