@@ -46,6 +46,7 @@
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <asm/tlb.h>
 #include "internal.h"
 
 /* Longest period: about 18 minutes of a clock, 10^12 hardware events. */
