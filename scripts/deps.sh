@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian packages the project uses, if any is missing.
-# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools bench tools-deb system all)
+# Usage: scripts/deps.sh [group...]   (groups: kernel guest tools bench tools-deb system cross all)
 . "$(dirname "$0")/lib.sh"
 
 declare -A GROUP=(
@@ -11,6 +11,7 @@ declare -A GROUP=(
 	[bench]="gcc make clang libbpf-dev libelf-dev zlib1g-dev gnuplot-nox busybox-static qemu-system-x86 cpio gzip"
 	[tools-deb]="dpkg-dev debhelper fakeroot lintian gcc pkgconf libjson-c-dev libdw-dev libcapstone-dev libiberty-dev libotf2-trace-dev dh-python python3-dev python3-setuptools"
 	[system]="dpkg-dev debhelper mmdebstrap e2fsprogs qemu-system-x86 libxml2-dev libmpich-dev pkgconf"
+	[cross]="gcc-riscv64-linux-gnu binutils-riscv64-linux-gnu"
 )
 
 want=()
@@ -19,7 +20,7 @@ for g in "$@"; do
 	if [ "$g" = all ]; then
 		for k in "${!GROUP[@]}"; do want+=(${GROUP[$k]}); done
 	else
-		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools bench tools-deb system all)"
+		[ -n "${GROUP[$g]:-}" ] || die "unknown package group '$g' (kernel guest tools bench tools-deb system cross all)"
 		want+=(${GROUP[$g]})
 	fi
 done

@@ -493,6 +493,8 @@ mkcheck() {
 	printf '#!/bin/sh\nexit 0\n' >"$c/tree/scripts/deps.sh"
 	printf '#!/bin/sh\necho "PASS: mainline: a"; echo "PASS: mainline: b"\n' >"$c/tree/scripts/mainline-check.sh"
 	chmod +x "$c/tree/scripts/mainline-check.sh"
+	printf '#!/bin/sh\necho "PASS: riscv64: a"; echo "PASS: riscv64: b"\n' >"$c/tree/scripts/cross-check.sh"
+	chmod +x "$c/tree/scripts/cross-check.sh"
 	cp "$c/tree/scripts/deps.sh" "$c/tree/scripts/prepare-tree.sh"
 	printf '#!/bin/sh\necho "TAP version 13"; echo "1..1"; echo "ok 1 stub"\n' >"$c/tree/scripts/tests/check-selftest.sh"
 	cat >"$c/tree/scripts/build-kernel.sh" <<-'EOF'
