@@ -58,7 +58,7 @@ fi
 msg "building $name kernel ($*), log: $log"
 start=$(date +%s)
 if ! make -C "$KTAU_SRC" O="$B" -j"$KTAU_JOBS" CC="ccache gcc" HOSTCC="ccache gcc" "$@" >"$log" 2>&1; then
-	grep -E 'error|Error' "$log" | head -20 >&2
+	grep -E 'error|Error' "$log" | sed -n 1,20p >&2
 	die "building the $name kernel failed; full log: $log"
 fi
 msg "$name kernel built in $(( $(date +%s) - start ))s"

@@ -48,7 +48,7 @@ build_warnings_verdict() {	# name log
 		return 0
 	fi
 	w=$(grep -E '(^|/)(kernel/ktau/|include/(uapi/)?linux/ktau)[^ :]*(:[0-9]+)*: warning' "$2" |
-		head -n 3 | tr '\n' ' ')
+		sed -n 1,3p | tr '\n' ' ')
 	if [ -n "$w" ]; then
 		printf 'FAIL\t%s\t%s(see %s)\n' "$1" "$w" "$2"
 	else
@@ -230,7 +230,7 @@ guest_done_line() {	# results.log
 qemu_run_verdict() {	# out qemu-status timeout what
 	local problems
 	if problems=$(console_problems "$1/console.log"); then
-		printf '%s\n' "$problems" | head -n 5 >&2
+		printf '%s\n' "$problems" | sed -n 1,5p >&2
 		msg "the kernel reported a problem; console log: $1/console.log"
 		return 1
 	fi
@@ -285,7 +285,7 @@ run_verdicts() {	# prefix console.log results.log boot-rc
 	fi
 	if lines=$(console_problems "$con"); then
 		printf 'FAIL\t%s: console clean\t%s\n' "$pfx" \
-			"$(printf '%s\n' "$lines" | head -n 1); see $con"
+			"$(printf '%s\n' "$lines" | sed -n 1p); see $con"
 	elif [ -f "$con" ]; then
 		printf 'PASS\t%s: console clean\t\n' "$pfx"
 	else
@@ -307,7 +307,7 @@ run_verdicts() {	# prefix console.log results.log boot-rc
 # scripts/guest/run-tests.sh). Verdict: at least MIN.
 cpus_verdict() {	# prefix results.log min
 	local n=""
-	[ -f "$2" ] && n=$(tr -d '\r' <"$2" | sed -n 's/^# ktau-cpus-online \([0-9]*\)$/\1/p' | head -n 1)
+	[ -f "$2" ] && n=$(tr -d '\r' <"$2" | sed -n 's/^# ktau-cpus-online \([0-9]*\)$/\1/p' | sed -n 1p)
 	if [ -n "$n" ] && [ "$n" -ge "$3" ]; then
 		printf 'PASS\t%s: %s CPUs online\t%s\n' "$1" "$3" "the guest saw $n"
 	else

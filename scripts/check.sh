@@ -83,7 +83,7 @@ while read -r p; do
 	if (cd "$KTAU_SRC" && $cp "$p") >"$R/checkpatch-$n.log" 2>&1; then
 		result PASS "checkpatch: patches/$n"
 	else
-		grep -E '^(ERROR|WARNING|CHECK)' "$R/checkpatch-$n.log" | head -5
+		grep -E '^(ERROR|WARNING|CHECK)' "$R/checkpatch-$n.log" | sed -n 1,5p
 		result FAIL "checkpatch: patches/$n" "see $R/checkpatch-$n.log"
 	fi
 done < <(series_patches)
@@ -96,7 +96,7 @@ while IFS=$'\t' read -r f t; do
 	if (cd "$KTAU_SRC" && $cp -f "$t") >"$log" 2>&1; then
 		result PASS "checkpatch: $f"
 	else
-		grep -E '^(ERROR|WARNING|CHECK)' "$log" | head -5
+		grep -E '^(ERROR|WARNING|CHECK)' "$log" | sed -n 1,5p
 		result FAIL "checkpatch: $f" "see $log"
 	fi
 done < <(overlay_files)
@@ -164,13 +164,13 @@ if "$KTAU_TOP/scripts/build-kernel.sh" static prepare >/dev/null 2>&1; then
 	if [ $src -eq 0 ] && [ "$w1" -eq 0 ]; then
 		result PASS "W=1: kernel/ktau builds without warnings"
 	else
-		grep -E '(warning|error):' "$R/static.log" | head -5
+		grep -E '(warning|error):' "$R/static.log" | sed -n 1,5p
 		result FAIL "W=1: kernel/ktau builds without warnings" "see $R/static.log"
 	fi
 	if [ "$sp" -eq 0 ] && grep -q 'CHECK' "$R/sparse.log"; then
 		result PASS "sparse: kernel/ktau"
 	else
-		grep -E '(warning|error):' "$R/sparse.log" | head -5
+		grep -E '(warning|error):' "$R/sparse.log" | sed -n 1,5p
 		result FAIL "sparse: kernel/ktau" "see $R/sparse.log"
 	fi
 else
@@ -224,7 +224,7 @@ if "$KTAU_TOP/scripts/series.sh" verify >"$R/series.log" 2>&1; then
 		if (cd "$KTAU_SRC" && $cp --ignore FILE_PATH_CHANGES "$p") >"$R/checkpatch-series-$n.log" 2>&1; then
 			result PASS "checkpatch: series/$n"
 		else
-			grep -E '^(ERROR|WARNING|CHECK)' "$R/checkpatch-series-$n.log" | head -5
+			grep -E '^(ERROR|WARNING|CHECK)' "$R/checkpatch-series-$n.log" | sed -n 1,5p
 			result FAIL "checkpatch: series/$n" "see $R/checkpatch-series-$n.log"
 		fi
 	done

@@ -48,7 +48,7 @@ if km vmlinux >>"$log" 2>&1 && [ -f "$O/vmlinux" ] &&
    riscv64-linux-gnu-nm "$O/vmlinux" | grep ' ktau_gap_key$' >/dev/null; then
 	echo "PASS: riscv64: vmlinux with KTAU links ($(grep -c '^CONFIG_' "$frag") options of $(basename "$frag"), no X86_TSC)"
 else
-	grep -E '(error|undefined reference)' "$log" | head -n 5 >&2 || true
+	grep -E '(error|undefined reference)' "$log" | sed -n 1,5p >&2 || true
 	echo "FAIL: riscv64: vmlinux with KTAU links (see $log)"
 	rc=1
 fi

@@ -30,7 +30,7 @@ if "$KTAU_TOP/scripts/boot.sh" --kernel debug --mode check --append "$append" \
 	--timeout $((secs * 3 * 2 + 600)) --out "$out"; then
 	msg "ktau_fuzz: no crash, no kernel report, no leak"
 else
-	grep -E '^not ok|^# .*(seed|Expected)' "$out/results.log" | head -20 >&2
+	grep -E '^not ok|^# .*(seed|Expected)' "$out/results.log" | sed -n 1,20p >&2
 	msg "ktau_fuzz failed; console: $out/console.log, results: $out/results.log"
 	rc=1
 fi

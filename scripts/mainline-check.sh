@@ -30,7 +30,7 @@ hits=$( {
 if [ -z "$hits" ]; then
 	echo "PASS: mainline: the series uses no Debian-only identifier ($(echo "$ids" | wc -l) checked)"
 else
-	printf '%s\n' "$hits" | head -5 >&2
+	printf '%s\n' "$hits" | sed -n 1,5p >&2
 	echo "FAIL: mainline: the series uses no Debian-only identifier (see above)"
 	rc=1
 fi
@@ -59,7 +59,7 @@ if make -C "$KTAU_SRC" O="$S" -j"$KTAU_JOBS" CC="ccache gcc" \
    grep -q 'sample\.o' "$log"; then
 	echo "PASS: mainline: kernel/ktau builds against mainline's perf_event.h"
 else
-	grep -E '(error|warning):' "$log" | head -5 >&2
+	grep -E '(error|warning):' "$log" | sed -n 1,5p >&2
 	echo "FAIL: mainline: kernel/ktau builds against mainline's perf_event.h (see $log)"
 	rc=1
 fi

@@ -198,7 +198,7 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 		install -m 0644 "$unit" "$R/etc/systemd/system/"
 		ln -sf /etc/systemd/system/ktau-system-test.service \
 			"$R/etc/systemd/system/multi-user.target.wants/ktau-system-test.service"
-		kver=$(cd "$R/lib/modules" && ls | head -n 1)
+		kver=$(cd "$R/lib/modules" && ls | sed -n 1p)
 		cp "$R/boot/vmlinuz-$kver" "$I/vmlinuz"
 		cp "$R/boot/initrd.img-$kver" "$I/initrd.img"
 		rm -f "$I/disk.img"
