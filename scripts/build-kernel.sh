@@ -43,6 +43,9 @@ cfgs=()
 for f in $frags; do cfgs+=("$KTAU_SRC/kernel/configs/$f"); done
 [ -z "$extra" ] || cfgs+=("$extra")
 case $name in noktau|peer|system-noktau) printf "# CONFIG_KTAU is not set\n" >"$B/noktau.config"; cfgs+=("$B/noktau.config") ;; esac
+# Its modules go into the system image beside the KTAU kernel's: another
+# release name, so that each kernel finds its own (system-bench.sh).
+case $name in system-noktau) printf 'CONFIG_LOCALVERSION="-ktau-test-off"\n' >>"$B/noktau.config" ;; esac
 cfgid=$(cat "${cfgs[@]}" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$B/.ktau-config" 2>/dev/null)" != "$cfgid" ] || [ ! -f "$B/.config" ]; then
 	msg "configuring $name kernel ($frags${extra:+ ${extra##*/}})"

@@ -13,21 +13,27 @@
 # units in parallel), so each configuration boots KTAU_SYSBENCH_RUNS times
 # (default 3), interleaved, and the table gives the median, the range,
 # the mean and its standard deviation, and the differences of the means
-# with their 95% confidence intervals. The CONFIG_KTAU=n kernel is built
-# without modules, and the image's (the KTAU kernel's) do not load in it
-# (symbol versions differ): its boot does less (no kvm_amd, ...), so only
-# ktau=all against ktau=none, one kernel, is KTAU's cost.
+# with their 95% confidence intervals. The CONFIG_KTAU=n kernel has its
+# own release name and its own modules, installed in the image beside the
+# KTAU kernel's (system.sh --modules: one image for all three), so that
+# it loads the same modules; the bench fails when the boots did not load
+# as many modules or start as many units.
 # Output: $KTAU_OUT/bench/system-boot.{txt,csv}.
 . "$(dirname "$0")/lib.sh"
 
 O=$KTAU_OUT/bench/system
 mkdir -p "$O"
-"$KTAU_TOP/scripts/build-kernel.sh" system-noktau bzImage ||
+"$KTAU_TOP/scripts/build-kernel.sh" system-noktau bzImage modules ||
 	die "the CONFIG_KTAU=n system kernel did not build"
 noktau=$KTAU_BUILD/system-noktau/arch/x86/boot/bzImage
+mods=$O/noktau-modules
+rm -rf "$mods"
+make -C "$KTAU_SRC" O="$KTAU_BUILD/system-noktau" INSTALL_MOD_PATH="$mods" modules_install \
+	>"$KTAU_OUT/logs/system-noktau-modules.log" 2>&1 ||
+	die "installing the CONFIG_KTAU=n kernel's modules failed; see $KTAU_OUT/logs/system-noktau-modules.log"
 csv=$KTAU_OUT/bench/system-boot.csv
 runs=${KTAU_SYSBENCH_RUNS:-3}
-echo "config,run,state,run_ns,uptime_s,units" >"$csv"
+echo "config,run,state,run_ns,uptime_s,units,modules" >"$csv"
 for r in $(seq 1 "$runs"); do
 	for c in ktau-all ktau-none noktau; do
 		case $c in
@@ -37,13 +43,18 @@ for r in $(seq 1 "$runs"); do
 		esac
 		msg "boot-time bench: $c, run $r of $runs"
 		d=$O/$c-$r
-		"$KTAU_TOP/scripts/system.sh" --bench --icount --timeout 1800 --out "$d" "${args[@]}" ||
-			die "the $c boot failed; see $d/console.log"
+		"$KTAU_TOP/scripts/system.sh" --bench --icount --timeout 1800 --modules "$mods" \
+			--out "$d" "${args[@]}" || die "the $c boot failed; see $d/console.log"
 		line=$(tr -d '\r' <"$d/results.log" | grep -a '^# ktau-boot ' | tail -n 1)
 		[ -n "$line" ] || die "the $c boot reported no '# ktau-boot' line; see $d/results.log"
-		printf '%s\n' "$line" | sed -n "s/^# ktau-boot state=\\([^ ]*\\) run_ns=\\([0-9]*\\) uptime_s=\\([0-9.]*\\) units=\\([0-9]*\\).*/$c,$r,\\1,\\2,\\3,\\4/p" >>"$csv"
+		row=$(printf '%s\n' "$line" | sed -n "s/^# ktau-boot state=\\([^ ]*\\) run_ns=\\([0-9]*\\) uptime_s=\\([0-9.]*\\) units=\\([0-9]*\\) modules=\\([0-9]*\\).*/$c,$r,\\1,\\2,\\3,\\4,\\5/p")
+		[ -n "$row" ] || die "the $c boot's '# ktau-boot' line is not as expected: $line"
+		printf '%s\n' "$row" >>"$csv"
 	done
 done
+# The same boot for each kernel: as many modules loaded, units started.
+same=$(tail -n +2 "$csv" | cut -d, -f1,6,7 | sort -u | awk -F, '{ u[$2]; m[$3] } END { print length(u), length(m) }')
+[ "$same" = "1 1" ] || die "the boots differ in units or modules loaded (config,units,modules: $(tail -n +2 "$csv" | cut -d, -f1,6,7 | sort -u | tr '\n' ' ')); see $csv"
 sort -t, -k1,1 -k4,4n <(tail -n +2 "$csv") | awk -F, -v runs="$runs" '
 # Student t, two-sided 95%, by degrees of freedom (Welch), rounded down.
 function t95(df,   i) {
@@ -79,10 +90,10 @@ END {
 	}
 	# The difference of the means with its 95% confidence interval
 	# (Welch): the cost, or the bound on it that these boots resolve.
-	# ktau-all against ktau-none is the same kernel and modules: the
-	# cost of the KTAU groups on. Against noktau (CONFIG_KTAU=n, built
-	# without modules here) the modules of the image do not load, so
-	# that difference also holds their work, not only the cost of KTAU.
+	# ktau-all against ktau-none is the same kernel: the cost of the
+	# KTAU groups on; against noktau (CONFIG_KTAU=n, with its own
+	# modules, loading as many as the others) the cost of KTAU built in,
+	# off and on.
 	split("ktau-all:noktau ktau-none:noktau ktau-all:ktau-none", pairs, " ")
 	for (i = 1; i <= 3; i++) {
 		split(pairs[i], pr, ":")

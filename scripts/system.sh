@@ -4,7 +4,7 @@
 # tools installed from their packages, booted under QEMU (TCG).
 # Usage: scripts/system.sh [--out DIR] [--timeout S] [--append ARGS]
 #                          [--bench] [--icount] [--kernel BZIMAGE]
-#                          [--flavour system|debian]
+#                          [--flavour system|debian] [--modules DIR]
 #
 #   1. the tools' packages (scripts/tools-deb.sh) and the small kernel's
 #      (scripts/kernel-deb.sh system), each rebuilt only when changed;
@@ -35,6 +35,10 @@
 # --icount with QEMU -icount shift=0,sleep=off, --kernel with another
 # kernel (the CONFIG_KTAU=n build of the same configuration) and the
 # package's initramfs.
+# --modules DIR adds the modules of another kernel (DIR/lib/modules/
+# RELEASE, from make modules_install INSTALL_MOD_PATH=DIR) beside the
+# package's, in an image kept apart ($KTAU_CACHE/system/image-bench), so
+# that the same image boots that kernel with its own modules.
 # --flavour debian installs the kernel packages of "make kernel-deb"
 # (Debian's own amd64 configuration plus KTAU: $KTAU_OUT/deb/debian, which
 # must have been built: hours on 2 cores) instead of the small system
@@ -43,7 +47,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$KTAU_TOP/scripts/check-lib.sh"
 
-out="" timeout=900 append="" mode=test icount=0 kernel="" flavour=system
+out="" timeout=900 append="" mode=test icount=0 kernel="" flavour=system mods=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -53,7 +57,8 @@ while [ $# -gt 0 ]; do
 	--icount) icount=1; shift ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--flavour) flavour=$2; shift 2 ;;
-	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS] [--bench] [--icount] [--kernel BZIMAGE] [--flavour system|debian]" ;;
+	--modules) mods=$2; shift 2 ;;
+	*) die "usage: system.sh [--out DIR] [--timeout S] [--append ARGS] [--bench] [--icount] [--kernel BZIMAGE] [--flavour system|debian] [--modules DIR]" ;;
 	esac
 done
 case $flavour in
@@ -62,6 +67,10 @@ debian) out=${out:-$KTAU_OUT/guest-run/system-debian} ;;
 *) die "unknown flavour '$flavour' (system or debian)" ;;
 esac
 fail_build() { msg "$*"; exit 3; }
+if [ -n "$mods" ]; then
+	ls -d "$mods"/lib/modules/*/ >/dev/null 2>&1 || die "--modules $mods: no lib/modules/RELEASE in it"
+	mods=$(cd "$mods" && pwd)
+fi
 
 "$KTAU_TOP/scripts/deps.sh" system tools-deb || fail_build "packages missing"
 [ "$(id -u)" = 0 ] || fail_build "the image is made as root (chroot, dpkg -i, file ownership): run as root"
@@ -159,9 +168,11 @@ img_id=$( {
 	echo "$base_id"
 	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$mpi_src" "$spin_src" "$0" | cut -d' ' -f1
 	printf '%s\n' "$KTAU_CONSOLE_BAD"
+	[ -z "$mods" ] || (cd "$mods" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
 } | sha256sum | cut -c1-16)
 I=$S/image
 [ "$flavour" = debian ] && I=$S/image-debian
+[ -z "$mods" ] || I=$S/image-bench
 if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 	log=$KTAU_OUT/logs/system-image.log
 	msg "making the system image (dpkg -i of ${#debs[@]} packages, mkfs.ext4 -d); log: $log"
@@ -187,6 +198,9 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 				passwd -d root  # a throwaway test image: root logs in on the console
 			"' sh "$R"
 		rm -rf "$R/tmp/ktau-debs"
+		# The package's kernel, before other modules come in.
+		kver=$(cd "$R/lib/modules" && ls | sed -n 1p)
+		[ -z "$mods" ] || cp -a "$mods/lib/modules/." "$R/lib/modules/"
 		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
 		install -m 0755 "$demo" "$R/usr/local/bin/ktau-kvm-demo"
 		install -m 0755 "$mpi_demo" "$R/usr/local/bin/ktau-mpi-demo"
@@ -198,7 +212,6 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 		install -m 0644 "$unit" "$R/etc/systemd/system/"
 		ln -sf /etc/systemd/system/ktau-system-test.service \
 			"$R/etc/systemd/system/multi-user.target.wants/ktau-system-test.service"
-		kver=$(cd "$R/lib/modules" && ls | sed -n 1p)
 		cp "$R/boot/vmlinuz-$kver" "$I/vmlinuz"
 		cp "$R/boot/initrd.img-$kver" "$I/initrd.img"
 		rm -f "$I/disk.img"
