@@ -33,6 +33,7 @@ make -C "$KTAU_SRC" O="$KTAU_BUILD/system-noktau" INSTALL_MOD_PATH="$mods" modul
 	die "installing the CONFIG_KTAU=n kernel's modules failed; see $KTAU_OUT/logs/system-noktau-modules.log"
 csv=$KTAU_OUT/bench/system-boot.csv
 runs=${KTAU_SYSBENCH_RUNS:-3}
+case $runs in ''|*[!0-9]*|0) die "KTAU_SYSBENCH_RUNS=$runs: give a positive number of boots" ;; esac
 echo "config,run,state,run_ns,uptime_s,units,modules" >"$csv"
 for r in $(seq 1 "$runs"); do
 	for c in ktau-all ktau-none noktau; do
@@ -45,7 +46,7 @@ for r in $(seq 1 "$runs"); do
 		d=$O/$c-$r
 		"$KTAU_TOP/scripts/system.sh" --bench --icount --timeout 1800 --modules "$mods" \
 			--out "$d" "${args[@]}" || die "the $c boot failed; see $d/console.log"
-		line=$(tr -d '\r' <"$d/results.log" | grep -a '^# ktau-boot ' | tail -n 1)
+		line=$(tr -d '\r' <"$d/results.log" 2>/dev/null | grep -a '^# ktau-boot ' | tail -n 1 || true)
 		[ -n "$line" ] || die "the $c boot reported no '# ktau-boot' line; see $d/results.log"
 		row=$(printf '%s\n' "$line" | sed -n "s/^# ktau-boot state=\\([^ ]*\\) run_ns=\\([0-9]*\\) uptime_s=\\([0-9.]*\\) units=\\([0-9]*\\) modules=\\([0-9]*\\).*/$c,$r,\\1,\\2,\\3,\\4,\\5/p")
 		[ -n "$row" ] || die "the $c boot's '# ktau-boot' line is not as expected: $line"
