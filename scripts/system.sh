@@ -9,7 +9,8 @@
 #   1. the tools' packages (scripts/tools-deb.sh) and the small kernel's
 #      (scripts/kernel-deb.sh system), each rebuilt only when changed;
 #   2. a Debian 12 root file system with mmdebstrap (minbase plus systemd,
-#      udev, kmod, initramfs-tools, dbus, strace, jq, MPICH's mpich and
+#      udev, kmod, initramfs-tools, dbus, strace, jq, MPICH's mpich,
+#      Debian's linux-perf (perf kvm stat) and
 #      what the packages depend on), kept as a tarball in
 #      $KTAU_CACHE/system and made again only when that list changes. This
 #      needs the network (Debian's mirror, deb.debian.org, or KTAU_MIRROR);
@@ -101,7 +102,7 @@ own=" $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')"
 # on (first alternatives), so that dpkg -i finds its dependencies there.
 # mpich: MPICH's mpirun (hydra) and libmpich12 for ktau-mpi-demo, which is
 # built on the host (no compiler in the image).
-inc="systemd systemd-sysv udev kmod initramfs-tools dbus strace jq procps mpich"
+inc="systemd systemd-sysv udev kmod initramfs-tools dbus strace jq procps mpich linux-perf"
 for p in $(for d in "${debs[@]}"; do dpkg-deb -f "$d" Pre-Depends; dpkg-deb -f "$d" Depends; done |
 	tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g' | sort -u); do
 	case $own in *" $p "*) continue ;; esac

@@ -36,7 +36,7 @@ fi
 if [ -e /proc/ktau/control ]; then
 	all="ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace"
 elif mount -t tracefs nodev $T 2>/dev/null && [ -e $T/function_profile_enabled ]; then
-	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm"
+	all="peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm peer-perf-kvm"
 else
 	all="baseline"
 fi
@@ -223,6 +223,25 @@ setup() {
 		# events (here into ftrace's ring, with no reader).
 		echo 1 >$T/events/kvm/kvm_entry/enable &&
 		echo 1 >$T/events/kvm/kvm_exit/enable || return 1 ;;
+	peer-perf-kvm)
+		# 'perf kvm stat record' itself (Debian's perf, copied in with
+		# its libraries by scripts/bench.sh), system-wide: KVM's
+		# events (kvm_entry, kvm_exit, kvm_pio, kvm_mmio) into perf's
+		# ring buffers, which perf reads into a file in the guest's
+		# memory. It starts with its events off and turns them on
+		# when told through its control FIFO; the ack says they are.
+		rm -f /tmp/perf.data.kvm /tmp/perf.ctl /tmp/perf.ack
+		mkfifo /tmp/perf.ctl /tmp/perf.ack || return 1
+		(cd /tmp && exec /usr/bin/perf kvm stat record -q -a -D -1 \
+			--control fifo:/tmp/perf.ctl,/tmp/perf.ack) >/tmp/perf.out 2>&1 &
+		perfpid=$!
+		ack=$(timeout 120 sh -c 'echo enable >/tmp/perf.ctl && head -n 1 /tmp/perf.ack')
+		[ "$ack" = ack ] || {
+			echo "# perf kvm stat record did not start (ack '$ack'):"
+			kill -INT $perfpid 2>/dev/null; wait $perfpid
+			sed 's/^/# /' /tmp/perf.out
+			return 1
+		} ;;
 	peer-ftrace-profiler)
 		echo 1 >$T/function_profile_enabled ;;
 	peer-bpf-syscount)
@@ -251,6 +270,24 @@ teardown() {
 		echo 0 >$T/events/raw_syscalls/enable
 		echo "# $1: $(grep -h -E '^(entries|overrun)' $T/per_cpu/cpu0/stats | tr '\n' ' ')"
 		echo >$T/trace ;;
+	peer-perf-kvm)
+		# What perf recorded: its own report of the exits, which must
+		# count the benchmark's port writes, and no lost events.
+		# perf ends by the SIGINT it was stopped with, re-raised once
+		# its data is written (exit status 130).
+		kill -INT $perfpid
+		wait $perfpid
+		case $? in 0|130) ;; *) echo "BENCHFAIL $1 perf-record"; rc=1 ;; esac
+		sed 's/^/# /' /tmp/perf.out
+		(cd /tmp && /usr/bin/perf kvm stat report --event=vmexit) >/tmp/perf.rep 2>&1 ||
+			{ echo "BENCHFAIL $1 perf-report"; rc=1; }
+		awk '$1 == "VM-EXIT" { h = 1; next } h && NF >= 3 && $2 ~ /^[0-9]+$/' /tmp/perf.rep |
+			sed "s/^ */# $1: perf kvm stat: /"
+		grep -i lost /tmp/perf.rep | sed 's/^/# /'
+		if grep -qi 'lost' /tmp/perf.rep || ! awk '$1 == "io" && $2 > 0 { f = 1 } END { exit !f }' /tmp/perf.rep; then
+			echo "BENCHFAIL $1 perf-counts"; rc=1
+		fi
+		rm -f /tmp/perf.data.kvm* /tmp/perf.ctl /tmp/perf.ack ;;
 	peer-ftrace-profiler)
 		echo 0 >$T/function_profile_enabled
 		echo "# $1: $(grep -c . $T/trace_stat/function0) functions profiled" ;;
