@@ -38,7 +38,8 @@
 # package's initramfs.
 # --modules DIR adds the modules of another kernel (DIR/lib/modules/
 # RELEASE, from make modules_install INSTALL_MOD_PATH=DIR) beside the
-# package's, in an image kept apart ($KTAU_CACHE/system/image-bench), so
+# package's (a release of its own), in an image kept apart
+# ($KTAU_CACHE/system/image-bench, image-debian-bench), so
 # that the same image boots that kernel with its own modules.
 # --flavour debian installs the kernel packages of "make kernel-deb"
 # (Debian's own amd64 configuration plus KTAU: $KTAU_OUT/deb/debian, which
@@ -169,11 +170,11 @@ img_id=$( {
 	echo "$base_id"
 	sha256sum "${debs[@]}" "$unit" "$test" "$demo_src" "$mpi_src" "$spin_src" "$0" | cut -d' ' -f1
 	printf '%s\n' "$KTAU_CONSOLE_BAD"
-	[ -z "$mods" ] || (cd "$mods" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+	[ -z "$mods" ] || (cd "$mods" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
 } | sha256sum | cut -c1-16)
 I=$S/image
 [ "$flavour" = debian ] && I=$S/image-debian
-[ -z "$mods" ] || I=$S/image-bench
+[ -z "$mods" ] || I=$I-bench
 if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 	log=$KTAU_OUT/logs/system-image.log
 	msg "making the system image (dpkg -i of ${#debs[@]} packages, mkfs.ext4 -d); log: $log"
@@ -200,8 +201,16 @@ if [ "$(cat "$I/.ktau-stamp" 2>/dev/null)" != "$img_id" ]; then
 			"' sh "$R"
 		rm -rf "$R/tmp/ktau-debs"
 		# The package's kernel, before other modules come in.
-		kver=$(cd "$R/lib/modules" && ls | sed -n 1p)
-		[ -z "$mods" ] || cp -a "$mods/lib/modules/." "$R/lib/modules/"
+		# (exactly one: the image has no other kernel), and the other
+		# kernel's beside it, never over it.
+		kver=$(cd "$R/lib/modules" && ls)
+		[ -n "$kver" ] && [ "$(printf '%s\n' "$kver" | wc -l)" = 1 ] ||
+			fail_build "the kernel packages left $(printf '%s\n' "$kver" | grep -c .) module trees in /lib/modules, not one: $(echo $kver)"
+		if [ -n "$mods" ]; then
+			[ ! -e "$mods/lib/modules/$kver" ] ||
+				fail_build "--modules $mods: its lib/modules/$kver is the package kernel's own release; give the other kernel another LOCALVERSION"
+			cp -a "$mods/lib/modules/." "$R/lib/modules/"
+		fi
 		install -m 0755 "$test" "$R/usr/local/sbin/ktau-system-test"
 		install -m 0755 "$demo" "$R/usr/local/bin/ktau-kvm-demo"
 		install -m 0755 "$mpi_demo" "$R/usr/local/bin/ktau-mpi-demo"
