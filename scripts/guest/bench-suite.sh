@@ -24,10 +24,10 @@ only=$(param ktauonly)
 rc=0
 
 if [ "$scale" = smoke ]; then
-	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50 NKVM=50 NEXITS=256
+	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50 NKVM=50 NKVMK=640 NEXITS=256
 	NTASKS=2560 FILES=8 KIB=4 WRUNS=1 NSAMPLEWORK=2000000 NPAIRS=20000
 else
-	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000 NKVM=2000
+	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000 NKVM=2000 NKVMK=64000
 	NEXITS=1024 NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000
 fi
 [ -n "$(param ktauruns)" ] && R=$(param ktauruns) WRUNS=$(param ktauruns)
@@ -97,6 +97,7 @@ suite() {
 	b nanosleep -r $R -n $NSLEEP nanosleep
 	b udp -r $R -n $NUDP udp
 	b kvm -r $R -n $NKVM kvm
+	b kvmk -r $R -n $NKVMK kvmk
 	b work -r $WRUNS exec sh -c "$work"
 	b tasks1 -r $R -n $NTASKS tasks 1
 	b tasks16 -r $R -n $NTASKS tasks 16

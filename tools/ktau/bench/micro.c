@@ -46,6 +46,9 @@
  *                  real-mode vCPU writing to an I/O port in a loop, each
  *                  write a KVM_RUN that exits with KVM_EXIT_IO (VM made
  *                  once, outside the timing; needs /dev/kvm)
+ *   kvmk           one exit handled in the kernel and back to the guest
+ *                  (CPUID, which KVM emulates): n CPUIDs in KVM_RUNs of
+ *                  64 each, less as many KVM_RUNs of kvm's vCPU, per CPUID
  *   exec CMD...    run CMD (fork, exec, wait): the operation is one run
  *   mktree DIR N K make DIR with N files of K KiB of text (not timed)
  * Output: "BENCH VALUE [extra]", VALUE in ns (instructions) per operation.
@@ -315,55 +318,102 @@ static double bench_udp(long n)
  * quit), so that neither start-up nor exit is timed.
  */
 /*
+ * A VM with one vCPU in real mode running @code at 0x1000 (a VM each:
+ * made once, outside the timing), its first KVM_RUN (the code page's
+ * first fault) done; the vCPU's fd, its run structure in *@run.
+ */
+static int kvm_vcpu(const unsigned char *code, size_t len, struct kvm_run **run)
+{
+	struct kvm_userspace_memory_region region = { 0 };
+	struct kvm_regs regs = { .rip = 0x1000, .rflags = 0x2 };
+	struct kvm_sregs sregs;
+	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC), vm, sz, vcpu;
+	char *mem;
+
+	if (kvm < 0)
+		die("open /dev/kvm");
+	vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	mem = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (vm < 0 || sz <= 0 || mem == MAP_FAILED)
+		die("KVM_CREATE_VM");
+	memcpy(mem + 0x1000, code, len);
+	region.memory_size = 0x10000;
+	region.userspace_addr = (uintptr_t)mem;
+	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region))
+		die("KVM_SET_USER_MEMORY_REGION");
+	vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
+	if (vcpu < 0)
+		die("KVM_CREATE_VCPU");
+	*run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+	if (*run == MAP_FAILED || ioctl(vcpu, KVM_GET_SREGS, &sregs))
+		die("vCPU");
+	sregs.cs.base = 0;
+	sregs.cs.selector = 0;
+	if (ioctl(vcpu, KVM_SET_SREGS, &sregs) || ioctl(vcpu, KVM_SET_REGS, &regs))
+		die("vCPU registers");
+	if (ioctl(vcpu, KVM_RUN, 0))
+		die("KVM_RUN");
+	return vcpu;
+}
+
+/* n KVM_RUNs of @vcpu, each ending in a port write; ns per KVM_RUN. */
+static double kvm_runs(int vcpu, const struct kvm_run *run, long n)
+{
+	double t0 = now_ns();
+
+	for (long i = 0; i < n; i++)
+		if (ioctl(vcpu, KVM_RUN, 0) || run->exit_reason != KVM_EXIT_IO)
+			die("KVM_RUN");
+	return (now_ns() - t0) / n;
+}
+
+/*
  * A vCPU in real mode at 0x1000 running "l: out 0x10, al; jmp l": every
  * KVM_RUN ends with one port write for user space.
  */
 static double bench_kvm(long n)
 {
 	static const unsigned char code[] = { 0xe6, 0x10, 0xeb, 0xfc };
-	static int vcpu = -1;
 	static struct kvm_run *run;
-	double t0;
+	static int vcpu = -1;
+
+	if (vcpu < 0)
+		vcpu = kvm_vcpu(code, sizeof(code), &run);
+	return kvm_runs(vcpu, run, n);
+}
+
+#define KVMK_CPUIDS	64
+
+/*
+ * An exit that KVM handles in the kernel and that goes straight back to
+ * the guest (CPUID, emulated by KVM): each KVM_RUN of this vCPU makes
+ * KVMK_CPUIDS of them, then the port write of bench_kvm's vCPU.
+ *   l: mov si, 64; m: cpuid; dec si; jnz m; out 0x10, al; jmp l
+ * The figure is per CPUID exit: (a KVM_RUN of this vCPU less one of
+ * bench_kvm's, timed in turn) / KVMK_CPUIDS.
+ */
+static double bench_kvmk(long n)
+{
+	static const unsigned char code[] = {
+		0xbe, KVMK_CPUIDS, 0x00,
+		0x0f, 0xa2,
+		0x4e,
+		0x75, 0xfb,
+		0xe6, 0x10,
+		0xeb, 0xf4,
+	};
+	static const unsigned char io[] = { 0xe6, 0x10, 0xeb, 0xfc };
+	static struct kvm_run *run, *run_io;
+	static int vcpu = -1, vcpu_io = -1;
+	long m = n / KVMK_CPUIDS > 0 ? n / KVMK_CPUIDS : 1;
 
 	if (vcpu < 0) {
-		struct kvm_userspace_memory_region region = { 0 };
-		struct kvm_regs regs = { .rip = 0x1000, .rflags = 0x2 };
-		struct kvm_sregs sregs;
-		int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC), vm, sz;
-		char *mem;
-
-		if (kvm < 0)
-			die("open /dev/kvm");
-		vm = ioctl(kvm, KVM_CREATE_VM, 0);
-		sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-		mem = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (vm < 0 || sz <= 0 || mem == MAP_FAILED)
-			die("KVM_CREATE_VM");
-		memcpy(mem + 0x1000, code, sizeof(code));
-		region.memory_size = 0x10000;
-		region.userspace_addr = (uintptr_t)mem;
-		if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region))
-			die("KVM_SET_USER_MEMORY_REGION");
-		vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
-		if (vcpu < 0)
-			die("KVM_CREATE_VCPU");
-		run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
-		if (run == MAP_FAILED || ioctl(vcpu, KVM_GET_SREGS, &sregs))
-			die("vCPU");
-		sregs.cs.base = 0;
-		sregs.cs.selector = 0;
-		if (ioctl(vcpu, KVM_SET_SREGS, &sregs) || ioctl(vcpu, KVM_SET_REGS, &regs))
-			die("vCPU registers");
-		/* The code page's first fault, outside the timing. */
-		if (ioctl(vcpu, KVM_RUN, 0))
-			die("KVM_RUN");
+		vcpu = kvm_vcpu(code, sizeof(code), &run);
+		vcpu_io = kvm_vcpu(io, sizeof(io), &run_io);
 	}
-	t0 = now_ns();
-	for (long i = 0; i < n; i++)
-		if (ioctl(vcpu, KVM_RUN, 0) || run->exit_reason != KVM_EXIT_IO)
-			die("KVM_RUN");
-	return (now_ns() - t0) / n;
+	return (kvm_runs(vcpu, run, m) - kvm_runs(vcpu_io, run_io, m)) / KVMK_CPUIDS;
 }
 
 static double bench_tasks(long n, int ntasks)
@@ -682,6 +732,8 @@ int main(int argc, char **argv)
 			v = bench_exec(argv + optind);
 		else if (!strcmp(bench, "kvm"))
 			v = bench_kvm(n);
+		else if (!strcmp(bench, "kvmk"))
+			v = bench_kvmk(n);
 		else
 			goto usage;
 		if (verbose)
@@ -695,7 +747,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [-n OPS] [-r RUNS] [-s] [-t] [-v] BENCH [ARGS...]\n"
-		"  BENCH: getppid pipe fork fault nanosleep udp tasks N exits N fulltable\n"
+		"  BENCH: getppid pipe fork fault nanosleep udp kvm kvmk tasks N exits N fulltable\n"
 		"         exec CMD... | mktree DIR NFILES KIB\n", prog);
 	return 2;
 }
