@@ -65,33 +65,9 @@ if [ -f "$KTAU_TOP/tools/ktau/Makefile" ] && [ -z "${KTAU_NO_TOOLS:-}" ]; then
 	fi
 fi
 
-# Python: Debian's python3 with only the standard library modules the
-# Python tests need (scripts/guest/python-files.py), the ktau package
-# (tools/ktau/python) in /ktau/python, and strace, each with the shared
-# libraries ldd names (the rest of the image is static).
+# Python: Debian's python3 with the ktau package (image_python, lib.sh).
 if [ -f "$KTAU_TOP/tools/ktau/python/setup.py" ] && [ -z "${KTAU_NO_TOOLS:-}" ]; then
-	logged "$log.python" make -C "$KTAU_TOP/tools/ktau" O="$G/tools" python
-	mkdir -p "$root/ktau/python"
-	cp -a "$G/tools/python/lib/ktau" "$root/ktau/python/"
-	cp "$KTAU_TOP/tools/ktau/python/bench/overhead.py" \
-		"$KTAU_TOP/tools/ktau/python/bench/sample_cost.py" "$root/ktau/python/"
-	find "$root/ktau/python" -name __pycache__ -prune -exec rm -rf {} +
-	pyfiles=$(PYTHONPATH="$G/tools/python/lib" /usr/bin/python3 \
-		"$KTAU_TOP/scripts/guest/python-files.py") || die "cannot list the Python files"
-	sofiles=$(for f in $pyfiles /usr/bin/strace "$root"/ktau/python/ktau/*.so; do
-		case $f in *.so|/usr/bin/python3*|*/strace) ldd "$f" ;; esac
-	done | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' | sort -u)
-	for f in $pyfiles $sofiles /usr/bin/strace; do
-		mkdir -p "$root$(dirname "$f")"
-		cp -L "$f" "$root$f"
-	done
-	ln -sf python3.11 "$root/usr/bin/python3"
-	# The dynamic linker where the binaries look for it (/lib64 is a
-	# symbolic link on Debian: a copy in the image).
-	mkdir -p "$root/lib64"
-	[ -e "$root/lib64/ld-linux-x86-64.so.2" ] ||
-		cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
-	msg "python: $(echo $pyfiles | wc -w) files, $(echo $sofiles | wc -w) shared libraries, $(du -sh "$root/usr" | cut -f1) under /usr"
+	image_python "$root" "$G/tools" "$log.python"
 fi
 
 cp /bin/busybox "$root/bin/busybox"

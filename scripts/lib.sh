@@ -55,6 +55,38 @@ logged() {
 }
 
 # Fail early, with a clear message, when the disk is nearly full.
+# image_python ROOT TOOLS_OUT LOG: Debian's python3 in an image at ROOT,
+# with only the standard library modules the Python tests and benchmarks
+# need (scripts/guest/python-files.py), the ktau package (tools/ktau/python,
+# built in TOOLS_OUT) in /ktau/python with the benchmark scripts, and
+# strace, each with the shared libraries ldd names (the rest of an image
+# is static).
+image_python() {
+	local root=$1 tout=$2 log=$3 pyfiles sofiles f
+	logged "$log" make -C "$KTAU_TOP/tools/ktau" O="$tout" python
+	mkdir -p "$root/ktau/python"
+	cp -a "$tout/python/lib/ktau" "$root/ktau/python/"
+	cp "$KTAU_TOP/tools/ktau/python/bench/overhead.py" \
+		"$KTAU_TOP/tools/ktau/python/bench/sample_cost.py" "$root/ktau/python/"
+	find "$root/ktau/python" -name __pycache__ -prune -exec rm -rf {} +
+	pyfiles=$(PYTHONPATH="$tout/python/lib" /usr/bin/python3 \
+		"$KTAU_TOP/scripts/guest/python-files.py") || die "cannot list the Python files"
+	sofiles=$(for f in $pyfiles /usr/bin/strace "$root"/ktau/python/ktau/*.so; do
+		case $f in *.so|/usr/bin/python3*|*/strace) ldd "$f" ;; esac
+	done | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' | sort -u)
+	for f in $pyfiles $sofiles /usr/bin/strace; do
+		mkdir -p "$root$(dirname "$f")"
+		cp -L "$f" "$root$f"
+	done
+	ln -sf python3.11 "$root/usr/bin/python3"
+	# The dynamic linker where the binaries look for it (/lib64 is a
+	# symbolic link on Debian: a copy in the image).
+	mkdir -p "$root/lib64"
+	[ -e "$root/lib64/ld-linux-x86-64.so.2" ] ||
+		cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+	msg "python: $(echo $pyfiles | wc -w) files, $(echo $sofiles | wc -w) shared libraries, $(du -sh "$root/usr" | cut -f1) under /usr"
+}
+
 check_disk() {
 	local need_mb=${1:-4096} dir=$KTAU_CACHE avail
 	mkdir -p "$dir"

@@ -25,10 +25,10 @@ rc=0
 
 if [ "$scale" = smoke ]; then
 	R=1 NSYS=2000 NPIPE=50 NFORK=10 NFAULT=256 NSLEEP=20 NUDP=50 NKVM=50 NKVMK=640 NEXITS=256
-	NTASKS=2560 FILES=8 KIB=4 WRUNS=1 NSAMPLEWORK=2000000 NPAIRS=20000
+	NTASKS=2560 FILES=8 KIB=4 WRUNS=1 NSAMPLEWORK=2000000 NPAIRS=20000 NPYITERS=200000
 else
 	R=3 NSYS=200000 NPIPE=10000 NFORK=500 NFAULT=16384 NSLEEP=2000 NUDP=10000 NKVM=2000 NKVMK=64000
-	NEXITS=1024 NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000
+	NEXITS=1024 NTASKS=256000 FILES=64 KIB=8 WRUNS=3 NSAMPLEWORK=50000000 NPAIRS=1000000 NPYITERS=2000000
 fi
 [ -n "$(param ktauruns)" ] && R=$(param ktauruns) WRUNS=$(param ktauruns)
 
@@ -177,6 +177,20 @@ END {
 	printf "BENCH %s stack-%d-kernel %s\nBENCH %s stack-%d-signal %s\n", c, d, k, c, d, w
 	if (w > 0) printf "BENCH %s stack-%d-ratio %.4f\n", c, d, k / w
 }'
+# pystack: real CPython (python3 -m ktau sample, /ktau/python/sample_cost.py)
+# at 10 and 50 Python frames: ns (instructions) per sample of the kernel
+# copying the Python stack into a buffered sample (ABI 1.6) against a
+# signal per sample whose handler walks the frames.
+pystack_awk='
+$1 ~ /^[0-9]+$/ && $2 == "signal" {s[$1] = $NF}
+$1 ~ /^[0-9]+$/ && $2 == "buffered" && NF > 3 {b[$1] = $NF}
+END {
+	if (!(10 in s) || !(10 in b) || !(50 in s) || !(50 in b)) exit 1
+	for (d = 10; d <= 50; d += 40) {
+		printf "BENCH %s pystack-%d-buffered %s\nBENCH %s pystack-%d-signal %s\n", c, d, b[d], c, d, s[d]
+		if (s[d] > 0) printf "BENCH %s pystack-%d-ratio %.4f\n", c, d, b[d] / s[d]
+	}
+}'
 funcs_both() {
 	$B/ktau-bench-user-timer -f 200 -n $NPAIRS -r $R &&
 		$B/ktau-bench-user-timer -f 20000 -n $NPAIRS -r $R
@@ -191,6 +205,9 @@ sampling() {
 			$B/ktau-bench-sample-cost -e cpu-clock -p 100000 -n $NSAMPLEWORK \
 			-r $((R + 2)) -s $d
 	done
+	parsed pystack "$pystack_awk" env PYTHONPATH=/ktau/python \
+		/usr/bin/python3 /ktau/python/sample_cost.py --buffered --event cpu-clock:50us \
+		--reps $R --iters $NPYITERS
 }
 
 # Switch a configuration on (setup) and off (teardown).
