@@ -41,6 +41,9 @@ struct sthread {
 	int failed;		/* could not be sampled: not tried again */
 	struct ktau_sample_stats st;	/* the counters of its last read */
 	uint64_t taken0, lost0;	/* of samplings ended before (exec) */
+	int started;		/* sampled at least once */
+	uint64_t start_ns, end_ns;	/* before its first start, after its last read */
+	uint64_t nread;		/* samples read */
 };
 
 struct sproc {
@@ -67,6 +70,7 @@ struct ssess {
 	int first_err;		/* of the threads that could not be sampled */
 	int kernel_dropped;	/* kernel samples not permitted: user mode only */
 	int lines;		/* --lines: user code per source line */
+	struct ssess_sink sink;	/* ktaud trace --sample: where samples go too */
 };
 
 static double now_s(void)
@@ -264,6 +268,7 @@ static void proc_exec(struct ssess *s, pid_t pid)
 
 static void th_start(struct ssess *s, struct sthread *t)
 {
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 	int ret = ktau_sample_start(s->k, t->tid, &s->spec);
 
 	/* At perf_event_paranoid 2, kernel samples need CAP_PERFMON. */
@@ -284,6 +289,10 @@ static void th_start(struct ssess *s, struct sthread *t)
 		t->lost0 += t->st.lost;
 		memset(&t->st, 0, sizeof(t->st));
 		t->sampling = 1;
+		if (!t->started) {
+			t->started = 1;
+			t->start_ns = t->end_ns = t0;
+		}
 		s->nstarted++;
 		return;
 	}
@@ -297,11 +306,30 @@ static void th_start(struct ssess *s, struct sthread *t)
 	}
 }
 
+/* n samples of t read into s->buf: to the sink and into the counts. */
+static void th_take(struct ssess *s, struct sthread *t, size_t n)
+{
+	struct ktau_usyms *u;
+	size_t i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		s->buf[i].pid = t->pid;
+	t->nread += n;
+	u = usyms_of(s, t->pid);
+	if (s->sink.samples && s->sink.samples(s->sink.arg, (size_t)(t - s->th), t->tid, t->pid,
+					       s->buf, n, u, s->ks))
+		err_msg("warning: out of memory: samples of thread %d lost from the trace",
+			(int)t->tid);
+	if (ktau_sample_profile_add_samples(s->prof, s->buf, n, u, s->ks))
+		err_msg("warning: out of memory: samples of thread %d lost", (int)t->tid);
+}
+
 /* Drain what the thread's buffer holds; stop: then end its sampling. */
 static void th_drain(struct ssess *s, struct sthread *t, int stop)
 {
 	struct ktau_sample_stats st;
-	size_t i;
 	int n;
 
 	while (t->sampling) {
@@ -314,11 +342,8 @@ static void th_drain(struct ssess *s, struct sthread *t, int stop)
 			break;
 		}
 		t->st = st;
-		for (i = 0; i < (size_t)n; i++)
-			s->buf[i].pid = t->pid;
-		if (n && ktau_sample_profile_add_samples(s->prof, s->buf, n, usyms_of(s, t->pid),
-							 s->ks))
-			err_msg("warning: out of memory: samples of thread %d lost", (int)t->tid);
+		t->end_ns = now_ns(CLOCK_MONOTONIC);
+		th_take(s, t, (size_t)n);
 		if ((uint32_t)n < s->spec.capacity)
 			break;
 	}
@@ -327,10 +352,8 @@ static void th_drain(struct ssess *s, struct sthread *t, int stop)
 		n = ktau_sample_stop(s->k, t->tid, s->buf, s->spec.capacity, &st);
 		if (n >= 0) {
 			t->st = st;
-			for (i = 0; i < (size_t)n; i++)
-				s->buf[i].pid = t->pid;
-			ktau_sample_profile_add_samples(s->prof, s->buf, n, usyms_of(s, t->pid),
-							s->ks);
+			t->end_ns = now_ns(CLOCK_MONOTONIC);
+			th_take(s, t, (size_t)n);
 		}
 		t->sampling = 0;
 	}
@@ -452,7 +475,7 @@ int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, in
 	sigset_t chld, old;
 	struct timespec ts;
 	double next, left;
-	int st, main_done = 0, ret = 0;
+	int st, main_done = 0, ret = 0, ticking = !!s->sink.tick;
 	pid_t w;
 
 	/* The child's stop before its exec. */
@@ -472,8 +495,12 @@ int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, in
 		waitpid(pid, status, __WALL);
 		return ret;
 	}
-	if (!th_add(s, pid, pid))
+	if (!th_add(s, pid, pid)) {
+		kill(pid, SIGKILL);
+		ptrace(PTRACE_CONT, pid, NULL, NULL);
+		waitpid(pid, status, __WALL);
 		return -ENOMEM;
+	}
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &old);
@@ -492,6 +519,11 @@ int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, in
 			drain_all(s, 0);
 			if (cfd >= 0)
 				ktau_collect_read(cfd, snap);
+			/* The sink failed: the command is not left running. */
+			if (ticking && s->sink.tick(s->sink.arg)) {
+				ticking = 0;
+				kill(pid, SIGKILL);
+			}
 			next += s->interval;
 			if (next < now_s())
 				next = now_s() + s->interval;
@@ -509,6 +541,51 @@ int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, in
 		on_wait(s, w, st);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return ret;
+}
+
+void ssess_set_sink(struct ssess *s, const struct ssess_sink *k)
+{
+	if (k)
+		s->sink = *k;
+	else
+		memset(&s->sink, 0, sizeof(s->sink));
+}
+
+size_t ssess_nthreads(const struct ssess *s)
+{
+	return s->nth;
+}
+
+int ssess_thread(const struct ssess *s, size_t i, struct ssess_thread *out)
+{
+	const struct sthread *t = i < s->nth ? &s->th[i] : NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!t || !t->started)
+		return 0;
+	out->tid = t->tid;
+	out->pid = t->pid;
+	out->start_ns = t->start_ns;
+	out->end_ns = t->end_ns;
+	out->taken = t->taken0 + t->st.taken;
+	out->lost = t->lost0 + t->st.lost;
+	out->nread = t->nread;
+	return 1;
+}
+
+const char *ssess_event(const struct ssess *s, char *buf, size_t size)
+{
+	const char *ev = ktau_sample_event_name(s->spec.event);
+
+	snprintf(buf, size, "%s:%s%llu", ev ? ev : "?",
+		 s->spec.flags & KTAU_LIB_SAMPLE_FREQ ? "@" : "",
+		 (unsigned long long)s->spec.period);
+	return buf;
+}
+
+uint32_t ssess_flags(const struct ssess *s)
+{
+	return s->spec.flags;
 }
 
 /* ---- Output ------------------------------------------------------------ */

@@ -3,6 +3,8 @@
 #ifndef KTAUD_SAMPLE_H
 #define KTAUD_SAMPLE_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ktaud.h"
@@ -48,14 +50,53 @@ int ssess_new(const char *cmd, const char *spec, double interval, unsigned long 
 	      int lines, struct ssess **out);
 void ssess_free(struct ssess *s);
 
+/*
+ * Where the samples go besides the session's counts (ktaud trace --sample):
+ * samples() gets each batch read from thread tid of process pid (th: the
+ * session's index of the thread, see ssess_thread()), oldest first, while
+ * the process's memory map still names its code (u: its user symbols, ks:
+ * the kernel's; either may be NULL); tick() is called every interval of
+ * ssess_trace(), after the buffers were drained. A non-zero return of
+ * samples() is an out of memory warning; of tick(), ssess_trace() kills
+ * the command (SIGKILL) and calls tick() no more.
+ */
+struct ktau_usyms;
+struct ktau_ksyms;
+struct ktau_sample_rec;
+struct ssess_sink {
+	void *arg;
+	int (*samples)(void *arg, size_t th, pid_t tid, pid_t pid,
+		       const struct ktau_sample_rec *v, size_t n, struct ktau_usyms *u,
+		       const struct ktau_ksyms *ks);
+	int (*tick)(void *arg);
+};
+void ssess_set_sink(struct ssess *s, const struct ssess_sink *k);
+
+/* A thread of the session. */
+struct ssess_thread {
+	pid_t tid, pid;
+	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC: right before its first
+					 * start, right after its last read */
+	uint64_t taken, lost;		/* the kernel's counters, over its samplings */
+	uint64_t nread;			/* samples read */
+};
+/* Threads seen so far (index 0 .. n-1). */
+size_t ssess_nthreads(const struct ssess *s);
+/* Thread i into *out: 1, or 0 when it was never sampled. */
+int ssess_thread(const struct ssess *s, size_t i, struct ssess_thread *out);
+/* The event and its period, "cpu-clock:1000000" ("...:@1000" a frequency), into buf. */
+const char *ssess_event(const struct ssess *s, char *buf, size_t size);
+/* The KTAU_LIB_SAMPLE_* flags the session runs with (NO_KERNEL when dropped). */
+uint32_t ssess_flags(const struct ssess *s);
+
 /* In the child before exec: be traced, and stop until the tracer is ready. */
 int ssess_child_prepare(void);
 /*
  * In the parent: trace the command pid (and every thread and process it
  * creates), sample each from its start (after the exec), drain the
  * buffers every interval and at each thread's exit, read the collector
- * cfd into *snap as it goes; returns when pid has exited, with its wait
- * status in *status. 0 or -errno.
+ * cfd (-1: none) into *snap as it goes, then the sink's tick(); returns
+ * when pid has exited, with its wait status in *status. 0 or -errno.
  */
 int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, int *status);
 

@@ -6,6 +6,10 @@
  * Chrome/Perfetto JSON, a gnuplot timeline and the TAU profile of the same
  * run; --input converts a saved raw trace, --check reads an archive back
  * and compares it with the profile, --merge joins the traces of MPI ranks.
+ * --sample also samples the command's threads (sample.c's session, which
+ * then runs the command under ptrace and drains the trace at its ticks):
+ * its samples go into the raw file, the OTF2 archive, the JSON and the
+ * TAU profile (not the gnuplot timeline).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include <linux/ktau.h>
 
 #include "ktaud.h"
+#include "sample.h"
 #include "trace.h"
 
 #define DEFAULT_CAPACITY	65536
@@ -65,6 +70,11 @@ static void help(FILE *f)
 "  -d, --duration S     ... for S seconds (or until it exits; -a: or until\n"
 "                       SIGINT/SIGTERM)\n"
 "  -n, --top N          threads in the timeline (default 8)\n"
+"      --sample SPEC    also sample the command's threads, as 'ktaud sample -e\n"
+"                       SPEC' does (EVENT[:PERIOD][:u|:k]): every sample in\n"
+"                       the timeline, an OTF2 metric \"ktau samples EVENT\" with\n"
+"                       its function and KTAU routine, a JSON instant of\n"
+"                       category \"sample\"; and the sampler's summary\n"
 "      --input RAW      convert a raw trace file into DIR\n"
 "      --check DIR      read DIR's OTF2 archives back (libotf2) and check them:\n"
 "                       nesting and time order per thread, and per routine of\n"
@@ -110,6 +120,22 @@ struct topts {
 	size_t held_len, held_cap;
 	struct ktau_trace_rec *cut;
 	size_t ncut;
+	/*
+	 * --sample: the sampler (sample.c), which traces the command with
+	 * ptrace and drains the trace session at its ticks; the samples of
+	 * each of its threads (by its index), named as they come.
+	 */
+	struct ssess *ss;
+	struct ktau_trace_session *sess;
+	int tick_rc;
+	struct sbucket *sb;
+	size_t nsb;
+	struct trace_strtab snames;
+};
+
+struct sbucket {
+	struct ktau_trace_sample *v;
+	size_t n, cap;
 };
 
 static double now_s(void)
@@ -457,6 +483,39 @@ struct written {
 	uint64_t events;
 };
 
+/*
+ * The samples of t counted per thread and code, as 'ktaud sample' counts
+ * them for its TAU profile (rows "[SAMPLE] function" of the metric of
+ * the event); NULL when it has none or out of memory.
+ */
+static struct ktau_sample_profile *trace_sample_profile(const struct ktau_trace *t)
+{
+	struct ktau_sample_profile *p;
+	size_t j, i;
+
+	if (!t->nsamples || !(p = ktau_sample_profile_new()))
+		return NULL;
+	for (j = 0; j < t->nsthreads; j++) {
+		const struct ktau_trace_sthread *st = &t->sthreads[j];
+
+		for (i = 0; i < st->n && st->first + i < t->nsamples; i++) {
+			const struct ktau_trace_sample *x = &t->samples[st->first + i];
+			struct ktau_sample_place pl = { .tid = st->tid, .pid = st->pid, .id = x->id,
+							.user = x->user, .count = 1 };
+
+			if (x->name < t->nsample_names)
+				pl.sym = t->sample_names[x->name];
+			else if (x->user)
+				pl.sym = "[unknown]";
+			if (ktau_sample_profile_add(p, &pl)) {
+				ktau_sample_profile_free(p);
+				return NULL;
+			}
+		}
+	}
+	return p;
+}
+
 /* Everything but the raw file, from t, into od. An exit code. */
 static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank,
 			  unsigned long top, struct written *wr)
@@ -524,11 +583,21 @@ static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank
 		struct ktau_tau_opts to = { .dense_processes = 1, .has_rank = rank >= 0,
 					    .rank = rank };
 		const char *meta[] = { "KTAU Trace", wr->otf2[0] ? wr->otf2 : "(none)" };
+		struct ktau_sample_profile *sp = NULL;
+		struct ktau_sample_spec spec = { 0 };
 
 		to.extra_meta = meta;
 		to.nextra = 1;
+		/* Sampled (--sample): the samples' metric is their event's, as
+		 * 'ktaud run --sample' writes it. */
+		if (t->sample_event[0] && !ktau_sample_parse(t->sample_event, &spec, NULL)) {
+			to.sample_metric = ktau_sample_event_name(spec.event);
+			to.sample_period_ns = ktau_sample_period_ns(&spec);
+			to.samples = sp = trace_sample_profile(t);
+		}
 		ktau_snap_sort(t->profile);
 		ret = ktau_write_tau_into(od, t->profile, t->reg, &to);
+		ktau_sample_profile_free(sp);
 		if (ret < 0) {
 			rc = outdir_report(ret, "the TAU profile was not written");
 		} else {
@@ -597,6 +666,10 @@ static void fill_meta(struct ktau_trace *t, struct topts *o, char **cmd, int arg
 	t->groups = o->groups;
 	t->realtime_ns = now_ns(CLOCK_REALTIME);
 	t->start_ns = now_ns(CLOCK_MONOTONIC);
+	if (o->ss) {
+		ssess_event(o->ss, t->sample_event, sizeof(t->sample_event));
+		t->sample_flags = ssess_flags(o->ss);
+	}
 }
 
 /* Open the directory and the raw file for a run. An exit code. */
@@ -745,6 +818,166 @@ static int attach_error(int err, const char *who)
 	}
 }
 
+/* ---- --sample: the sampler's samples into the trace ------------------ */
+
+/* A batch of samples of the sampler's thread th: named now, kept. */
+static int on_samples(void *arg, size_t th, pid_t tid, pid_t pid, const struct ktau_sample_rec *v,
+		      size_t n, struct ktau_usyms *u, const struct ktau_ksyms *ks)
+{
+	struct topts *o = arg;
+	struct sbucket *b;
+	char name[512];
+	size_t i;
+	long r;
+
+	(void)tid;
+	(void)pid;
+	if (th >= o->nsb) {
+		size_t cap = th + 16;
+		struct sbucket *nb = realloc(o->sb, cap * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		memset(nb + o->nsb, 0, (cap - o->nsb) * sizeof(*nb));
+		o->sb = nb;
+		o->nsb = cap;
+	}
+	b = &o->sb[th];
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap * 2 > b->n + n ? b->cap * 2 : b->n + n + 256;
+		struct ktau_trace_sample *nv = realloc(b->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		b->v = nv;
+		b->cap = cap;
+	}
+	for (i = 0; i < n; i++) {
+		struct ktau_trace_sample *p = &b->v[b->n++];
+
+		p->ip = v[i].ip;
+		p->time_ns = v[i].time_ns;
+		p->id = v[i].id;
+		p->user = v[i].user;
+		/* Named while the process's memory map is there; the unnamed
+		 * are named by the writers ("[kernel] routine", "[unknown]"). */
+		r = ktau_sample_name(&v[i], u, ks, NULL, name, sizeof(name)) == 1 ?
+		    trace_str_ref(&o->snames, name) : -1;
+		p->name = r >= 0 && r < UINT32_MAX ? (uint32_t)r : UINT32_MAX;
+	}
+	return 0;
+}
+
+/* Every interval of the sampler: the trace session drained. */
+static int on_tick(void *arg)
+{
+	struct topts *o = arg;
+	int ret = drain(o->sess, o, 0);
+
+	if (ret) {
+		o->tick_rc = ret;
+		return ret;
+	}
+	progress(o, 0);
+	return 0;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct ktau_trace_sample *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+static void free_samples(struct topts *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->nsb; i++)
+		free(o->sb[i].v);
+	free(o->sb);
+	o->sb = NULL;
+	o->nsb = 0;
+	trace_strtab_free(&o->snames);
+	memset(&o->snames, 0, sizeof(o->snames));
+}
+
+/*
+ * The samples into the trace: per thread the sampler ever sampled, its
+ * window (widened to its samples' times) and counters, its samples in
+ * time order (a thread without records gets a location of its own in the
+ * archive).
+ */
+static void fill_samples(struct topts *o)
+{
+	struct ktau_trace *t = o->t;
+	struct ssess_thread info;
+	size_t n = ssess_nthreads(o->ss), i, nst = 0, total = 0;
+
+	t->sample_flags = ssess_flags(o->ss);
+	for (i = 0; i < n; i++)
+		if (ssess_thread(o->ss, i, &info)) {
+			nst++;
+			total += i < o->nsb ? o->sb[i].n : 0;
+		}
+	t->sthreads = calloc(nst + 1, sizeof(*t->sthreads));
+	t->samples = malloc((total + 1) * sizeof(*t->samples));
+	if (!t->sthreads || !t->samples) {
+		err_msg("warning: out of memory: the samples are left out of the trace");
+		free(t->sthreads);
+		free(t->samples);
+		t->sthreads = NULL;
+		t->samples = NULL;
+		free_samples(o);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct ktau_trace_sthread *st;
+		struct sbucket *b = i < o->nsb ? &o->sb[i] : NULL;
+		size_t k;
+
+		if (!ssess_thread(o->ss, i, &info))
+			continue;
+		st = &t->sthreads[t->nsthreads++];
+		st->tid = info.tid;
+		st->pid = info.pid;
+		st->start_ns = info.start_ns;
+		st->end_ns = info.end_ns;
+		st->taken = info.taken;
+		st->lost = info.lost;
+		st->first = t->nsamples;
+		st->n = b ? b->n : 0;
+		if (!st->n)
+			continue;
+		/* The kernel gives them oldest first: sorted unless a clock quirk. */
+		for (k = 1; k < b->n && b->v[k - 1].time_ns <= b->v[k].time_ns; k++)
+			;
+		if (k < b->n)
+			qsort(b->v, b->n, sizeof(*b->v), cmp_sample);
+		/*
+		 * The window is ktaud's CLOCK_MONOTONIC around the starts and
+		 * reads; the kernel stamps samples with ktime_get_mono_fast_ns(),
+		 * which may stand a little apart (and a sample be taken right
+		 * before the start returned): the window grows to hold its
+		 * samples, which the raw file keeps within it.
+		 */
+		if (b->v[0].time_ns < st->start_ns)
+			st->start_ns = b->v[0].time_ns;
+		if (b->v[b->n - 1].time_ns > st->end_ns)
+			st->end_ns = b->v[b->n - 1].time_ns;
+		memcpy(t->samples + t->nsamples, b->v, b->n * sizeof(*b->v));
+		t->nsamples += b->n;
+	}
+	/* The names: the trace's now (ktau_trace_free() frees them). */
+	t->sample_names = o->snames.v;
+	t->nsample_names = o->snames.n;
+	free(o->snames.hash);
+	memset(&o->snames, 0, sizeof(o->snames));
+	free_samples(o);
+}
+
 static int trace_command(struct topts *o, char **cmd, int argc)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
@@ -822,8 +1055,14 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 		sigaction(SIGQUIT, &old_quit, NULL);
 		close(pfd[0]);
 		ret = ktau_collect_join(cfd);
+		child_err = 0x10000;
+		/* Sampled: traced by the parent (sample.c), stopped until it is ready. */
+		if (!ret && o->ss) {
+			ret = ssess_child_prepare();
+			child_err = 0x20000;
+		}
 		if (ret) {
-			child_err = 0x10000 | -ret;
+			child_err |= -ret;
 			if (write(pfd[1], &child_err, sizeof(child_err)) < 0)
 				_exit(126);
 			_exit(126);
@@ -845,28 +1084,43 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 			strerror(-ret));
 	close(pfd[1]);
 	rc = 0;
-	for (;;) {
-		w = waitpid(pid, &status, WNOHANG);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			report(-errno, "waitpid");
-			status = 1 << 8;
-			break;
-		}
-		ret = drain(s, o, 0);
+	if (o->ss) {
+		/* The sampler's loop: ptrace stops, its drains, then ours. */
+		struct ssess_sink sk = { .arg = o, .samples = on_samples, .tick = on_tick };
+
+		o->sess = s;
+		ssess_set_sink(o->ss, &sk);
+		ret = ssess_trace(o->ss, pid, cfd, &o->t->profile, &status);
 		if (ret) {
-			rc = ret;
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
+			report(ret, "trace the command");
+			status = 1 << 8;
 		}
-		if (ktau_collect_read(cfd, &o->t->profile) < 0)
-			break;
-		if (w == pid)
-			break;
-		progress(o, 0);
-		sleep_s(o->interval);
+		rc = o->tick_rc;
+	} else {
+		/* Drain while the command runs. */
+		for (;;) {
+			w = waitpid(pid, &status, WNOHANG);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				report(-errno, "waitpid");
+				status = 1 << 8;
+				break;
+			}
+			ret = drain(s, o, 0);
+			if (ret) {
+				rc = ret;
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				break;
+			}
+			if (ktau_collect_read(cfd, &o->t->profile) < 0)
+				break;
+			if (w == pid)
+				break;
+			progress(o, 0);
+			sleep_s(o->interval);
+		}
 	}
 	n = read(pfd[0], &child_err, sizeof(child_err));
 	if (n != sizeof(child_err))
@@ -888,6 +1142,11 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	if (child_err & 0x10000) {
 		err_msg("cannot join the KTAU collector: %s", strerror(child_err & 0xffff));
 		ret = EX_KT_FAIL;
+	} else if (child_err & 0x20000) {
+		err_msg("cannot trace the command to sample its threads (ptrace: %s; see "
+			"kernel.yama.ptrace_scope); trace it without --sample, or sample a "
+			"running process with 'ktaud sample -p PID'", strerror(child_err & 0xffff));
+		ret = EX_KT_PERM;
 	} else if (child_err) {
 		err_msg("cannot run '%s': %s", cmd[0], strerror(child_err));
 		ret = WEXITSTATUS(status);
@@ -911,17 +1170,23 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	}
 	if (udir[0])
 		add_user_routines(o->t, udir);
+	if (o->ss)
+		fill_samples(o);
 	{
 		int frc = finish_run(o, od, rawf, raw);
 
 		rc = frc ? frc : rc;
 	}
+	/* The sampler's summary, as 'ktaud sample' prints it. */
+	if (o->ss && !o->quiet)
+		ssess_summary(o->ss, o->t->reg, 5);
 	/* The command's status, unless it succeeded: then ours. */
 	if (!ret)
 		ret = rc;
 	ktau_trace_free(o->t);
 	free(o->held);
 	free(o->cut);
+	free_samples(o);
 	if (o->exec_ns)
 		munmap(o->exec_ns, sizeof(*o->exec_ns));
 	close(cfd);
@@ -937,6 +1202,7 @@ out:
 	ktau_trace_free(o->t);
 	free(o->held);
 	free(o->cut);
+	free_samples(o);
 	if (o->exec_ns)
 		munmap(o->exec_ns, sizeof(*o->exec_ns));
 	close(cfd);
@@ -1332,6 +1598,11 @@ static int check_one(const char *anchor, struct ktau_trace **tv, size_t n)
 						return 1;
 					}
 	}
+	if (r.sample_threads || r.samples)
+		printf("%s: samples: %llu in the archive, %llu in the raw trace, of %llu sampled "
+		       "threads; %llu problems\n", anchor, (unsigned long long)r.samples,
+		       (unsigned long long)r.samples_in_trace, (unsigned long long)r.sample_threads,
+		       (unsigned long long)r.sample_errors);
 	printf("%s: %s\n", anchor, ret ? "FAILED" : "ok");
 	return ret ? 1 : 0;
 }
@@ -1524,12 +1795,13 @@ int cmd_trace(int argc, char **argv)
 		{ "input", required_argument, NULL, 'I' },
 		{ "check", required_argument, NULL, 'C' },
 		{ "merge", no_argument, NULL, 'M' },
+		{ "sample", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct topts o = { .dir = "ktau-trace", .capacity = DEFAULT_CAPACITY, .interval = 0.05,
 			   .top = 8, .rank = -1 };
-	const char *input = NULL, *check = NULL;
+	const char *input = NULL, *check = NULL, *sample = NULL;
 	char *dir = NULL;
 	double duration = -1;
 	unsigned long v;
@@ -1575,6 +1847,7 @@ int cmd_trace(int argc, char **argv)
 		case 'I': input = optarg; break;
 		case 'C': check = optarg; break;
 		case 'M': do_merge = 1; break;
+		case 'E': sample = optarg; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("trace", "bad option");
 		}
@@ -1583,6 +1856,10 @@ int cmd_trace(int argc, char **argv)
 		return usage_err("trace", "-o needs a directory name");
 	if (!!input + !!check + do_merge + !!pid + all > 1)
 		return usage_err("trace", "--input, --check, --merge, -p and -a go one at a time");
+	if (sample && (input || check || do_merge || pid || all))
+		return usage_err("trace", "--sample goes with a command (ktaud trace --sample SPEC "
+				 "-- command args...); to sample a running process, use "
+				 "'ktaud sample -p PID'");
 	if (check) {
 		if (optind < argc)
 			return usage_err("trace", "--check takes one directory");
@@ -1611,10 +1888,19 @@ int cmd_trace(int argc, char **argv)
 		free(dir);
 		return ret;
 	}
+	/* The sampler first: a spec or a kernel that cannot sample writes nothing. */
+	if (sample) {
+		ret = ssess_new("trace", sample, o.interval, 0, 0, &o.ss);
+		if (ret) {
+			free(dir);
+			return ret;
+		}
+	}
 	o.rank = ktau_mpi_rank();
 	o.self = getpid();
 	ret = all ? trace_all(&o, duration) : pid ? trace_pid(&o, pid, duration) :
 	      trace_command(&o, argv + optind, argc - optind);
+	ssess_free(o.ss);
 	free(dir);
 	return ret;
 }

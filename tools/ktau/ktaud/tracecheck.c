@@ -3,7 +3,10 @@
  * ktaud trace --check: read an OTF2 archive back with libotf2 and check it
  * on its own (enter/leave nesting and time order per location) and against
  * the profile of the same run that the raw trace file holds (pairs per
- * routine = the profile's calls, inclusive time = the profile's).
+ * routine = the profile's calls, inclusive time = the profile's), and its
+ * samples against the raw trace's (counts, windows, running counts, and
+ * each one's time, address and function in the order the writer puts
+ * them: trace_location_samples).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +26,11 @@ struct frame {
 	uint64_t ts;
 };
 
+/* A sampler's window on a location. */
+struct window {
+	uint64_t start, end;
+};
+
 struct cloc {
 	uint64_t ref;
 	uint64_t last_ts;
@@ -33,6 +41,20 @@ struct cloc {
 	uint32_t *active;		/* activations open, per region */
 	uint64_t lost;			/* last value of the lost metric */
 	int seen;
+	/* Samples: the windows of its sampled threads, their samples in the
+	 * raw traces, the sample metrics read. */
+	struct window *win;
+	size_t nwin;
+	uint64_t samples_expected, samples;
+	int sampled;
+	/* ... and the raw traces' samples of the location in the archive's
+	 * order (of trace want_t); gone: its thread exited, and its tid was
+	 * in use again from then on (when gone_set). */
+	const struct ktau_trace *want_t;
+	const struct ktau_trace_sample **want;
+	size_t nwant;
+	int prepared, gone_set;
+	uint64_t gone;
 };
 
 struct cstate {
@@ -43,6 +65,10 @@ struct cstate {
 	uint32_t *region_name;		/* string of each region */
 	uint8_t *region_user;		/* paradigm user: not in the profile */
 	size_t nregions;
+	uint32_t *member_name;		/* string of each metric member */
+	size_t nmembers;
+	uint64_t sample_class;		/* the samples' metric class; UINT64_MAX: none */
+	uint64_t attr_function;		/* attribute "sampled function"; UINT64_MAX: none */
 	struct trace_check *res;
 	FILE *log;
 	int reports;
@@ -152,6 +178,62 @@ static OTF2_CallbackCode def_region(void *ud, OTF2_RegionRef self, OTF2_StringRe
 	return OTF2_CALLBACK_SUCCESS;
 }
 
+static OTF2_CallbackCode def_metric_member(void *ud, OTF2_MetricMemberRef self,
+					   OTF2_StringRef name, OTF2_StringRef desc,
+					   OTF2_MetricType mtype, OTF2_MetricMode mode,
+					   OTF2_Type vtype, OTF2_Base base, int64_t exp,
+					   OTF2_StringRef unit)
+{
+	struct cstate *s = ud;
+
+	(void)desc; (void)mtype; (void)mode; (void)vtype; (void)base; (void)exp; (void)unit;
+	if (self >= MAX_REGIONS)
+		return OTF2_CALLBACK_INTERRUPT;
+	if (self >= s->nmembers) {
+		size_t n = (size_t)self + 16;
+		uint32_t *v = realloc(s->member_name, n * sizeof(*v));
+
+		if (!v)
+			return OTF2_CALLBACK_INTERRUPT;
+		memset(v + s->nmembers, 0xff, (n - s->nmembers) * sizeof(*v));
+		s->member_name = v;
+		s->nmembers = n;
+	}
+	s->member_name[self] = name;
+	return OTF2_CALLBACK_SUCCESS;
+}
+
+/* The samples' class: its first member is "ktau samples <event>". */
+static OTF2_CallbackCode def_metric_class(void *ud, OTF2_MetricRef self, uint8_t n,
+					  const OTF2_MetricMemberRef *members,
+					  OTF2_MetricOccurrence occ, OTF2_RecorderKind kind)
+{
+	struct cstate *s = ud;
+	uint32_t name;
+
+	(void)occ; (void)kind;
+	if (n != 2 || members[0] >= s->nmembers)
+		return OTF2_CALLBACK_SUCCESS;
+	name = s->member_name[members[0]];
+	if (name < s->nstrings && s->strings[name] &&
+	    !strncmp(s->strings[name], "ktau samples ", 13))
+		s->sample_class = self;
+	return OTF2_CALLBACK_SUCCESS;
+}
+
+/* The attribute of a sample that names its function. */
+static OTF2_CallbackCode def_attribute(void *ud, OTF2_AttributeRef self, OTF2_StringRef name,
+				       OTF2_StringRef desc, OTF2_Type type)
+{
+	struct cstate *s = ud;
+
+	(void)desc;
+	if (type == OTF2_TYPE_STRING && name < s->nstrings && s->strings[name] &&
+	    !strcmp(s->strings[name], "sampled function"))
+		s->attr_function = self;
+	return OTF2_CALLBACK_SUCCESS;
+}
+
 /* The location's counters, allocated at its first event. */
 static struct cloc *event_loc(struct cstate *s, uint64_t ref, uint64_t ts)
 {
@@ -251,11 +333,174 @@ static OTF2_CallbackCode ev_metric(OTF2_LocationRef loc, OTF2_TimeStamp ts, void
 {
 	struct cstate *s = ud;
 	struct cloc *l = event_loc(s, loc, ts);
+	const struct ktau_trace_sample *p;
+	OTF2_StringRef fn;
+	char name[256];
+	size_t w;
 
-	(void)al;
 	if (l && metric == 0 && n == 1 && types[0] == OTF2_TYPE_UINT64)
 		l->lost = vals[0].unsigned_int;
+	if (!l || metric != s->sample_class)
+		return s->err ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
+	/* A sample: its running count, and within a window of its location. */
+	s->res->samples++;
+	l->samples++;
+	if (n != 2 || types[0] != OTF2_TYPE_UINT64 || vals[0].unsigned_int != l->samples) {
+		say(s, "location %" PRIu64 ": sample %" PRIu64 " at %" PRIu64 " has the count %" PRIu64,
+		    loc, l->samples, ts, n ? vals[0].unsigned_int : 0);
+		s->res->sample_errors++;
+	}
+	for (w = 0; w < l->nwin; w++)
+		if (ts >= l->win[w].start && ts <= l->win[w].end)
+			break;
+	if (w == l->nwin && l->sampled) {
+		say(s, "location %" PRIu64 ": a sample at %" PRIu64 " ns, outside its sampler's window",
+		    loc, ts);
+		s->res->sample_errors++;
+	}
+	if (l->gone_set && ts > l->gone) {
+		say(s, "location %" PRIu64 ": a sample at %" PRIu64 " ns, after its thread exited (tid %d "
+		    "was in use again from %" PRIu64 " ns)", loc, ts, (int32_t)(loc & 0xffffffff),
+		    l->gone);
+		s->res->sample_errors++;
+	}
+	/* The raw trace's sample in the same place: its time, ip, function. */
+	if (l->samples > l->nwant || n != 2 || types[1] != OTF2_TYPE_UINT64)
+		return s->err ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
+	p = l->want[l->samples - 1];
+	if (ts != p->time_ns || vals[1].unsigned_int != p->ip) {
+		say(s, "location %" PRIu64 ": sample %" PRIu64 " at %" PRIu64 " ns, ip %#" PRIx64 "; the "
+		    "raw trace's at %" PRIu64 " ns, ip %#" PRIx64, loc, l->samples, ts,
+		    vals[1].unsigned_int, p->time_ns, p->ip);
+		s->res->sample_errors++;
+	} else if (s->attr_function != UINT64_MAX) {
+		trace_sample_name(l->want_t, p, name, sizeof(name));
+		if (!al || OTF2_AttributeList_GetStringRef(al, (OTF2_AttributeRef)s->attr_function,
+							   &fn) != OTF2_SUCCESS) {
+			say(s, "location %" PRIu64 ": sample %" PRIu64 " at %" PRIu64 " ns without its "
+			    "function; the raw trace's in '%s'", loc, l->samples, ts, name);
+			s->res->sample_errors++;
+		} else if (fn >= s->nstrings || !s->strings[fn] || strcmp(s->strings[fn], name)) {
+			say(s, "location %" PRIu64 ": sample %" PRIu64 " at %" PRIu64 " ns in '%s'; the "
+			    "raw trace's in '%s'", loc, l->samples, ts,
+			    fn < s->nstrings && s->strings[fn] ? s->strings[fn] : "?", name);
+			s->res->sample_errors++;
+		}
+	}
 	return s->err ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
+}
+
+/*
+ * Location l (of thread i of t, SIZE_MAX: none; its samples those of the
+ * sampled threads with loc[j] == l->ref): the raw trace's samples in the
+ * archive's order, and when its thread exited and a later thread of t has
+ * its tid, from when that one's records start: by then it was gone.
+ */
+static int prepare_location(struct cloc *l, const struct ktau_trace *t, size_t i,
+			    const uint64_t *loc)
+{
+	const struct ktau_trace_thread *th = i < t->nthreads ? &t->threads[i] : NULL;
+	uint64_t a, b;
+	size_t m;
+	int ret;
+
+	l->prepared = 1;
+	l->want_t = t;
+	ret = trace_location_samples(t, th, loc, l->ref, &l->want, &l->nwant);
+	if (ret || !th || !(th->flags & KTAU_LIB_TRACE_EXITED))
+		return ret;
+	for (m = i + 1; m < t->nthreads; m++)
+		if (t->threads[m].tid == th->tid && trace_thread_span(&t->threads[m], &a, &b) &&
+		    (!l->gone_set || a < l->gone)) {
+			l->gone = a;
+			l->gone_set = 1;
+		}
+	return 0;
+}
+
+/*
+ * The sampled threads of the raw traces: their own consistency (counters,
+ * samples in the window, time order), and their windows and samples onto
+ * the locations they go to.
+ */
+static int prepare_samples(struct cstate *s, struct ktau_trace *const *tv, size_t ntraces)
+{
+	size_t k, j, i;
+	int ret;
+
+	for (k = 0; k < ntraces; k++) {
+		const struct ktau_trace *t = tv[k];
+		uint64_t *loc;
+		size_t *thread;
+
+		if (!t->nsthreads)
+			continue;
+		if (trace_sample_locations(t, k, &loc, &thread))
+			return -ENOMEM;
+		for (j = 0; j < t->nsthreads; j++) {
+			const struct ktau_trace_sthread *st = &t->sthreads[j];
+			struct cloc *l = find_loc(s, loc[j]);
+			uint64_t prev = 0;
+
+			s->res->sample_threads++;
+			s->res->samples_in_trace += st->n;
+			if (st->first > t->nsamples || st->n > t->nsamples - st->first) {
+				say(s, "sampled thread %d: samples %zu..%zu, the trace has %zu", st->tid,
+				    st->first, st->first + st->n, t->nsamples);
+				s->res->sample_errors++;
+				continue;
+			}
+			if (st->lost > st->taken || st->n > st->taken - st->lost) {
+				say(s, "sampled thread %d: %zu samples and %" PRIu64 " lost, but %" PRIu64
+				    " taken", st->tid, st->n, st->lost, st->taken);
+				s->res->sample_errors++;
+			}
+			for (i = 0; i < st->n; i++) {
+				uint64_t ts = t->samples[st->first + i].time_ns;
+
+				if (ts < st->start_ns || ts > st->end_ns) {
+					say(s, "sampled thread %d: sample %zu at %" PRIu64 " ns, outside "
+					    "its sampler's window %" PRIu64 "..%" PRIu64, st->tid, i, ts,
+					    st->start_ns, st->end_ns);
+					s->res->sample_errors++;
+				}
+				if (ts < prev) {
+					say(s, "sampled thread %d: sample %zu at %" PRIu64 " ns, before "
+					    "the one before it (%" PRIu64 ")", st->tid, i, ts, prev);
+					s->res->sample_errors++;
+				}
+				prev = ts;
+			}
+			if (!l) {
+				say(s, "sampled thread %d: no location %" PRIu64 " in the archive",
+				    st->tid, loc[j]);
+				s->res->sample_errors++;
+				continue;
+			}
+			{
+				struct window *v = realloc(l->win, (l->nwin + 1) * sizeof(*v));
+
+				if (!v) {
+					free(loc);
+					free(thread);
+					return -ENOMEM;
+				}
+				l->win = v;
+				l->win[l->nwin++] = (struct window){ st->start_ns, st->end_ns };
+			}
+			l->sampled = 1;
+			l->samples_expected += st->n;
+			ret = l->prepared ? 0 : prepare_location(l, t, thread[j], loc);
+			if (ret) {
+				free(loc);
+				free(thread);
+				return ret;
+			}
+		}
+		free(loc);
+		free(thread);
+	}
+	return 0;
 }
 
 /* The function ID of a region name in reg (generated names included). */
@@ -391,7 +636,8 @@ static void compare(struct cstate *s, struct cloc *l, struct ktau_trace *const *
 int trace_check_archive(const char *path, struct ktau_trace *const *tv, size_t ntraces,
 			FILE *log, struct trace_check *res)
 {
-	struct cstate s = { .res = res, .log = log };
+	struct cstate s = { .res = res, .log = log, .sample_class = UINT64_MAX,
+			    .attr_function = UINT64_MAX };
 	OTF2_Reader *rd;
 	OTF2_GlobalDefReader *gdr;
 	OTF2_GlobalDefReaderCallbacks *dcb;
@@ -415,6 +661,9 @@ int trace_check_archive(const char *path, struct ktau_trace *const *tv, size_t n
 	OTF2_GlobalDefReaderCallbacks_SetStringCallback(dcb, def_string);
 	OTF2_GlobalDefReaderCallbacks_SetLocationCallback(dcb, def_location);
 	OTF2_GlobalDefReaderCallbacks_SetRegionCallback(dcb, def_region);
+	OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(dcb, def_metric_member);
+	OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(dcb, def_metric_class);
+	OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(dcb, def_attribute);
 	OTF2_Reader_RegisterGlobalDefCallbacks(rd, gdr, dcb, &s);
 	OTF2_GlobalDefReaderCallbacks_Delete(dcb);
 	if (OTF2_Reader_ReadAllGlobalDefinitions(rd, gdr, &n) != OTF2_SUCCESS) {
@@ -423,6 +672,9 @@ int trace_check_archive(const char *path, struct ktau_trace *const *tv, size_t n
 	}
 	qsort(s.locs, s.nlocs, sizeof(*s.locs), cmp_loc);
 	res->locations = s.nlocs;
+	ret = prepare_samples(&s, tv, ntraces);
+	if (ret)
+		goto out;
 	for (k = 0; k < s.nlocs; k++)
 		OTF2_Reader_SelectLocation(rd, s.locs[k].ref);
 	defs = OTF2_Reader_OpenDefFiles(rd) == OTF2_SUCCESS;
@@ -466,6 +718,12 @@ int trace_check_archive(const char *path, struct ktau_trace *const *tv, size_t n
 			    s.locs[k].ref, s.locs[k].sp);
 			res->unclosed++;
 		}
+		if (s.locs[k].samples != s.locs[k].samples_expected) {
+			say(&s, "location %" PRIu64 ": %" PRIu64 " samples in the archive, %" PRIu64
+			    " in the raw trace", s.locs[k].ref, s.locs[k].samples,
+			    s.locs[k].samples_expected);
+			res->sample_errors++;
+		}
 		compare(&s, &s.locs[k], tv, ntraces);
 	}
 	/* Threads of the profiles with traced calls and no location. */
@@ -496,7 +754,7 @@ int trace_check_archive(const char *path, struct ktau_trace *const *tv, size_t n
 		}
 	}
 	ret = res->nesting_errors || res->time_errors || res->unclosed || res->count_mismatches ||
-	      res->time_mismatches || res->missing;
+	      res->time_mismatches || res->missing || res->sample_errors;
 out:
 	OTF2_Reader_Close(rd);
 	for (k = 0; k < s.nlocs; k++) {
@@ -505,6 +763,8 @@ out:
 		free(s.locs[k].incl);
 		free(s.locs[k].incl_all);
 		free(s.locs[k].active);
+		free(s.locs[k].win);
+		free(s.locs[k].want);
 	}
 	free(s.locs);
 	for (k = 0; k < s.nstrings; k++)
@@ -512,6 +772,7 @@ out:
 	free(s.strings);
 	free(s.region_name);
 	free(s.region_user);
+	free(s.member_name);
 	if (s.reports > MAX_REPORTS)
 		fprintf(log, "(%d more problems not shown)\n", s.reports - MAX_REPORTS);
 	return ret;

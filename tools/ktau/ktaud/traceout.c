@@ -21,6 +21,9 @@ static uint64_t trace_t0(const struct ktau_trace *t)
 		for (j = 0; j < t->threads[i].nrecs; j++)
 			if (t->threads[i].recs[j].start_ns < t0)
 				t0 = t->threads[i].recs[j].start_ns;
+	for (i = 0; i < t->nsamples; i++)
+		if (t->samples[i].time_ns < t0)
+			t0 = t->samples[i].time_ns;
 	return t0 == UINT64_MAX ? 0 : t0;
 }
 
@@ -55,6 +58,80 @@ static struct json_object *base(const char *ph, const char *name, int pid, int t
 	json_object_object_add(o, "pid", json_object_new_int(pid));
 	json_object_object_add(o, "tid", json_object_new_int(tid));
 	return o;
+}
+
+/* Index of the first thread of t with tid (and pid, when pid >= 0); nthreads when none. */
+static size_t find_thread(const struct ktau_trace *t, int32_t tid, int32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < t->nthreads; i++)
+		if ((tid < 0 || t->threads[i].tid == tid) && (pid < 0 || t->threads[i].pid == pid))
+			break;
+	return i;
+}
+
+/*
+ * The samples of sampled thread j: an instant each ("cat":"sample", its
+ * function as name); a thread without records gets its name first, and
+ * its process too when it has none.
+ */
+static int json_samples(FILE *f, const struct ktau_trace *t, size_t j, uint64_t t0, int *first)
+{
+	const struct ktau_trace_sthread *st = &t->sthreads[j];
+	struct json_object *o, *a;
+	char comm[17] = "", buf[256];
+	size_t i, m;
+	int ret = 0;
+
+	if (find_thread(t, st->tid, st->pid) == t->nthreads) {
+		for (m = 0; m < j; m++)
+			if (t->sthreads[m].tid == st->tid && t->sthreads[m].pid == st->pid)
+				break;
+		i = find_thread(t, -1, st->pid);
+		if (i < t->nthreads) {
+			memcpy(comm, t->threads[i].comm, 16);
+			comm[16] = '\0';
+		}
+		if (m == j && i == t->nthreads) {
+			for (m = 0; m < j; m++)
+				if (t->sthreads[m].pid == st->pid)
+					break;
+			if (m == j) {
+				o = base("M", "process_name", st->pid, st->tid);
+				a = json_object_new_object();
+				snprintf(buf, sizeof(buf), "pid %d", st->pid);
+				json_object_object_add(a, "name", json_object_new_string(buf));
+				json_object_object_add(o, "args", a);
+				ret = emit(f, o, first);
+			}
+			m = j;
+		}
+		if (!ret && m == j) {
+			o = base("M", "thread_name", st->pid, st->tid);
+			a = json_object_new_object();
+			json_object_object_add(a, "name", json_object_new_string(comm[0] ? comm :
+										  "sampled"));
+			json_object_object_add(o, "args", a);
+			ret = emit(f, o, first);
+		}
+	}
+	for (i = 0; i < st->n && st->first + i < t->nsamples && !ret; i++) {
+		const struct ktau_trace_sample *p = &t->samples[st->first + i];
+
+		o = base("i", trace_sample_name(t, p, buf, sizeof(buf)), st->pid, st->tid);
+		json_object_object_add(o, "cat", json_object_new_string("sample"));
+		json_object_object_add(o, "s", json_object_new_string("t"));
+		json_object_object_add(o, "ts", us(p->time_ns - t0));
+		a = json_object_new_object();
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)p->ip);
+		json_object_object_add(a, "ip", json_object_new_string(buf));
+		json_object_object_add(a, "routine", json_object_new_string(ktau_trace_name(t, p->id)));
+		json_object_object_add(a, "user", json_object_new_int(p->user ? 1 : 0));
+		json_object_object_add(o, "args", a);
+		ret = emit(f, o, first);
+	}
+	return ret;
 }
 
 int trace_write_json(FILE *f, const struct ktau_trace *t)
@@ -128,6 +205,8 @@ int trace_write_json(FILE *f, const struct ktau_trace *t)
 			ret = emit(f, o, &first);
 		}
 	}
+	for (i = 0; i < t->nsthreads && !ret; i++)
+		ret = json_samples(f, t, i, t0, &first);
 	if (!ret && fprintf(f, "\n]}\n") < 0)
 		ret = -EIO;
 	return ret;

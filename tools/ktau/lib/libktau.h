@@ -51,9 +51,9 @@ extern "C" {
 
 /* The version of this header; ktau_version() gives the library's. */
 #define LIBKTAU_VERSION_MAJOR 2
-#define LIBKTAU_VERSION_MINOR 2
+#define LIBKTAU_VERSION_MINOR 3
 #define LIBKTAU_VERSION_PATCH 0
-#define LIBKTAU_VERSION "2.2.0"
+#define LIBKTAU_VERSION "2.3.0"
 
 /*
  * The version of the library that is running ("2.0.0"), which may be
@@ -1057,12 +1057,42 @@ struct ktau_trace {
 	 * by ktau_trace_free()). Raw trace files keep them from version 2. */
 	struct ktau_trace_cut *cuts;
 	size_t ncuts;
+	/* (libktau 2.3) Samples taken beside the trace (ktaud trace
+	 * --sample): the sampler's event ("" when none were taken), and per
+	 * sampled thread its window and the kernel's counters, with its
+	 * samples in time order. Raw trace files keep them from version 3
+	 * (malloc'd; freed by ktau_trace_free()). */
+	char sample_event[32];		/* "cpu-clock:1000000", ... */
+	uint32_t sample_flags;		/* KTAU_SAMPLE_* flags it ran with */
+	struct ktau_trace_sthread *sthreads;
+	size_t nsthreads;
+	struct ktau_trace_sample *samples;	/* thread by thread, as sthreads */
+	size_t nsamples;
+	char **sample_names;		/* what samples[].name indexes */
+	size_t nsample_names;
 };
 
 struct ktau_trace_cut {
 	int32_t tid;
 	uint32_t id;			/* function ID */
 	uint64_t calls;
+};
+
+/* One sample of a trace (struct ktau_sample_rec, named when taken). */
+struct ktau_trace_sample {
+	uint64_t ip;			/* 0: a kernel address hidden from the reader */
+	uint64_t time_ns;		/* CLOCK_MONOTONIC */
+	uint32_t id;			/* KTAU routine in progress (10: user mode) */
+	uint32_t user;			/* 1: taken in user mode */
+	uint32_t name;			/* index in sample_names; UINT32_MAX: none */
+};
+
+/* A sampled thread of a trace. */
+struct ktau_trace_sthread {
+	int32_t tid, pid;
+	uint64_t start_ns, end_ns;	/* its sampler ran within [start_ns, end_ns] */
+	uint64_t taken, lost;		/* the kernel's counters when it stopped */
+	size_t first, n;		/* its samples: samples[first .. first + n) */
 };
 
 /* Record ids of user routines: this bit and the index of their name. */
@@ -1102,6 +1132,13 @@ int ktau_trace_file_append_trace(struct ktau_trace_file *tf, const struct ktau_t
 /* The records from..to-1 of th as one chunk (its tid, pid, comm, lost; flags). */
 int ktau_trace_file_append_thread(struct ktau_trace_file *tf, const struct ktau_trace_thread *th,
 				  size_t from, size_t to, uint32_t flags);
+/*
+ * With t->sample_event set, finish also writes t's samples (version 3;
+ * -EINVAL, ktau_trace_error() saying why, when the reader would refuse
+ * them): set it before start, else finish moves the chunks written to
+ * make room in the header. A file is version 1 until finish (a reader of
+ * version 1 reads the chunks of one whose writer stopped).
+ */
 int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t);
 /* Read a raw trace file; -EBADMSG (ktau_trace_error() says why). */
 int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out);

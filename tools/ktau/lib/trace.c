@@ -4,12 +4,14 @@
  * walker of the chunk stream that read() returns, the per-thread model
  * of a trace, and raw trace files.
  *
- * Raw trace file (little-endian, as the host; version 2 when it has a
- * cut part, else 1, so that a reader of version 1 reads what it can):
+ * Raw trace file (little-endian, as the host; version 3 when it has a
+ * samples part, else 2 when it has a cut part, else 1, so that a reader
+ * of an earlier version reads what it can):
  *
  *	0    char     magic[8]      "KTAUTRAC"
- *	8    u32      version       1 or 2
- *	12   u32      hdr_size      320
+ *	8    u32      version       1, 2 or 3
+ *	12   u32      hdr_size      320; 328 in version 3 (and in an unfinished
+ *	                            version 1 file that was to have samples)
  *	16   u32      abi_major     of the records
  *	20   u32      abi_minor
  *	24   u32      flags         bit 0: complete (the sizes below are set);
@@ -22,15 +24,16 @@
  *	56   u64      groups        1 << KTAU_GROUP_*; 0: every group
  *	64   u64      chunks_len    bytes of chunks after the header
  *	72   u32      funcs_len     bytes of registry text after the chunks
- *	76   u32      cut_len       bytes of the cut part at the end (0 in
- *	                            version 1)
+ *	76   u32      cut_len       bytes of the cut part (0 in version 1)
  *	80   u64      prof_len      bytes of profile records after that
  *	88   u64      stats[6]      struct ktau_trace_stats of the session
  *	136  char     hostname[64]  NUL-terminated
  *	200  char     release[64]   NUL-terminated
  *	264  char     command[48]   NUL-terminated (cut)
  *	312  u64      user_len      bytes of user routines after the profile
- *	320  the chunks as read() returned them, then the registry text
+ *	320  u64      sample_len    (version 3 only) bytes of the samples part
+ *	                            at the end
+ *	hdr_size: the chunks as read() returned them, then the registry text
  *	     ("id group name" lines), then the profile of the same run as
  *	     KTAU_IOC_SNAPSHOT records, then the user's own routines: u32
  *	     the number of names, the names (u32 length, bytes), zeros to a
@@ -39,14 +42,37 @@
  *	     u32 0, and n entries { s32 tid, u32 id, u64 calls }: calls of
  *	     routine id that the writer cut from thread tid's profile (ktaud
  *	     trace leaves out what the command's first process ran before
- *	     its exec), sorted by tid and id; the file ends with it.
+ *	     its exec), sorted by tid and id; then (version 3) the samples
+ *	     part, which ends the file. Its offsets, from its start:
  *
- * A file whose writer did not finish (flag 0 clear) holds chunks to its
- * end; it is read up to its last whole chunk and marked truncated.
+ *	0    char     event[32]     the sampler's event, NUL-terminated, zeros
+ *	                            after it; "": no samples (every count 0)
+ *	32   u32      flags         KTAU_SAMPLE_* flags the sampler ran with
+ *	36   u32      nthreads      sampled threads
+ *	40   u32      nnames        names of samples
+ *	44   u32      reserved      0
+ *	48   u64      nsamples      the sum of the threads' n
+ *	56   the names: nnames x { u32 length (> 0), bytes (no NUL) }, zeros
+ *	     to a multiple of 8 (from the part's start); then nthreads x 48
+ *	     bytes { s32 tid, s32 pid, u64 start_ns, end_ns, taken, lost, n }
+ *	     (the sampler ran within [start_ns, end_ns]; the kernel's counters
+ *	     when it stopped; n samples); then the samples, thread by thread
+ *	     in that order, in time order within a thread and within its
+ *	     window, nsamples x 32 bytes { u64 ip, u64 time_ns, u32 id, u32
+ *	     flags (bit 0: user mode), u32 name (index of a name, or
+ *	     0xffffffff: none), u32 0 }.
+ *
+ * A file whose writer did not finish (flag 0 clear; every length 0, the
+ * samples' too) holds chunks to its end; it is read up to its last whole
+ * chunk and marked truncated. The writer starts every file as version 1,
+ * with a header of 328 bytes when samples are to come (sample_len 0 until
+ * then), which readers of version 1 take (they skip hdr_size bytes), and
+ * sets the version at finish.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,8 +84,9 @@
 
 #define KTAU_PATH_TRACE		"/proc/ktau/trace"
 #define TRACEFILE_MAGIC		"KTAUTRAC"
-#define TRACEFILE_VERSION	2
-#define TRACEFILE_HDR		320
+#define TRACEFILE_VERSION	3	/* the newest read */
+#define TRACEFILE_HDR		320	/* versions 1 and 2 */
+#define TRACEFILE_HDR3		328	/* version 3: and sample_len */
 #define TF_COMPLETE		0x1
 #define TF_KERNEL_PROFILE	0x2
 #define TF_FLAGS		0x3
@@ -85,9 +112,35 @@ struct tracefile_hdr {
 	char release[64];
 	char command[48];
 	uint64_t user_len;
+	uint64_t sample_len;		/* version 3 */
 };
 
-_Static_assert(sizeof(struct tracefile_hdr) == TRACEFILE_HDR, "trace file header");
+/* The samples part: its head, a sampled thread, a sample. */
+struct tracefile_samples {
+	char event[32];
+	uint32_t flags;
+	uint32_t nthreads;
+	uint32_t nnames;
+	uint32_t reserved;
+	uint64_t nsamples;
+};
+
+struct tracefile_sthread {
+	int32_t tid, pid;
+	uint64_t start_ns, end_ns, taken, lost, n;
+};
+
+struct tracefile_sample {
+	uint64_t ip, time_ns;
+	uint32_t id, flags, name, reserved;
+};
+
+#define TF_SAMPLE_USER		0x1
+
+_Static_assert(sizeof(struct tracefile_hdr) == TRACEFILE_HDR3 &&
+	       offsetof(struct tracefile_hdr, sample_len) == TRACEFILE_HDR, "trace file header");
+_Static_assert(sizeof(struct tracefile_samples) == 56 && sizeof(struct tracefile_sthread) == 48 &&
+	       sizeof(struct tracefile_sample) == 32, "trace file samples");
 _Static_assert(sizeof(struct ktau_trace_record) == sizeof(struct ktau_trace_rec),
 	       "trace record");
 _Static_assert(sizeof(struct ktau_trace_chunk) == 48, "trace chunk");
@@ -310,6 +363,11 @@ void ktau_trace_free(struct ktau_trace *t)
 	ktau_registry_free(t->reg);
 	ktau_snap_free(t->profile);
 	free(t->cuts);
+	free(t->sthreads);
+	free(t->samples);
+	for (i = 0; i < t->nsample_names; i++)
+		free(t->sample_names[i]);
+	free(t->sample_names);
 	free(t);
 }
 
@@ -600,15 +658,22 @@ int ktau_trace_add_user(struct ktau_trace *t, const void *buf, size_t len)
 
 struct ktau_trace_file {
 	int fd;
+	uint32_t hdr_size;		/* TRACEFILE_HDR3: room for samples */
 	uint64_t chunks_len;
 };
 
-static void fill_hdr(struct tracefile_hdr *h, const struct ktau_trace *t)
+/*
+ * The header of a file started (or finished) with @hdr_size bytes: version
+ * 1, also with room for the samples' length, so that a reader of version 1
+ * (libktau 2.2) reads the chunks of a file whose writer stopped before
+ * finish; finish sets the version of what it wrote.
+ */
+static void fill_hdr(struct tracefile_hdr *h, const struct ktau_trace *t, uint32_t hdr_size)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, TRACEFILE_MAGIC, 8);
 	h->version = 1;
-	h->hdr_size = TRACEFILE_HDR;
+	h->hdr_size = hdr_size;
 	h->abi_major = KTAU_ABI_VERSION_MAJOR;
 	h->abi_minor = KTAU_ABI_VERSION_MINOR;
 	h->rank = t->rank;
@@ -633,15 +698,18 @@ int ktau_trace_file_start(int fd, const struct ktau_trace *t, struct ktau_trace_
 	struct ktau_trace_file *tf;
 	int ret;
 
+	uint32_t hdr_size = t->sample_event[0] ? TRACEFILE_HDR3 : TRACEFILE_HDR;
+
 	*out = NULL;
-	fill_hdr(&h, t);
-	ret = ktau__write_all(fd, &h, sizeof(h));
+	fill_hdr(&h, t, hdr_size);
+	ret = ktau__write_all(fd, &h, hdr_size);
 	if (ret)
 		return ret;
 	tf = calloc(1, sizeof(*tf));
 	if (!tf)
 		return -ENOMEM;
 	tf->fd = fd;
+	tf->hdr_size = hdr_size;
 	*out = tf;
 	return 0;
 }
@@ -797,17 +865,298 @@ static int parse_cuts(struct ktau_trace *t, const char *p, size_t len)
 	return 0;
 }
 
+/* The samples part of a file: @len bytes at @p, into t's sample fields. */
+static int parse_samples(struct ktau_trace *t, const char *p, size_t len)
+{
+	struct tracefile_samples sh;
+	const char *end;
+	size_t off = sizeof(sh), i, k, at = 0, rest;
+
+	if (len < sizeof(sh))
+		return fail(-EBADMSG, "samples part of %zu bytes (its head is %zu)", len, sizeof(sh));
+	memcpy(&sh, p, sizeof(sh));
+	end = memchr(sh.event, '\0', sizeof(sh.event));
+	if (!end)
+		return fail(-EBADMSG, "samples part: the event is not NUL-terminated");
+	for (i = (size_t)(end - sh.event); i < sizeof(sh.event); i++)
+		if (sh.event[i])
+			return fail(-EBADMSG, "samples part: bytes after the event's NUL are not 0");
+	if (sh.reserved)
+		return fail(-EBADMSG, "samples part: reserved field %#x is not 0", sh.reserved);
+	if (sh.flags & ~(uint32_t)KTAU_SAMPLE_FLAGS)
+		return fail(-EBADMSG, "samples part: unknown sampler flags %#x", sh.flags);
+	if (!sh.event[0] && (sh.flags || sh.nthreads || sh.nnames || sh.nsamples))
+		return fail(-EBADMSG, "samples part without an event has flags %#x, %u threads, "
+			    "%u names, %llu samples", sh.flags, sh.nthreads, sh.nnames,
+			    (unsigned long long)sh.nsamples);
+	memcpy(t->sample_event, sh.event, sizeof(t->sample_event));
+	t->sample_flags = sh.flags;
+	/* The names: 5 bytes each at least. */
+	if (sh.nnames > (len - off) / 5)
+		return fail(-EBADMSG, "samples part: %u names in %zu bytes", sh.nnames, len - off);
+	t->sample_names = calloc((size_t)sh.nnames + 1, sizeof(*t->sample_names));
+	if (!t->sample_names)
+		return -ENOMEM;
+	for (i = 0; i < sh.nnames; i++) {
+		uint32_t l;
+
+		if (len - off < 4)
+			return fail(-EBADMSG, "samples part: name %zu cut short", i);
+		memcpy(&l, p + off, 4);
+		off += 4;
+		if (l > len - off)
+			return fail(-EBADMSG, "samples part: name %zu of %u bytes cut short", i, l);
+		if (!l || memchr(p + off, '\0', l))
+			return fail(-EBADMSG, "samples part: name %zu %s", i,
+				    l ? "has a NUL inside" : "is empty");
+		t->sample_names[i] = strndup(p + off, l);
+		if (!t->sample_names[i])
+			return -ENOMEM;
+		t->nsample_names++;
+		off += l;
+	}
+	for (; off % 8; off++)
+		if (off >= len || p[off])
+			return fail(-EBADMSG, "samples part: the names' padding is %s",
+				    off >= len ? "cut short" : "not 0");
+	/* The sizes add up: the threads, then nsamples samples exactly. */
+	if (sh.nthreads > (len - off) / sizeof(struct tracefile_sthread))
+		return fail(-EBADMSG, "samples part: %u threads in %zu bytes", sh.nthreads,
+			    len - off);
+	rest = len - off - sh.nthreads * sizeof(struct tracefile_sthread);
+	if (rest % sizeof(struct tracefile_sample) ||
+	    rest / sizeof(struct tracefile_sample) != sh.nsamples)
+		return fail(-EBADMSG, "samples part: %llu samples of %zu bytes do not fill its last "
+			    "%zu bytes", (unsigned long long)sh.nsamples,
+			    sizeof(struct tracefile_sample), rest);
+	t->sthreads = malloc(((size_t)sh.nthreads + 1) * sizeof(*t->sthreads));
+	t->samples = malloc(((size_t)sh.nsamples + 1) * sizeof(*t->samples));
+	if (!t->sthreads || !t->samples)
+		return -ENOMEM;
+	for (i = 0; i < sh.nthreads; i++) {
+		struct ktau_trace_sthread *st = &t->sthreads[i];
+		struct tracefile_sthread ft;
+
+		memcpy(&ft, p + off + i * sizeof(ft), sizeof(ft));
+		if (ft.tid <= 0 || ft.pid <= 0 || ft.start_ns > ft.end_ns)
+			return fail(-EBADMSG, "sampled thread %zu: tid %d, pid %d, window [%llu, %llu]",
+				    i, ft.tid, ft.pid, (unsigned long long)ft.start_ns,
+				    (unsigned long long)ft.end_ns);
+		if (ft.n > sh.nsamples - at)
+			return fail(-EBADMSG, "sampled thread %zu (tid %d): %llu samples, but nsamples "
+				    "%llu leaves %llu", i, ft.tid, (unsigned long long)ft.n,
+				    (unsigned long long)sh.nsamples,
+				    (unsigned long long)(sh.nsamples - at));
+		st->tid = ft.tid;
+		st->pid = ft.pid;
+		st->start_ns = ft.start_ns;
+		st->end_ns = ft.end_ns;
+		st->taken = ft.taken;
+		st->lost = ft.lost;
+		st->first = at;
+		st->n = (size_t)ft.n;
+		at += (size_t)ft.n;
+	}
+	if (at != sh.nsamples)
+		return fail(-EBADMSG, "samples part: nsamples %llu, the threads' n add up to %zu",
+			    (unsigned long long)sh.nsamples, at);
+	off += sh.nthreads * sizeof(struct tracefile_sthread);
+	t->nsthreads = sh.nthreads;
+	for (i = 0; i < t->nsthreads; i++) {
+		const struct ktau_trace_sthread *st = &t->sthreads[i];
+
+		for (k = st->first; k < st->first + st->n; k++) {
+			struct ktau_trace_sample *s = &t->samples[k];
+			struct tracefile_sample fs;
+
+			memcpy(&fs, p + off + k * sizeof(fs), sizeof(fs));
+			if (fs.reserved || fs.flags & ~TF_SAMPLE_USER)
+				return fail(-EBADMSG, "sample %zu of thread %d: flags %#x, reserved "
+					    "field %#x", k - st->first, st->tid, fs.flags, fs.reserved);
+			if (fs.name != UINT32_MAX && fs.name >= sh.nnames)
+				return fail(-EBADMSG, "sample %zu of thread %d: name %u of %u",
+					    k - st->first, st->tid, fs.name, sh.nnames);
+			if (fs.time_ns < st->start_ns || fs.time_ns > st->end_ns)
+				return fail(-EBADMSG, "sample %zu of thread %d: at %llu ns, outside "
+					    "its window [%llu, %llu]", k - st->first, st->tid,
+					    (unsigned long long)fs.time_ns,
+					    (unsigned long long)st->start_ns,
+					    (unsigned long long)st->end_ns);
+			if (k > st->first && fs.time_ns < t->samples[k - 1].time_ns)
+				return fail(-EBADMSG, "sample %zu of thread %d: at %llu ns, before "
+					    "the one before it (%llu ns)", k - st->first, st->tid,
+					    (unsigned long long)fs.time_ns,
+					    (unsigned long long)t->samples[k - 1].time_ns);
+			s->ip = fs.ip;
+			s->time_ns = fs.time_ns;
+			s->id = fs.id;
+			s->user = fs.flags & TF_SAMPLE_USER;
+			s->name = fs.name;
+		}
+	}
+	t->nsamples = (size_t)sh.nsamples;
+	return 0;
+}
+
+/*
+ * The samples part of t, in memory (*@out, @len bytes); "" as the event:
+ * an empty part. -EINVAL (ktau_trace_error() says why) when the reader
+ * would refuse it.
+ */
+static int build_samples(const struct ktau_trace *t, char **out, size_t *len)
+{
+	struct tracefile_samples sh = { 0 };
+	struct ktau_trace *chk;
+	size_t i, k, off, nsamples = 0, names = 0;
+	char *b, msg[sizeof(why)];
+	int ret;
+
+	*out = NULL;
+	*len = 0;
+	if (!memchr(t->sample_event, '\0', sizeof(t->sample_event)))
+		return fail(-EINVAL, "the sample event is not NUL-terminated");
+	if (t->sample_event[0]) {
+		if (t->nsthreads > UINT32_MAX || t->nsample_names > UINT32_MAX)
+			return -EOVERFLOW;
+		for (i = 0; i < t->nsthreads; i++) {
+			const struct ktau_trace_sthread *st = &t->sthreads[i];
+
+			if (st->first > t->nsamples || st->n > t->nsamples - st->first)
+				return fail(-EINVAL, "sampled thread %zu (tid %d): samples %zu.. of "
+					    "%zu beyond the trace's %zu", i, st->tid, st->first,
+					    st->n, t->nsamples);
+			nsamples += st->n;
+		}
+		for (i = 0; i < t->nsample_names; i++) {
+			size_t l = t->sample_names[i] ? strlen(t->sample_names[i]) : 0;
+
+			if (l > UINT32_MAX)
+				return -EOVERFLOW;
+			names += 4 + l;
+		}
+		memcpy(sh.event, t->sample_event, sizeof(sh.event));
+		sh.flags = t->sample_flags;
+		sh.nthreads = (uint32_t)t->nsthreads;
+		sh.nnames = (uint32_t)t->nsample_names;
+		sh.nsamples = nsamples;
+	}
+	off = sizeof(sh) + names;
+	off += off % 8 ? 8 - off % 8 : 0;
+	*len = off + sh.nthreads * sizeof(struct tracefile_sthread) +
+	       nsamples * sizeof(struct tracefile_sample);
+	b = calloc(1, *len);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, &sh, sizeof(sh));
+	off = sizeof(sh);
+	for (i = 0; i < sh.nnames; i++) {
+		uint32_t l = (uint32_t)(t->sample_names[i] ? strlen(t->sample_names[i]) : 0);
+
+		memcpy(b + off, &l, 4);
+		memcpy(b + off + 4, t->sample_names[i], l);
+		off += 4 + l;
+	}
+	off += off % 8 ? 8 - off % 8 : 0;
+	for (i = 0; i < sh.nthreads; i++) {
+		const struct ktau_trace_sthread *st = &t->sthreads[i];
+		struct tracefile_sthread ft = {
+			.tid = st->tid, .pid = st->pid, .start_ns = st->start_ns,
+			.end_ns = st->end_ns, .taken = st->taken, .lost = st->lost, .n = st->n,
+		};
+
+		memcpy(b + off + i * sizeof(ft), &ft, sizeof(ft));
+	}
+	off += sh.nthreads * sizeof(struct tracefile_sthread);
+	for (i = 0; i < sh.nthreads; i++) {
+		const struct ktau_trace_sthread *st = &t->sthreads[i];
+
+		for (k = st->first; k < st->first + st->n; k++) {
+			const struct ktau_trace_sample *s = &t->samples[k];
+			struct tracefile_sample fs = {
+				.ip = s->ip, .time_ns = s->time_ns, .id = s->id,
+				.flags = s->user ? TF_SAMPLE_USER : 0, .name = s->name,
+			};
+
+			memcpy(b + off, &fs, sizeof(fs));
+			off += sizeof(fs);
+		}
+	}
+	/* What the reader would refuse is not written. */
+	chk = ktau_trace_new();
+	ret = chk ? parse_samples(chk, b, *len) : -ENOMEM;
+	ktau_trace_free(chk);
+	if (ret == -EBADMSG) {
+		snprintf(msg, sizeof(msg), "%s", why);
+		ret = fail(-EINVAL, "the samples cannot be written: %s", msg);
+	}
+	if (ret) {
+		free(b);
+		*len = 0;
+		return ret;
+	}
+	*out = b;
+	return 0;
+}
+
+/*
+ * A file started without room for the samples' length (no sample event
+ * at ktau_trace_file_start): its chunks move on to make it, read back
+ * through /proc/self/fd when the file was opened for writing only.
+ */
+static int grow_hdr(struct ktau_trace_file *tf)
+{
+	const off_t d = TRACEFILE_HDR3 - TRACEFILE_HDR;
+	uint64_t left = tf->chunks_len;
+	size_t bs = 1 << 16;
+	char *b = malloc(bs), path[64];
+	int ret = 0, rfd = tf->fd;
+
+	if (!b)
+		return -ENOMEM;
+	if (left && pread(rfd, b, 1, TRACEFILE_HDR) < 0 && errno == EBADF) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", tf->fd);
+		rfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (rfd < 0)
+			ret = fail(-errno, "cannot read the chunks back to make room for the "
+				   "samples (%s): %s", path, strerror(errno));
+	}
+	while (left && !ret) {
+		size_t n = left < bs ? (size_t)left : bs;
+		off_t at = (off_t)(TRACEFILE_HDR + left - n);
+		ssize_t r = pread(rfd, b, n, at);
+
+		if (r == (ssize_t)n)
+			r = pwrite(tf->fd, b, n, at + d);
+		if (r != (ssize_t)n)
+			ret = r < 0 ? -errno : -EIO;
+		left -= n;
+	}
+	free(b);
+	if (rfd != tf->fd && rfd >= 0)
+		close(rfd);
+	if (!ret && lseek(tf->fd, (off_t)(TRACEFILE_HDR3 + tf->chunks_len), SEEK_SET) < 0)
+		ret = -errno;
+	if (!ret)
+		tf->hdr_size = TRACEFILE_HDR3;
+	return ret;
+}
+
 int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t)
 {
 	struct tracefile_hdr h;
-	char *funcs = NULL;
+	char *funcs = NULL, *samples = NULL;
 	void *prof = NULL;
-	size_t flen = 0, plen = 0;
+	size_t flen = 0, plen = 0, slen = 0;
 	uint64_t ulen = 0, clen;
 	uint32_t cutlen = 0;
 	int ret = 0;
 
-	if (t->reg)
+	/* Samples (or room for them from the start): version 3. */
+	if (t->sample_event[0] || tf->hdr_size == TRACEFILE_HDR3)
+		ret = build_samples(t, &samples, &slen);
+	if (!ret && samples && tf->hdr_size != TRACEFILE_HDR3)
+		ret = grow_hdr(tf);
+	if (!ret && t->reg)
 		ret = ktau_registry_format(t->reg, NULL, &funcs, &flen);
 	if (!ret && t->profile)
 		ret = ktau_encode(t->profile, &prof, &plen);
@@ -822,21 +1171,24 @@ int ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *
 		ret = write_user(tf, t, &ulen);
 	if (!ret && t->ncuts)
 		ret = write_cuts(tf, t, &cutlen);
+	if (!ret && samples)
+		ret = ktau__write_all(tf->fd, samples, slen);
 	if (!ret) {
-		fill_hdr(&h, t);
+		fill_hdr(&h, t, tf->hdr_size);
 		h.flags = TF_COMPLETE | (t->profile && t->kernel_profile ? TF_KERNEL_PROFILE : 0);
 		h.chunks_len = clen;
 		h.funcs_len = (uint32_t)flen;
 		h.prof_len = plen;
 		h.user_len = ulen;
 		h.cut_len = cutlen;
-		if (cutlen)
-			h.version = TRACEFILE_VERSION;
-		if (pwrite(tf->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		h.sample_len = slen;
+		h.version = samples ? 3 : cutlen ? 2 : 1;
+		if (pwrite(tf->fd, &h, tf->hdr_size, 0) != (ssize_t)tf->hdr_size)
 			ret = -EIO;
 	}
 	free(funcs);
 	free(prof);
+	free(samples);
 	free(tf);
 	return ret;
 }
@@ -854,10 +1206,16 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 	if (len < TRACEFILE_HDR || memcmp(p, TRACEFILE_MAGIC, 8))
 		return fail(-EBADMSG, "not a KTAU raw trace file (no \"%s\" header)",
 			    TRACEFILE_MAGIC);
-	memcpy(&h, p, sizeof(h));
-	if (h.version != TRACEFILE_VERSION && h.version != 1)
+	memset(&h, 0, sizeof(h));
+	memcpy(&h, p, TRACEFILE_HDR);
+	if (h.version < 1 || h.version > TRACEFILE_VERSION)
 		return fail(-EBADMSG, "raw trace file version %u: this libktau reads versions "
 			    "1 to %d", h.version, TRACEFILE_VERSION);
+	if (h.version >= 3 && (h.hdr_size < TRACEFILE_HDR3 || h.hdr_size > len))
+		return fail(-EBADMSG, "raw trace file version %u with a header of %u bytes (%d "
+			    "at least)", h.version, h.hdr_size, TRACEFILE_HDR3);
+	if (h.version >= 3)
+		memcpy(&h.sample_len, p + TRACEFILE_HDR, sizeof(h.sample_len));
 	if (h.abi_major != KTAU_ABI_VERSION_MAJOR)
 		return fail(-EBADMSG, "records of ABI %u.%u: this libktau reads ABI %d",
 			    h.abi_major, h.abi_minor, KTAU_ABI_VERSION_MAJOR);
@@ -868,20 +1226,26 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 	    !memchr(h.command, '\0', sizeof(h.command)))
 		return fail(-EBADMSG, "bad raw trace file header");
 	if (h.flags & TF_COMPLETE) {
-		size_t left = len - h.hdr_size;
+		const uint64_t part[] = { h.chunks_len, h.funcs_len, h.prof_len, h.user_len,
+					  h.cut_len, h.sample_len };
+		uint64_t left = len - h.hdr_size;
+		size_t i;
 
-		if (h.chunks_len > left || h.funcs_len > left - h.chunks_len ||
-		    h.prof_len > left - h.chunks_len - h.funcs_len ||
-		    h.cut_len > left - h.chunks_len - h.funcs_len - h.prof_len ||
-		    h.user_len != left - h.chunks_len - h.funcs_len - h.prof_len - h.cut_len)
+		for (i = 0; i < sizeof(part) / sizeof(part[0]) && part[i] <= left; i++)
+			left -= part[i];
+		if (i < sizeof(part) / sizeof(part[0]) || left)
 			return fail(-EBADMSG, "raw trace file of %zu bytes: its parts (%llu + %u + %llu "
-				    "+ %llu + %u bytes) do not fill it", len,
+				    "+ %llu + %u + %llu bytes) do not fill it", len,
 				    (unsigned long long)h.chunks_len, h.funcs_len,
 				    (unsigned long long)h.prof_len, (unsigned long long)h.user_len,
-				    h.cut_len);
+				    h.cut_len, (unsigned long long)h.sample_len);
+		if (h.version >= 3 && !h.sample_len)
+			return fail(-EBADMSG, "raw trace file version %u without its samples part",
+				    h.version);
 		chunks_len = h.chunks_len;
 	} else {
-		if (h.chunks_len || h.funcs_len || h.prof_len || h.user_len || h.cut_len)
+		if (h.chunks_len || h.funcs_len || h.prof_len || h.user_len || h.cut_len ||
+		    h.sample_len)
 			return fail(-EBADMSG, "bad raw trace file header");
 		chunks_len = len - h.hdr_size;
 	}
@@ -936,6 +1300,9 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 		if (ret >= 0 && h.cut_len)
 			ret = parse_cuts(t, p + h.hdr_size + chunks_len + h.funcs_len + h.prof_len +
 					 h.user_len, h.cut_len);
+		if (ret >= 0 && h.sample_len)
+			ret = parse_samples(t, p + h.hdr_size + chunks_len + h.funcs_len + h.prof_len +
+					    h.user_len + h.cut_len, h.sample_len);
 	} else {
 		/* An unfinished file: its whole chunks. */
 		struct ktau_trace_chunk_info ci;

@@ -279,6 +279,53 @@ c_faults_workload() {
 	expect_rc 2 "$O/tests/ktau-test-faults" -m 0
 }
 
+# fuzz-trace's rewrite: the writer must take what the reader took, so a
+# finish that fails on a trace read from a raw file aborts (a finding), as
+# a rewrite that does not read back does. Its harness built with gcc and a
+# driver of one input, ktau_trace_file_finish() made to fail (--wrap).
+c_fuzz_trace_finish() {
+	local d="$W/fuzz-finish"
+	mkdir -p "$d" && cat >"$d/drive.c" <<'EOT' || return 1
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "libktau.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int __real_ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t);
+int __wrap_ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t);
+
+int __wrap_ktau_trace_file_finish(struct ktau_trace_file *tf, const struct ktau_trace *t)
+{
+	int ret = __real_ktau_trace_file_finish(tf, t);
+
+	return getenv("FINISH_FAILS") ? -EINVAL : ret;
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t buf[1 << 20];
+	FILE *f = argc == 2 ? fopen(argv[1], "rb") : NULL;
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+
+	if (!f)
+		return 2;
+	fclose(f);
+	return LLVMFuzzerTestOneInput(buf, n);
+}
+EOT
+	$CC -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $KHDR_INCLUDES -I"$TOOLS/lib" -o "$d/ft" \
+		"$TOOLS/fuzz/fuzz-trace.c" "$d/drive.c" -Wl,--wrap=ktau_trace_file_finish \
+		"$O/libktau.a" -ljson-c -liberty -lm -pthread >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$d/ft" "$TOOLS/fuzz/corpus/trace/samples-v3.ktrace" || { echo "# the seed failed"; return 1; }
+	# (its own shell reports the abort, to /dev/null)
+	FINISH_FAILS=1 sh -c 'ulimit -c 0; "$0" "$1"; exit $?' "$d/ft" \
+		"$TOOLS/fuzz/corpus/trace/samples-v3.ktrace" 2>/dev/null
+	[ $? -eq 134 ] || { echo "# a failed finish was not a finding"; return 1; }
+}
+
 c_fuzz_smoke() {
 	command -v "${CLANG:-clang}" >/dev/null || { SKIP="clang is not installed"; return 77; }
 	${MAKE:-make} -s -C "$TOOLS" O="$O" fuzz-smoke >"$LOG" 2>&1 || {
@@ -1352,6 +1399,530 @@ c_trace_outdir() {
 
 # MPI: ranks' traces (each named by its rank, in one shared directory or
 # apart) merge into one archive with a system tree node per rank.
+# ---- trace samples: the raw file's samples part (library side) ----
+# Raw trace files version 3 (lib/trace.c): a header of 328 bytes (u64
+# sample_len at 320) and a samples part at the end, written by libktau's
+# writer (ktau-trace-synth samples: 3 sampled threads, 101 without
+# samples; kernel and user samples, named and not). The library reads
+# back what it wrote, also when the event came after the file was started
+# (samples-late: the chunks move to make room), and when it writes a
+# loaded trace again (rewrite, as 'ktaud trace --merge' does); files
+# without samples stay version 1 (no cuts) or 2.
+c_trace_samples_roundtrip() {
+	local f="$IN/smp.ktrace" fields
+	"$TRACE_SYNTH" samples "$f" && "$TRACE_SYNTH" samples-late "$IN/smp-late.ktrace" || return 1
+	fields=$(od -An -tu4 -j8 -N8 "$f" | tr -s ' ')
+	[ "$fields" = " 3 328" ] || { echo "# version, header size:$fields"; return 1; }
+	# sample_len: 56 + names 21 (80 padded) + 3 threads x 48 + 6 samples x 32
+	[ "$(od -An -tu8 -j320 -N8 "$f" | tr -d ' ')" = 416 ] ||
+		{ echo "# sample_len $(od -An -tu8 -j320 -N8 "$f")"; return 1; }
+	"$PYTHON" - "$f" <<'PY' || return 1
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+chunks, funcs, cut, prof = struct.unpack_from("<QIIQ", b, 64)
+user, samples = struct.unpack_from("<QQ", b, 312)
+assert 328 + chunks + funcs + prof + user + cut + samples == len(b), (chunks, funcs, prof, user, cut, samples, len(b))
+assert b[len(b) - samples:len(b) - samples + 18] == b"cpu-clock:1000000\0"
+PY
+	cmp -s "$f" "$IN/smp-late.ktrace" || { echo "# the event set late: other bytes"; return 1; }
+	cmp -s "$f" "$TOOLS/fuzz/corpus/trace/samples-v3.ktrace" ||
+		{ echo "# fuzz/corpus/trace/samples-v3.ktrace is not ktau-trace-synth samples' file"; return 1; }
+	"$TRACE_SYNTH" dump "$f" >"$W/smp.dump" 2>&1 || { sed 's/^/#   /' "$W/smp.dump"; return 1; }
+	cat >"$W/smp.want" <<'EOT'
+threads 3 records 19 truncated 0 cuts 0
+event 'cpu-clock:1000000' flags 0x8 threads 3 samples 6 names 2
+sthread 100 pid 100 [500, 15000] taken 6 lost 1 first 0 n 4
+  sample 0xffffffff81234567 at 1200 id 32 kernel ksys_read
+  sample 0x401000 at 5500 id 10 user main
+  sample 0x401234 at 5500 id 10 user -
+  sample 0 at 8500 id 33 kernel -
+sthread 101 pid 100 [1000, 9000] taken 0 lost 0 first 4 n 0
+sthread 200 pid 200 [4000, 6000] taken 2 lost 0 first 4 n 2
+  sample 0x400800 at 4150 id 10 user main
+  sample 0xffffffff81234567 at 4300 id 33 kernel ksys_read
+EOT
+	diff "$W/smp.want" "$W/smp.dump" >"$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Written again from the loaded trace: the same samples, version 3.
+	"$TRACE_SYNTH" rewrite "$f" "$IN/smp-again.ktrace" &&
+	"$TRACE_SYNTH" dump "$IN/smp-again.ktrace" >"$W/smp-again.dump" 2>&1 ||
+		{ sed 's/^/#   /' "$W/smp-again.dump"; return 1; }
+	diff "$W/smp.want" "$W/smp-again.dump" >"$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(od -An -tu4 -j8 -N4 "$IN/smp-again.ktrace" | tr -d ' ')" = 3 ] || return 1
+	# What the reader would refuse, the writer does not write.
+	expect_rc 1 "$TRACE_SYNTH" samples-bad "$IN/smp-bad.ktrace" &&
+	grep -q "the samples cannot be written: sample 1 of thread 100: at 1100 ns, before" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# ktaud reads it (a copy of the raw file, the products, the check).
+	"$KTAUD" trace --input "$f" -o "$W/trace-smp" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$f" "$W/trace-smp/trace.ktrace" || { echo "# raw copy differs"; return 1; }
+	"$KTAUD" trace --check "$W/trace-smp" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Without samples: version 1 and its 320 bytes, also written again.
+	"$TRACE_SYNTH" nest "$IN/nosmp.ktrace" &&
+	"$TRACE_SYNTH" rewrite "$IN/nosmp.ktrace" "$IN/nosmp-again.ktrace" || return 1
+	for g in nosmp nosmp-again; do
+		fields=$(od -An -tu4 -j8 -N8 "$IN/$g.ktrace" | tr -s ' ')
+		[ "$fields" = " 1 320" ] || { echo "# $g: version, header size:$fields"; return 1; }
+	done
+	"$TRACE_SYNTH" dump "$IN/nosmp.ktrace" | grep -q "^event '' flags 0 threads 0 samples 0 names 0\$" ||
+		return 1
+	# Unfinished (its writer stopped before finish): version 1 with room
+	# for sample_len (328 bytes, as libktau 2.2 reads a version 1 file),
+	# flags and lengths 0, sample_len too; read as truncated.
+	"$TRACE_SYNTH" samples-unfinished "$IN/smp-stopped.ktrace" || return 1
+	fields=$(od -An -tu4 -j8 -N8 "$IN/smp-stopped.ktrace" | tr -s ' ')
+	[ "$fields" = " 1 328" ] || { echo "# unfinished: version, header size:$fields"; return 1; }
+	[ "$(od -An -tu8 -j320 -N8 "$IN/smp-stopped.ktrace" | tr -d ' ')" = 0 ] || return 1
+	"$TRACE_SYNTH" dump "$IN/smp-stopped.ktrace" >"$LOG" 2>&1 &&
+	grep -q "^threads 3 records 19 truncated 1 cuts 0\$" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# The same with a partial chunk at the end (made from the finished file).
+	"$PYTHON" - "$f" "$IN/smp-unfinished.ktrace" <<'PY' || return 1
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+chunks = struct.unpack_from("<Q", b, 64)[0]
+struct.pack_into("<I", b, 8, 1)
+struct.pack_into("<I", b, 24, 0)
+for off, fmt in ((64, "<Q"), (72, "<I"), (76, "<I"), (80, "<Q"), (312, "<Q"), (320, "<Q")):
+    struct.pack_into(fmt, b, off, 0)
+open(sys.argv[2], "wb").write(bytes(b[:328 + chunks + 20]))
+PY
+	"$TRACE_SYNTH" dump "$IN/smp-unfinished.ktrace" >"$LOG" 2>&1 &&
+	grep -q "^threads 3 records 19 truncated 1 cuts 0\$" "$LOG" &&
+	grep -q "^event '' flags 0 threads 0 samples 0" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace -q --input "$IN/smp-unfinished.ktrace" -o "$IN/trace-smp-unfinished" >"$LOG" 2>&1 &&
+	grep -q "unfinished (its writer stopped): its 20 last bytes" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# A copy of the samples file with one thing wrong (the offsets found from
+# the file: the part is its last sample_len bytes).
+samples_tamper() {	# in out case
+	"$PYTHON" - "$@" <<'PY'
+import struct, sys
+src, dst, case = sys.argv[1:4]
+b = bytearray(open(src, "rb").read())
+slen = struct.unpack_from("<Q", b, 320)[0]
+base = len(b) - slen
+nthreads, nnames = struct.unpack_from("<II", b, base + 36)
+off = base + 56
+names = []
+for i in range(nnames):
+    l = struct.unpack_from("<I", b, off)[0]
+    names.append(off)
+    off += 4 + l
+pad = off
+off = base + (off - base + 7) // 8 * 8
+thr = [off + 48 * i for i in range(nthreads)]
+smp = off + 48 * nthreads
+nsamples = (len(b) - smp) // 32
+s = [smp + 32 * i for i in range(nsamples)]
+def put(fmt, at, v):
+    struct.pack_into(fmt, b, at, v)
+def get(fmt, at):
+    return struct.unpack_from(fmt, b, at)[0]
+if case == "back":         # sample 1 of thread 100 before sample 0
+    put("<Q", s[1] + 8, get("<Q", s[0] + 8) - 100)
+elif case == "window":     # the last sample of thread 200 after its end
+    put("<Q", s[5] + 8, get("<Q", thr[2] + 16) + 500)
+elif case == "name":
+    put("<I", s[0] + 24, nnames)
+elif case == "reserved":
+    put("<I", s[2] + 28, 1)
+elif case == "head-reserved":
+    put("<I", base + 44, 1)
+elif case == "sflags":
+    put("<I", s[3] + 20, 2)
+elif case == "flags":
+    put("<I", base + 32, 0x18)
+elif case == "short":      # a sample less in the part, the header agreeing
+    del b[-32:]
+    put("<Q", 320, slen - 32)
+elif case == "long":
+    b += bytes(8)
+    put("<Q", 320, slen + 8)
+elif case == "nsum":       # the threads' n add up to nsamples - 1
+    put("<Q", thr[2] + 40, get("<Q", thr[2] + 40) - 1)
+elif case == "nover":
+    put("<Q", thr[0] + 40, get("<Q", thr[0] + 40) + 3)
+elif case == "winorder":   # thread 101: start after end
+    put("<Q", thr[1] + 8, get("<Q", thr[1] + 16) + 1)
+elif case == "event":
+    b[base:base + 32] = b"x" * 32
+elif case == "noevent":
+    b[base:base + 32] = bytes(32)
+elif case == "name-empty":
+    put("<I", names[0], 0)
+elif case == "name-nul":
+    b[names[0] + 5] = 0
+elif case == "pad":
+    assert pad % 8 != base % 8
+    b[pad] = 1
+elif case == "trunc":      # the file cut short, the header not told
+    del b[-8:]
+elif case == "version4":
+    put("<I", 8, 4)
+elif case == "hdr320":
+    put("<I", 12, 320)
+else:
+    sys.exit("unknown case " + case)
+open(dst, "wb").write(bytes(b))
+PY
+}
+
+# Each wrong file refused (exit 1, nothing written), saying why.
+c_trace_samples_refused() {
+	local f="$IN/smpr.ktrace" c why
+	"$TRACE_SYNTH" samples "$f" || return 1
+	while IFS='|' read -r c why; do
+		samples_tamper "$f" "$IN/smpr-$c.ktrace" "$c" || { echo "# $c: not made"; return 1; }
+		expect_rc 1 "$KTAUD" trace --input "$IN/smpr-$c.ktrace" -o "$IN/trace-smpr-$c" </dev/null ||
+			{ echo "# $c: not refused"; return 1; }
+		grep -q -- "$why" "$LOG" || { echo "# $c: not '$why':"; sed 's/^/#   /' "$LOG"; return 1; }
+		[ ! -e "$IN/trace-smpr-$c" ] || { echo "# $c: output written"; return 1; }
+	done <<'EOT'
+back|sample 1 of thread 100: at 1100 ns, before the one before it (1200 ns)
+window|sample 1 of thread 200: at 6500 ns, outside its window \[4000, 6000\]
+name|sample 0 of thread 100: name 2 of 2
+reserved|sample 2 of thread 100: flags 0x1, reserved field 0x1
+head-reserved|samples part: reserved field 0x1 is not 0
+sflags|sample 3 of thread 100: flags 0x2, reserved field 0
+flags|samples part: unknown sampler flags 0x18
+short|samples part: 6 samples of 32 bytes do not fill its last 160 bytes
+long|samples part: 6 samples of 32 bytes do not fill its last 200 bytes
+nsum|samples part: nsamples 6, the threads' n add up to 5
+nover|sampled thread 0 (tid 100): 7 samples, but nsamples 6 leaves 6
+winorder|sampled thread 1: tid 101, pid 100, window \[9001, 9000\]
+event|samples part: the event is not NUL-terminated
+noevent|samples part without an event has flags 0x8, 3 threads, 2 names, 6 samples
+name-empty|samples part: name 0 is empty
+name-nul|samples part: name 0 has a NUL inside
+pad|samples part: the names' padding is not 0
+trunc|+ 0 + 0 + 416 bytes) do not fill it
+version4|raw trace file version 4: this libktau reads versions 1 to 3
+hdr320|raw trace file version 3 with a header of 320 bytes (328 at least)
+EOT
+}
+
+# ---- trace samples: ktaud trace --sample, OTF2, JSON, --check ----
+
+# The sampler goes with a command only (-p, -a, --input, --merge, --check
+# refuse it); a bad spec is a usage error; a kernel that cannot sample
+# (no KTAU; fake-ktau.so's trace mode without sampling) fails as 'ktaud
+# sample' does there, before anything is written.
+c_trace_sample_usage() {
+	local a
+	"$KTAUD" trace --help | grep -q -- "--sample SPEC" || { echo "# no --sample in the help"; return 1; }
+	for a in "-p 1 -d 1" "-a -d 1" "--input $IN/x.ktrace" "--check $IN" "--merge $IN"; do
+		# shellcheck disable=SC2086
+		expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock $a || return 1
+		grep -q -- "--sample goes with a command .*use 'ktaud sample -p PID'" "$LOG" ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample bogus -- true || return 1
+	grep -q "bad sampling event 'bogus'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock:5us -- true || return 1
+	[ ! -e "$IN/tsu" ] || { echo "# a refused --sample wrote $IN/tsu"; return 1; }
+	[ -e /proc/ktau ] && return 0
+	expect_rc 3 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock -- true || return 1
+	grep -q "no KTAU" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 3 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock -- true ||
+		return 1
+	cp "$LOG" "$W/tsu.log"
+	expect_rc 3 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" sample -o "$IN/tsu-s" -- true || return 1
+	sed 's/^ktaud sample:/ktaud trace:/' "$LOG" | cmp -s - "$W/tsu.log" ||
+		{ echo "# not what ktaud sample says:"; sed 's/^/#   /' "$W/tsu.log" "$LOG"; return 1; }
+	[ ! -e "$IN/tsu" ] || { echo "# a failed --sample wrote $IN/tsu"; return 1; }
+}
+
+# 'ktaud trace --sample SPEC -- COMMAND' end to end on this host, with the
+# kernel's sessions and sampling faked (fake-sample.so before fake-ktau.so):
+# ktaud traces the command with ptrace as 'ktaud sample' does (a sampler
+# started at its exec, again at its own exec (-x), one per thread), drains
+# the trace session at the sampler's ticks, and every sample the summary
+# counts is in the timeline: the OTF2 archive (a location per sampled
+# thread, none of which has records here), the JSON, the check.
+c_trace_sample_command_fake() {
+	local spin="$O/tests/ktau-test-spin" n
+	: "${FAKE_SAMPLE:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	rm -f "$IN/fs.log"
+	FAKE_KTAU_LOG="$IN/fs.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace \
+		--sample cpu-clock:1ms -o "$W/trace-fs" -- "$spin" -x -u 100 -t 2 >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(grep -c ' sample start ' "$IN/fs.log")" = 4 ] || { sed 's/^/#   /' "$IN/fs.log"; return 1; }
+	n=$(sed -n 's/^ktaud: samples (cpu-clock:1ms, user and kernel): \([0-9]*\) in 3 threads .*/\1/p' "$LOG")
+	[ -n "$n" ] && [ "$n" -gt 100 ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(grep -c '"cat":"sample"' "$W/trace-fs/trace.json")" = "$n" ] ||
+		{ echo "# $(grep -c '"cat":"sample"' "$W/trace-fs/trace.json") samples in the JSON, $n sampled"; return 1; }
+	"$KTAUD" trace --check "$W/trace-fs" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "3 locations, 0 regions, $n events" "$LOG" &&
+	grep -q "samples: $n in the archive, $n in the raw trace, of 3 sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$PYTHON" - "$W/trace-fs/trace.json" <<'PY' || return 1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+s = [e for e in ev if e.get("cat") == "sample"]
+tids = {e["tid"] for e in s}
+assert len(tids) == 3, tids
+names = {(e["tid"], e["args"]["name"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert {t for t, _ in names} == tids, names
+for t in tids:
+    ts = [e["ts"] for e in s if e["tid"] == t]
+    assert ts == sorted(ts), t
+# Alternately user and kernel (the fake): named "[unknown]" (no mapped
+# file) and by their KTAU routine (the kernel's address is hidden).
+for e in s:
+    a = e["args"]
+    assert e["name"] == ("[unknown]" if a["user"] else "[kernel] " + a["routine"]), e
+    assert (a["ip"] == "0x0") != a["user"], e
+assert len({e["args"]["user"] for e in s}) == 2
+PY
+	command -v otf2-print >/dev/null || return 0
+	otf2-print "$W/trace-fs/traces.otf2" >"$W/fs.print" 2>&1 || { head "$W/fs.print"; return 1; }
+	[ "$(grep -c '^METRIC .*"ktau samples cpu-clock"' "$W/fs.print")" = "$n" ] ||
+		{ head "$W/fs.print" | sed 's/^/#   /'; return 1; }
+}
+
+# Samples a little outside their thread's window (the kernel stamps them
+# with ktime_get_mono_fast_ns, the window is ktaud's CLOCK_MONOTONIC; the
+# fake sampler's FAKE_SAMPLE_SKEW_NS): the window grows to hold them, and
+# the raw file is finished (version 3), its samples all there.
+c_trace_sample_clock_skew() {
+	local spin="$O/tests/ktau-test-spin" n
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	FAKE_SAMPLE_SKEW_NS=3000000 LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace \
+		--sample cpu-clock:1ms -o "$W/trace-skew" -- "$spin" -u 50 -t 1 >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	n=$(sed -n 's/^ktaud: samples (cpu-clock:1ms, user and kernel): \([0-9]*\) in 2 threads .*/\1/p' "$LOG")
+	[ -n "$n" ] && [ "$n" -gt 50 ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(od -An -tu4 -j8 -N8 "$W/trace-skew/trace.ktrace" | tr -s ' ')" = " 3 328" ] || return 1
+	"$TRACE_SYNTH" dump "$W/trace-skew/trace.ktrace" >"$LOG" 2>&1 &&
+	grep -q "^event 'cpu-clock:1000000' flags 0 threads 2 samples $n names" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG" | head; return 1; }
+	"$KTAUD" trace --check "$W/trace-skew" >"$LOG" 2>&1 &&
+	grep -q "samples: $n in the archive, $n in the raw trace, of 2 sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# The samples in the products of a raw trace with samples (ktau-trace-synth
+# samples: threads 100, 101, 200 of the nest trace sampled): each an OTF2
+# Metric event of class 1 ("ktau samples cpu-clock", its running count,
+# and "ktau sample ip") with the attributes "sampled function" and "ktau
+# routine", in time order among the Enter/Leave of its thread; the event
+# metrics move to class 2 (the archive of a trace without samples keeps
+# them at 1, and has no sample class). A JSON instant of category sample
+# each; the TAU profile's second metric is the event's, with rows
+# "[SAMPLE] function".
+c_trace_sample_products() {
+	"$TRACE_SYNTH" samples "$IN/tsp.ktrace" || return 1
+	"$KTAUD" trace --input "$IN/tsp.ktrace" -o "$W/trace-tsp" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "traces.otf2 (OTF2, 42 events" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --check "$W/trace-tsp" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "samples: 6 in the archive, 6 in the raw trace, of 3 sampled threads; 0 problems" "$LOG" &&
+	grep -q "3 threads compared (12 routines: 0 count and 0 time mismatches" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	fline "$W/trace-tsp/MULTI__cpu-clock/profile.0.0.0" "[SAMPLE] main" | grep -q "^1 0 1 1$" &&
+	fline "$W/trace-tsp/MULTI__cpu-clock/profile.0.0.0" "[SAMPLE] [k] ksys_read" | grep -q "^1 0 1 1$" ||
+		{ echo "# no [SAMPLE] rows: $(ls "$W/trace-tsp")"; return 1; }
+	"$PYTHON" - "$W/trace-tsp/trace.json" <<'PY' || return 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+t0 = d["otherData"]["t0_ns"]
+s = [e for e in d["traceEvents"] if e.get("cat") == "sample"]
+got = sorted((e["tid"], round(e["ts"] * 1000) + t0, e["name"], e["args"]["ip"], e["args"]["routine"],
+              e["args"]["user"], e["ph"], e["s"]) for e in s)
+want = sorted([(100, 1200, "ksys_read", "0xffffffff81234567", "read", 0),
+               (100, 5500, "main", "0x401000", "user_mode", 1),
+               (100, 5500, "[unknown]", "0x401234", "user_mode", 1),
+               (100, 8500, "[kernel] write", "0x0", "write", 0),
+               (200, 4150, "main", "0x400800", "user_mode", 1),
+               (200, 4300, "ksys_read", "0xffffffff81234567", "write", 0)])
+assert [g[:6] for g in got] == want, got
+assert all(g[6:] == ("i", "t") for g in got), got
+PY
+	command -v otf2-print >/dev/null || return 0
+	otf2-print "$W/trace-tsp/traces.otf2" >"$W/tsp.print" 2>&1 &&
+	otf2-print -G "$W/trace-tsp/traces.otf2" >"$W/tsp.defs" 2>&1 ||
+		{ sed 's/^/#   /' "$W/tsp.print" | head; return 1; }
+	grep -qi warn "$W/tsp.print" "$W/tsp.defs" && { grep -i warn "$W/tsp.print" "$W/tsp.defs"; return 1; }
+	# On the traced threads' locations (each has records): every location
+	# with samples has Enter events too, and there are no others.
+	awk '$1 == "ENTER" { e[$2] = 1 } $1 == "METRIC" && /ktau samples/ { m[$2] = 1 }
+	     END { for (l in m) if (!(l in e)) { print "# samples on location " l ", which has no Enter"; bad = 1 }
+		   exit bad }' "$W/tsp.print" || return 1
+	[ "$(awk '$1 == "METRIC" && /ktau samples/ { print $2 }' "$W/tsp.print" | sort -u | tr '\n' ' ')" = "100 200 " ] ||
+		{ echo "# samples on locations $(awk '$1 == "METRIC" && /ktau samples/ { print $2 }' "$W/tsp.print" | sort -u | tr '\n' ' ')"; return 1; }
+	[ "$(grep -c '^METRIC .*Metric: 1, 2 Values: ("ktau samples cpu-clock" <1>; UINT64; [1-4]), ("ktau sample ip" <2>; UINT64; [0-9]*)$' "$W/tsp.print")" = 6 ] &&
+	[ "$(grep -c 'ADDITIONAL ATTRIBUTES: ("sampled function" <0>; STRING; "[^"]*" <[0-9]*>), ("ktau routine" <1>; STRING; "[^"]*" <[0-9]*>)$' "$W/tsp.print")" = 6 ] &&
+	grep -q 'METRIC  *100  *8500  Metric: 1, 2 Values: ("ktau samples cpu-clock" <1>; UINT64; 4), ("ktau sample ip" <2>; UINT64; 0)$' "$W/tsp.print" &&
+	grep -q '"sampled function" <0>; STRING; "\[kernel\] write"' "$W/tsp.print" &&
+	grep -q 'METRIC  *101  *2600  Metric: 2, 1 Value: ("ktau event my_event"' "$W/tsp.print" ||
+		{ grep METRIC -A1 "$W/tsp.print" | sed 's/^/#   /'; return 1; }
+	# Location 100 in time order: read entered at 1000, its sample at
+	# 1200, the interrupt at 2000.
+	awk '$2 == 100 { print $1, $3 }' "$W/tsp.print" | head -3 | tr '\n' ' ' |
+		grep -q "^ENTER 1000 METRIC 1200 ENTER 2000 $" ||
+		{ awk '$2 == 100' "$W/tsp.print" | head -5 | sed 's/^/#   /'; return 1; }
+	grep -q 'METRIC_CLASS  *1  Occurrence: ASYNCHRONOUS, Kind: ABSTRACT, 2 Members: "ktau samples cpu-clock" <1>, "ktau sample ip" <2>' "$W/tsp.defs" &&
+	grep -q 'METRIC_MEMBER  *2  Name: "ktau sample ip" .*Mode: ABSOLUTE_POINT.*Unit: "address"' "$W/tsp.defs" &&
+	grep -q 'METRIC_MEMBER  *1  Name: "ktau samples cpu-clock" .*Mode: ACCUMULATED_START.*Unit: "samples"' "$W/tsp.defs" &&
+	grep -q 'ATTRIBUTE  *0  Name: "sampled function"' "$W/tsp.defs" ||
+		{ grep -E 'METRIC|ATTRIBUTE' "$W/tsp.defs" | sed 's/^/#   /'; return 1; }
+	# Without samples: no sample class, the event metric at 1.
+	"$TRACE_SYNTH" nest "$IN/tsp-nest.ktrace" &&
+	"$KTAUD" trace -q --input "$IN/tsp-nest.ktrace" -o "$IN/trace-tsp-nest" >"$LOG" 2>&1 || return 1
+	otf2-print "$IN/trace-tsp-nest/traces.otf2" >"$W/tspn.print" 2>&1 &&
+	otf2-print -G "$IN/trace-tsp-nest/traces.otf2" >>"$W/tspn.print" 2>&1 || return 1
+	grep -q 'METRIC  *101  *2600  Metric: 1, 1 Value: ("ktau event my_event"' "$W/tspn.print" &&
+	! grep -qE 'ktau sample|ATTRIBUTE' "$W/tspn.print" || { grep -E 'METRIC|ATTR' "$W/tspn.print" | sed 's/^/#   /'; return 1; }
+}
+
+# A copy of ktau-trace-synth's samples file with fields of its samples
+# part changed, each still valid for the library (sample_set IN OUT
+# thread|sample INDEX FIELD VALUE ...): the check must find what the
+# archive (written from the original) and the raw file disagree on.
+sample_set() {
+	"$PYTHON" - "$@" <<'PY'
+import struct, sys
+src, dst, edits = sys.argv[1], sys.argv[2], sys.argv[3:]
+b = bytearray(open(src, "rb").read())
+slen = struct.unpack_from("<Q", b, 320)[0]
+base = len(b) - slen
+nthreads, nnames = struct.unpack_from("<II", b, base + 36)
+off = base + 56
+for i in range(nnames):
+    off += 4 + struct.unpack_from("<I", b, off)[0]
+off = base + (off - base + 7) // 8 * 8
+fields = {"thread": (off, 48, {"tid": ("<i", 0), "pid": ("<i", 4), "start": ("<Q", 8),
+                                "end": ("<Q", 16), "taken": ("<Q", 24), "lost": ("<Q", 32),
+                                "n": ("<Q", 40)}),
+          "sample": (off + 48 * nthreads, 32, {"ip": ("<Q", 0), "time": ("<Q", 8),
+                                                "name": ("<I", 24)})}
+while edits:
+    kind, i, f, v = edits[:4]
+    edits = edits[4:]
+    start, size, fs = fields[kind]
+    fmt, at = fs[f]
+    struct.pack_into(fmt, b, start + size * int(i) + at, int(v))
+open(dst, "wb").write(bytes(b))
+PY
+}
+
+# Sampled threads without records get locations of their own, in the
+# group of their process (named as its traced threads) or in a group of
+# their own: the samples file with thread 101 (no samples) as 102 of
+# process 100, and 200 (2 samples) as 300 of a process 300 without
+# records.
+c_trace_sample_own_locations() {
+	"$TRACE_SYNTH" samples "$IN/tso-in.ktrace" &&
+	sample_set "$IN/tso-in.ktrace" "$IN/tso.ktrace" thread 1 tid 102 thread 2 tid 300 thread 2 pid 300 ||
+		return 1
+	"$KTAUD" trace --input "$IN/tso.ktrace" -o "$W/trace-tso" >"$LOG" 2>&1 &&
+	"$KTAUD" trace --check "$W/trace-tso" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "5 locations, 7 regions, 42 events" "$LOG" &&
+	grep -q "samples: 6 in the archive, 6 in the raw trace, of 3 sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$PYTHON" - "$W/trace-tso/trace.json" <<'PY' || return 1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+m = {(e["name"], e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M"}
+assert m[("thread_name", 100, 102)] == "main", m
+assert m[("thread_name", 300, 300)] == "sampled", m
+assert m[("process_name", 300, 300)] == "pid 300", m
+assert not [k for k in m if k[0] == "process_name" and k[1] == 100 and k[2] != 100], m
+s = sorted((e["tid"], e["name"]) for e in ev if e.get("cat") == "sample" and e["pid"] == 300)
+assert s == [(300, "ksys_read"), (300, "main")], s
+PY
+	command -v otf2-print >/dev/null || return 0
+	otf2-print "$W/trace-tso/traces.otf2" >"$W/tso.print" 2>&1 &&
+	otf2-print -G "$W/trace-tso/traces.otf2" >>"$W/tso.print" 2>&1 || return 1
+	grep -q 'LOCATION  *102  Name: "main (tid 102)" <[0-9]*>, Type: CPU_THREAD, # Events: 0, Group: "main (pid 100)"' "$W/tso.print" &&
+	grep -q 'LOCATION  *300  Name: "sampled (tid 300)" <[0-9]*>, Type: CPU_THREAD, # Events: 2, Group: "pid 300"' "$W/tso.print" &&
+	grep -q 'LOCATION_GROUP .*Name: "pid 300"' "$W/tso.print" &&
+	[ "$(grep -c '^METRIC  *300 .*"ktau samples cpu-clock"' "$W/tso.print")" = 2 ] ||
+		{ grep -E 'LOCATION|^METRIC' "$W/tso.print" | sed 's/^/#   /'; return 1; }
+}
+
+# A tid used again (ktau-trace-synth samples-reuse: tid 200 of pid 200
+# exited at 6000 ns, and came back at 16000 ns, a thread of its own): each
+# sampled thread's samples go on the location of the thread of its tid and
+# pid whose records its window overlaps best, the second's on the second
+# (reuse 1: location 1 << 32 | 200); --check maps them the same way and
+# finds samples on a thread's location after it exited (its tid in use
+# again: the second's samples on the first, from a sampler's window over
+# both). Samples at the time of an Enter go before it, but for those taken
+# in the routine it enters, after it, as their "ktau routine" says.
+c_trace_sample_reuse() {
+	"$TRACE_SYNTH" samples-reuse "$IN/tsr.ktrace" || return 1
+	"$KTAUD" trace --input "$IN/tsr.ktrace" -o "$W/trace-tsr" >"$LOG" 2>&1 &&
+	"$KTAUD" trace --check "$W/trace-tsr" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -q "4 locations, 7 regions, 48 events" "$LOG" &&
+	grep -q "samples: 8 in the archive, 8 in the raw trace, of 3 sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# The second sampler's window over both threads of tid 200 (more of
+	# the first's): its samples go on the first's location, after its exit.
+	sample_set "$IN/tsr.ktrace" "$IN/tsr-wide.ktrace" thread 2 start 3000 thread 2 end 17600 &&
+	"$KTAUD" trace -q --input "$IN/tsr-wide.ktrace" -o "$IN/trace-tsr-wide" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 1 "$KTAUD" trace --check "$IN/trace-tsr-wide" || return 1
+	grep -q "location 200: a sample at 17500 ns, after its thread exited (tid 200 was in use again from 16000 ns)" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	command -v otf2-print >/dev/null || return 0
+	otf2-print "$W/trace-tsr/traces.otf2" >"$W/tsr.print" 2>&1 || { head "$W/tsr.print"; return 1; }
+	awk '$1 == "METRIC" && /ktau samples/ { print $2, $3 }' "$W/tsr.print" | sort -n | tr '\n' ' ' >"$W/tsr.got"
+	[ "$(cat "$W/tsr.got")" = "100 1000 100 1000 100 8000 100 8000 200 4150 200 5500 4294967496 16000 4294967496 17500 " ] ||
+		{ echo "# samples (location time): $(cat "$W/tsr.got")"; return 1; }
+	# Location 100: user mode, read's Enter, the sample in read; the same
+	# at 8000 with write. The second tid 200: its fault's Enter first.
+	awk '$2 == 100 && ($3 == 1000 || $3 == 8000) { print $1, $3 }' "$W/tsr.print" | tr '\n' ' ' |
+		grep -q "^METRIC 1000 ENTER 1000 METRIC 1000 METRIC 8000 ENTER 8000 METRIC 8000 $" ||
+		{ awk '$2 == 100' "$W/tsr.print" | head -4 | sed 's/^/#   /'; return 1; }
+	awk '$2 == 4294967496 { print $1, $3 }' "$W/tsr.print" | head -2 | tr '\n' ' ' |
+		grep -q "^ENTER 16000 METRIC 16000 $" || { awk '$2 == 4294967496' "$W/tsr.print" | sed 's/^/#   /'; return 1; }
+	grep -A1 '^METRIC  *100  *1000 ' "$W/tsr.print" | grep '"sampled function"' | sed 's/.*"sampled function" <0>; STRING; "\([^"]*\)".*/\1/' |
+		tr '\n' '|' | grep -q '^main|\[kernel\] read|$' || { grep -A1 '^METRIC  *100 ' "$W/tsr.print" | sed 's/^/#   /'; return 1; }
+}
+
+# The check of the samples: against the raw file beside the archive, it
+# fails when a location has more or fewer samples than its threads, a
+# sample lies outside its thread's window, a thread's counters cannot
+# hold its samples (also when n + lost would wrap around), a sampled
+# thread has no location, a sample's time, address or function is not the
+# raw trace's; the raw file itself as it was passes.
+c_trace_sample_check_fails() {
+	local d="$W/trace-tsf" c
+	"$TRACE_SYNTH" samples "$IN/tsf.ktrace" || return 1
+	"$KTAUD" trace -q --input "$IN/tsf.ktrace" -o "$d" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$TRACE_SYNTH" nest "$IN/tsf-none.ktrace" || return 1
+	# thread 200: [4000, 6000], samples at 4150 and 4300; thread 100: n 4,
+	# 6 taken, 1 lost; thread 101: [1000, 9000], none.
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-window.ktrace" thread 2 start 4200 sample 4 time 4250 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-taken.ktrace" thread 0 taken 4 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-moved.ktrace" thread 0 n 3 thread 1 n 1 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-noloc.ktrace" thread 2 tid 300 thread 2 pid 300 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-wrap.ktrace" thread 0 lost 18446744073709551614 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-time.ktrace" sample 4 time 4160 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-ip.ktrace" sample 0 ip 4096 &&
+	sample_set "$IN/tsf.ktrace" "$IN/tsf-function.ktrace" sample 0 name 1 || return 1
+	while IFS='|' read -r c why; do
+		cp "$IN/tsf-$c.ktrace" "$d/trace.ktrace" || return 1
+		expect_rc 1 "$KTAUD" trace --check "$d" || { echo "# $c: the check passed"; return 1; }
+		grep -q "FAILED" "$LOG" && grep -q -- "$why" "$LOG" || { echo "# $c: not '$why'"; sed 's/^/#   /' "$LOG"; return 1; }
+	done <<'EOT'
+none|location 100: 4 samples in the archive, 0 in the raw trace
+window|location 200: a sample at 4150 ns, outside its sampler's window
+taken|sampled thread 100: 4 samples and 1 lost, but 4 taken
+moved|location 101: 0 samples in the archive, 1 in the raw trace
+noloc|sampled thread 300: no location 300 in the archive
+wrap|sampled thread 100: 4 samples and 18446744073709551614 lost, but 6 taken
+time|location 200: sample 1 at 4150 ns, ip 0x400800; the raw trace's at 4160 ns, ip 0x400800
+ip|location 100: sample 1 at 1200 ns, ip 0xffffffff81234567; the raw trace's at 1200 ns, ip 0x1000
+function|location 100: sample 1 at 1200 ns in 'ksys_read'; the raw trace's in 'main'
+EOT
+	cp "$IN/tsf.ktrace" "$d/trace.ktrace" &&
+	"$KTAUD" trace --check "$d" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+}
+
 c_trace_merge() {
 	for r in 0 1 2; do
 		"$TRACE_SYNTH" rank "$IN/r$r.ktrace" $r || return 1
@@ -1566,9 +2137,11 @@ EOT
 cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_options c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_cut c_trace_corrupt c_trace_outdir
-c_trace_merge c_trace_user c_trace_command_fake
+c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
+c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_own_locations
+c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
-c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_smoke
+c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_trace_finish c_fuzz_smoke
 c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
 c_py_sample_refuses c_py_walker c_py_sample_rows c_py_pip_install
 c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_foreign_timer_no_ktau c_taucheck

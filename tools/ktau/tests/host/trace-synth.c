@@ -25,6 +25,31 @@
  *   ktau-trace-synth user FILE U... nest and the user routines that
  *                                   libktau's runtime wrote (KTAU_TRACE_USER)
  *                                   into the files U
+ *   ktau-trace-synth samples FILE   nest with samples (raw file version 3):
+ *                                   event "cpu-clock:1000000", threads 100
+ *                                   (4 samples: kernel and user, named and
+ *                                   not, two at one time; 1 lost of 6
+ *                                   taken), 101 (none) and 200 (2)
+ *   ktau-trace-synth samples-late FILE  the same, the event set only after
+ *                                   the file was started (the writer makes
+ *                                   room in the header): the same bytes
+ *   ktau-trace-synth samples-bad FILE  samples with a time going back: the
+ *                                   writer refuses them (exit 1)
+ *   ktau-trace-synth samples-unfinished FILE  samples' file whose writer
+ *                                   stopped after the chunks (no finish)
+ *   ktau-trace-synth samples-reuse FILE  nest and tid 200 again (pid 200,
+ *                                   "again", from 16000 ns) after the first
+ *                                   exited; sampled: 100 (samples at the
+ *                                   time of an Enter: 1000 in read and in
+ *                                   user mode, 8000 in user mode and in
+ *                                   write), both tids 200 (4150, 5500 and
+ *                                   16000 in page_fault_user, 17500)
+ *   ktau-trace-synth dump FILE      read FILE with the library; print its
+ *                                   version, records and samples (one line
+ *                                   each: the event, threads, samples)
+ *   ktau-trace-synth rewrite IN OUT read IN, write it again as ktaud trace
+ *                                   --merge does (start, the threads'
+ *                                   records, finish)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -156,6 +181,89 @@ static void profile_of(const struct thr *t, struct ktau_task *task, struct ktau_
 	task->entries = e;
 }
 
+/* The samples of "samples": see the top. */
+static int add_samples(struct ktau_trace *t)
+{
+	static const struct ktau_trace_sthread st[] = {
+		{ .tid = 100, .pid = 100, .start_ns = 500, .end_ns = 15000, .taken = 6, .lost = 1,
+		  .first = 0, .n = 4 },
+		{ .tid = 101, .pid = 100, .start_ns = 1000, .end_ns = 9000 },
+		{ .tid = 200, .pid = 200, .start_ns = 4000, .end_ns = 6000, .taken = 2, .first = 4,
+		  .n = 2 },
+	};
+	static const struct ktau_trace_sample s[] = {
+		{ 0xffffffff81234567ull, 1200, ID_READ, 0, 0 },
+		{ 0x401000, 5500, 10, 1, 1 },
+		{ 0x401234, 5500, 10, 1, UINT32_MAX },
+		{ 0, 8500, ID_WRITE, 0, UINT32_MAX },	/* an address hidden */
+		{ 0x400800, 4150, 10, 1, 1 },	/* between the fault and the write */
+		{ 0xffffffff81234567ull, 4300, ID_WRITE, 0, 0 },
+	};
+	static const char *const names[] = { "ksys_read", "main" };
+	size_t i;
+
+	strcpy(t->sample_event, "cpu-clock:1000000");
+	t->sample_flags = KTAU_LIB_SAMPLE_OVERWRITE;
+	t->sthreads = malloc(sizeof(st));
+	t->samples = malloc(sizeof(s));
+	t->sample_names = calloc(2, sizeof(*t->sample_names));
+	if (!t->sthreads || !t->samples || !t->sample_names)
+		return -1;
+	memcpy(t->sthreads, st, sizeof(st));
+	t->nsthreads = sizeof(st) / sizeof(st[0]);
+	memcpy(t->samples, s, sizeof(s));
+	t->nsamples = sizeof(s) / sizeof(s[0]);
+	for (i = 0; i < 2; i++)
+		if (!(t->sample_names[t->nsample_names++] = strdup(names[i])))
+			return -1;
+	return 0;
+}
+
+/*
+ * The samples of "samples-reuse" (see the top): tid 200 sampled twice,
+ * once per thread of that tid, each in its thread's time.
+ */
+static int add_reuse_samples(struct ktau_trace *t)
+{
+	static const struct ktau_trace_sthread st[] = {
+		{ .tid = 100, .pid = 100, .start_ns = 500, .end_ns = 15000, .taken = 4,
+		  .first = 0, .n = 4 },
+		{ .tid = 200, .pid = 200, .start_ns = 3900, .end_ns = 6100, .taken = 2, .first = 4,
+		  .n = 2 },
+		{ .tid = 200, .pid = 200, .start_ns = 15500, .end_ns = 19000, .taken = 2, .first = 6,
+		  .n = 2 },
+	};
+	static const struct ktau_trace_sample s[] = {
+		/* At read's Enter: in read (after it), in user mode (before). */
+		{ 0xffffffff81000001ull, 1000, ID_READ, 0, UINT32_MAX },
+		{ 0x401000, 1000, 10, 1, 1 },
+		/* At write's Enter: in user mode (before), in write (after). */
+		{ 0x401100, 8000, 10, 1, 1 },
+		{ 0xffffffff81000002ull, 8000, ID_WRITE, 0, 0 },
+		{ 0x400800, 4150, 10, 1, 1 },
+		{ 0, 5500, ID_OTHER, 0, UINT32_MAX },
+		{ 0xffffffff81000003ull, 16000, ID_FAULT, 0, UINT32_MAX },
+		{ 0x400900, 17500, 10, 1, 1 },
+	};
+	static const char *const names[] = { "ksys_write", "main" };
+	size_t i;
+
+	strcpy(t->sample_event, "cpu-clock:1000000");
+	t->sthreads = malloc(sizeof(st));
+	t->samples = malloc(sizeof(s));
+	t->sample_names = calloc(2, sizeof(*t->sample_names));
+	if (!t->sthreads || !t->samples || !t->sample_names)
+		return -1;
+	memcpy(t->sthreads, st, sizeof(st));
+	t->nsthreads = sizeof(st) / sizeof(st[0]);
+	memcpy(t->samples, s, sizeof(s));
+	t->nsamples = sizeof(s) / sizeof(s[0]);
+	for (i = 0; i < 2; i++)
+		if (!(t->sample_names[t->nsample_names++] = strdup(names[i])))
+			return -1;
+	return 0;
+}
+
 static void nest(struct thr *th, size_t *nth)
 {
 	struct thr *a = &th[0], *b = &th[1], *c = &th[2];
@@ -257,9 +365,65 @@ static int big(const char *path, long n)
 	return ret || close(fd);
 }
 
+/* dump FILE: what the library reads of a raw file. */
+static int dump(const char *path)
+{
+	struct ktau_trace *t;
+	size_t i, k;
+
+	if (ktau_trace_load(path, &t)) {
+		fprintf(stderr, "%s: %s\n", path, ktau_trace_error());
+		return 1;
+	}
+	printf("threads %zu records %llu truncated %d cuts %zu\n", t->nthreads,
+	       (unsigned long long)t->nrecs, t->truncated, t->ncuts);
+	printf("event '%s' flags %#x threads %zu samples %zu names %zu\n", t->sample_event,
+	       t->sample_flags, t->nsthreads, t->nsamples, t->nsample_names);
+	for (i = 0; i < t->nsthreads; i++) {
+		const struct ktau_trace_sthread *st = &t->sthreads[i];
+
+		printf("sthread %d pid %d [%llu, %llu] taken %llu lost %llu first %zu n %zu\n", st->tid,
+		       st->pid, (unsigned long long)st->start_ns, (unsigned long long)st->end_ns,
+		       (unsigned long long)st->taken, (unsigned long long)st->lost, st->first, st->n);
+		for (k = st->first; k < st->first + st->n; k++) {
+			const struct ktau_trace_sample *s = &t->samples[k];
+
+			printf("  sample %#llx at %llu id %u %s %s\n", (unsigned long long)s->ip,
+			       (unsigned long long)s->time_ns, s->id, s->user ? "user" : "kernel",
+			       s->name == UINT32_MAX ? "-" : t->sample_names[s->name]);
+		}
+	}
+	ktau_trace_free(t);
+	return 0;
+}
+
+/* rewrite IN OUT: read and write again through the library. */
+static int rewrite(const char *in, const char *out)
+{
+	struct ktau_trace_file *tf;
+	struct ktau_trace *t;
+	int fd, ret;
+
+	if (ktau_trace_load(in, &t)) {
+		fprintf(stderr, "%s: %s\n", in, ktau_trace_error());
+		return 1;
+	}
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ret = fd < 0 ? -errno : ktau_trace_file_start(fd, t, &tf);
+	if (!ret)
+		ret = ktau_trace_file_append_trace(tf, t);
+	if (!ret)
+		ret = ktau_trace_file_finish(tf, t);
+	if (ret)
+		fprintf(stderr, "%s: %s\n", out, *ktau_trace_error() ? ktau_trace_error() :
+			strerror(-ret));
+	ktau_trace_free(t);
+	return ret || close(fd);
+}
+
 int main(int argc, char **argv)
 {
-	static struct thr th[8];
+	static struct thr th[8], again;
 	static struct ktau_func_stat ents[8][64];
 	struct ktau_trace *t = ktau_trace_new();
 	struct ktau_trace_file *tf;
@@ -269,8 +433,8 @@ int main(int argc, char **argv)
 	int fd, ret, rank = -1;
 
 	if (argc < 3 || !t) {
-		fprintf(stderr, "usage: %s nest|lost|badcount|badtime|overlap|rank FILE [RANK]\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s nest|lost|badcount|badtime|overlap|rank|samples|dump FILE "
+			"[RANK]\n", argv[0]);
 		return 2;
 	}
 	what = argv[1];
@@ -284,6 +448,10 @@ int main(int argc, char **argv)
 		return 2;
 	if (!strcmp(what, "big"))
 		return argc == 4 ? big(path, atol(argv[3])) : 2;
+	if (!strcmp(what, "dump"))
+		return dump(path);
+	if (!strcmp(what, "rewrite"))
+		return argc == 4 ? rewrite(path, argv[3]) : 2;
 	nest(th, &nth);
 	if (!strcmp(what, "lost")) {
 		struct thr *d = &th[nth++];
@@ -297,8 +465,22 @@ int main(int argc, char **argv)
 	} else if (!strcmp(what, "overlap")) {
 		/* The fault "ends" after the write it is in. */
 		th[0].r[th[0].n - 1].e = 14200;
+	} else if (!strcmp(what, "samples") || !strcmp(what, "samples-bad") ||
+		   !strcmp(what, "samples-unfinished")) {
+		if (add_samples(t))
+			return 1;
+		if (!strcmp(what, "samples-bad"))
+			t->samples[1].time_ns = 1100;
+	} else if (!strcmp(what, "samples-reuse")) {
+		/* Not in the profile: the kernel's would hold one tid 200. */
+		again = (struct thr){ .tid = 200, .pid = 200, .comm = "again",
+				      .flags = KTAU_LIB_TRACE_EXITED };
+		add(&again, 16000, 16500, ID_FAULT, 0, KTAU_LIB_TRACE_CALL);
+		add(&again, 17000, 18000, ID_WRITE, 0, KTAU_LIB_TRACE_CALL);
+		if (add_reuse_samples(t))
+			return 1;
 	} else if (strcmp(what, "nest") && strcmp(what, "badcount") && strcmp(what, "badtime") &&
-		   strcmp(what, "rank") && strcmp(what, "user")) {
+		   strcmp(what, "rank") && strcmp(what, "user") && strcmp(what, "samples-late")) {
 		fprintf(stderr, "%s: unknown case %s\n", argv[0], what);
 		return 2;
 	}
@@ -331,6 +513,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ret = 0;
+	if (!strcmp(what, "samples-late")) {
+		if (add_samples(t))
+			return 1;
+		/* The same bytes as "samples". */
+		memset(t->command, 0, sizeof(t->command));
+		strcpy(t->command, "synth samples");
+	}
 	/* Two chunks per thread, in two reads: a drain does not wait for
 	 * whole calls. */
 	for (i = 0; i < nth && !ret; i++) {
@@ -339,6 +528,13 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nth && !ret; i++)
 		ret = put_chunk(tf, &th[i], th[i].n / 2, th[i].n, th[i].flags);
+	/* Tid 200 again, once the first has exited: a thread of its own. */
+	if (!ret && again.n)
+		ret = put_chunk(tf, &again, 0, again.n, again.flags);
+	if (!ret && !strcmp(what, "samples-unfinished")) {
+		ktau_trace_free(t);
+		return close(fd) ? 1 : 0;	/* as a writer that was killed */
+	}
 	/* The user routines: their own threads (other tids), as read. */
 	for (i = 3; !ret && !strcmp(what, "user") && i < (size_t)argc; i++) {
 		FILE *f = fopen(argv[i], "r");
@@ -354,7 +550,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = ktau_trace_file_finish(tf, t);
 	if (ret || close(fd)) {
-		fprintf(stderr, "%s: cannot write %s\n", argv[0], path);
+		fprintf(stderr, "%s: cannot write %s: %s\n", argv[0], path,
+			ret && *ktau_trace_error() ? ktau_trace_error() : strerror(ret ? -ret : errno));
 		return 1;
 	}
 	ktau_trace_free(t);
