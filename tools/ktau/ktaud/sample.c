@@ -916,6 +916,29 @@ static int snap_threads(struct ssess *s, struct ktau_snap **out)
 	return ret ? ret : (*out ? 0 : -ENOMEM);
 }
 
+void ssess_scan(struct ssess *s, pid_t pid)
+{
+	pid_t tgid = tgid_of(pid);
+
+	/* A thread's id names its process's threads too (/proc/TID/task). */
+	scan_process(s, tgid > 0 ? tgid : pid);
+}
+
+size_t ssess_drain(struct ssess *s, int stop)
+{
+	drain_all(s, stop);
+	return stop ? 0 : check_threads(s);
+}
+
+int ssess_started(struct ssess *s)
+{
+	if (s->nstarted)
+		return 0;
+	err_msg("no thread could be sampled: %s", ktau_sample_strerror(s->first_err, 1));
+	return s->first_err == -EACCES || s->first_err == -EPERM ? EX_KT_PERM :
+	       s->first_err == -ESRCH ? EX_KT_GONE : EX_KT_FAIL;
+}
+
 struct attach_args {
 	pid_t *ids;
 	size_t nids;
@@ -958,13 +981,12 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		if (aa->tids)
 			th_new(s, aa->ids[i], 0, 0);
 		else
-			scan_process(s, aa->ids[i]);
+			ssess_scan(s, aa->ids[i]);
 	}
-	if (!s->nstarted) {
-		err_msg("no thread could be sampled: %s", ktau_sample_strerror(s->first_err, 1));
+	ret = ssess_started(s);
+	if (ret) {
 		ktau_snap_free(base);
-		return s->first_err == -EACCES || s->first_err == -EPERM ? EX_KT_PERM :
-		       s->first_err == -ESRCH ? EX_KT_GONE : EX_KT_FAIL;
+		return ret;
 	}
 	gone = ktau_snap_new();
 	if (!gone) {
@@ -986,9 +1008,8 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		}
 		if (!aa->tids)
 			for (i = 0; i < aa->nids; i++)
-				scan_process(s, aa->ids[i]);
-		drain_all(s, 0);
-		live = check_threads(s);
+				ssess_scan(s, aa->ids[i]);
+		live = ssess_drain(s, 0);
 		ret = snap_threads(s, &cur);
 		if (ret || keep_departed(prev, cur, gone)) {
 			report(ret ? ret : -ENOMEM, "snapshot");
@@ -1015,7 +1036,7 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		}
 		ktau_snap_free(cur);
 	}
-	drain_all(s, 1);
+	ssess_drain(s, 1);
 	if (rc)
 		goto out;
 	for (i = 0; !ret && i < gone->ntasks; i++)

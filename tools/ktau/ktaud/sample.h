@@ -101,6 +101,20 @@ int ssess_child_prepare(void);
 int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, int *status);
 
 /*
+ * Sampling running processes (ktaud sample -p, ktaud trace -p --sample),
+ * no ptrace: ssess_scan() starts a sampler on each thread of process pid
+ * not seen before (from /proc/PID/task); ssess_started() is 0 when one
+ * was started, else an exit code after a message; ssess_drain() reads
+ * every sampled thread's buffer (to the sink too), then, without stop,
+ * takes a thread whose sampling ended for gone, or samples it again after
+ * its process's exec, and returns the threads still live; with stop, it
+ * ends every sampling (0).
+ */
+void ssess_scan(struct ssess *s, pid_t pid);
+int ssess_started(struct ssess *s);
+size_t ssess_drain(struct ssess *s, int stop);
+
+/*
  * The profile snap with the samples: write_outputs() with the samples, and
  * their folded stacks into --folded FILE or else DIR/samples.folded
  * (samples.RANK.folded under an MPI launcher); an exit code.

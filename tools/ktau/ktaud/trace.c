@@ -7,9 +7,10 @@
  * run; --input converts a saved raw trace, --check reads an archive back
  * and compares it with the profile, --merge joins the traces of MPI ranks.
  * --sample also samples the command's threads (sample.c's session, which
- * then runs the command under ptrace and drains the trace at its ticks):
- * its samples go into the raw file, the OTF2 archive, the JSON and the
- * TAU profile (not the gnuplot timeline).
+ * then runs the command under ptrace and drains the trace at its ticks),
+ * or with -p the process's threads (the sampler's attach mode, drained in
+ * the -p loop): its samples go into the raw file, the OTF2 archive, the
+ * JSON and the TAU profile (not the gnuplot timeline).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -70,8 +71,9 @@ static void help(FILE *f)
 "  -d, --duration S     ... for S seconds (or until it exits; -a: or until\n"
 "                       SIGINT/SIGTERM)\n"
 "  -n, --top N          threads in the timeline (default 8)\n"
-"      --sample SPEC    also sample the command's threads, as 'ktaud sample -e\n"
-"                       SPEC' does (EVENT[:PERIOD][:u|:k]): every sample in\n"
+"      --sample SPEC    also sample the command's threads (with -p: the\n"
+"                       process's), as 'ktaud sample -e SPEC' does\n"
+"                       (EVENT[:PERIOD][:u|:k]; not with -a): every sample in\n"
 "                       the timeline, an OTF2 metric \"ktau samples EVENT\" with\n"
 "                       its function and KTAU routine, a JSON instant of\n"
 "                       category \"sample\"; and the sampler's summary\n"
@@ -122,8 +124,9 @@ struct topts {
 	size_t ncut;
 	/*
 	 * --sample: the sampler (sample.c), which traces the command with
-	 * ptrace and drains the trace session at its ticks; the samples of
-	 * each of its threads (by its index), named as they come.
+	 * ptrace and drains the trace session at its ticks (with -p: started
+	 * on the process's threads and drained in the -p loop); the samples
+	 * of each of its threads (by its index), named as they come.
 	 */
 	struct ssess *ss;
 	struct ktau_trace_session *sess;
@@ -1309,8 +1312,22 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 		goto out;
 	o->t0 = now_s();
 	ret = attach_threads(s, o, pid, &tids, &ntids, &err);
-	if (ret <= 0) {
+	if (ret <= 0)
 		rc = attach_error(err ? err : -ESRCH, who);
+	/* --sample: a sampler on each thread, as 'ktaud sample -p' starts them. */
+	if (!rc && o->ss) {
+		struct ssess_sink sk = { .arg = o, .samples = on_samples };
+
+		ssess_set_sink(o->ss, &sk);
+		ssess_scan(o->ss, pid);
+		rc = ssess_started(o->ss);
+		if (rc) {
+			ssess_drain(o->ss, 1);
+			for (i = 0; i < ntids; i++)
+				ktau_trace_detach(s, tids[i]);
+		}
+	}
+	if (rc) {
 		ktau_trace_file_finish(o->tf, o->t);
 		fclose(rawf);
 		ktau_outdir_close(od);
@@ -1322,9 +1339,17 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 			break;
 		if (attach_threads(s, o, pid, &tids, &ntids, &err) < 0)
 			break;	/* it exited */
+		/* The sampler: new threads, then the buffers (named while it lives). */
+		if (o->ss) {
+			ssess_scan(o->ss, pid);
+			ssess_drain(o->ss, 0);
+		}
 		progress(o, 0);
 		sleep_s(o->interval);
 	}
+	/* The samplers stopped (their last samples read), then the trace. */
+	if (o->ss)
+		ssess_drain(o->ss, 1);
 	for (i = 0; i < ntids; i++)
 		ktau_trace_detach(s, tids[i]);
 	if (!rc)
@@ -1333,9 +1358,15 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 	if (!o->quiet)
 		fprintf(stderr, "ktaud trace: traced %zu threads of process %d for %.3f s\n", ntids,
 			(int)pid, now_s() - o->t0);
+	if (o->ss)
+		fill_samples(o);
 	ret = finish_run(o, od, rawf, raw);
 	rc = rc ? rc : ret;
+	/* The sampler's summary, as 'ktaud sample' prints it. */
+	if (o->ss && !o->quiet)
+		ssess_summary(o->ss, o->t->reg, 5);
 out:
+	free_samples(o);
 	free(tids);
 	run_free(o, k, before, after, s);
 	return rc ? rc : ret;
@@ -1856,10 +1887,13 @@ int cmd_trace(int argc, char **argv)
 		return usage_err("trace", "-o needs a directory name");
 	if (!!input + !!check + do_merge + !!pid + all > 1)
 		return usage_err("trace", "--input, --check, --merge, -p and -a go one at a time");
-	if (sample && (input || check || do_merge || pid || all))
+	if (sample && all)
+		return usage_err("trace", "--sample does not go with -a: the whole system is "
+				 "not sampled; sample a command (ktaud trace --sample SPEC -- "
+				 "command args...) or a process (-p PID -d SECONDS)");
+	if (sample && (input || check || do_merge))
 		return usage_err("trace", "--sample goes with a command (ktaud trace --sample SPEC "
-				 "-- command args...); to sample a running process, use "
-				 "'ktaud sample -p PID'");
+				 "-- command args...) or a running process (-p PID -d SECONDS)");
 	if (check) {
 		if (optind < argc)
 			return usage_err("trace", "--check takes one directory");

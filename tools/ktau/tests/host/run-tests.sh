@@ -1604,21 +1604,28 @@ EOT
 
 # ---- trace samples: ktaud trace --sample, OTF2, JSON, --check ----
 
-# The sampler goes with a command only (-p, -a, --input, --merge, --check
-# refuse it); a bad spec is a usage error; a kernel that cannot sample
-# (no KTAU; fake-ktau.so's trace mode without sampling) fails as 'ktaud
-# sample' does there, before anything is written.
+# The sampler goes with a command or -p (-a, --input, --merge, --check
+# refuse it); a bad spec is a usage error, with -p too; a kernel that
+# cannot sample (no KTAU; fake-ktau.so's trace mode without sampling)
+# fails as 'ktaud sample' does there, before anything is written.
 c_trace_sample_usage() {
 	local a
 	"$KTAUD" trace --help | grep -q -- "--sample SPEC" || { echo "# no --sample in the help"; return 1; }
-	for a in "-p 1 -d 1" "-a -d 1" "--input $IN/x.ktrace" "--check $IN" "--merge $IN"; do
+	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock -a -d 1 || return 1
+	grep -q -- "--sample does not go with -a: the whole system is not sampled" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	for a in "--input $IN/x.ktrace" "--check $IN" "--merge $IN"; do
 		# shellcheck disable=SC2086
 		expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock $a || return 1
-		grep -q -- "--sample goes with a command .*use 'ktaud sample -p PID'" "$LOG" ||
+		grep -q -- "--sample goes with a command .* or a running process (-p PID -d SECONDS)" "$LOG" ||
 			{ sed 's/^/#   /' "$LOG"; return 1; }
 	done
 	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample bogus -- true || return 1
 	grep -q "bad sampling event 'bogus'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample bogus -p 1 -d 1 || return 1
+	grep -q "bad sampling event 'bogus'" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock -p 1 || return 1
+	grep -q -- "-p needs -d SECONDS" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock:5us -- true || return 1
 	[ ! -e "$IN/tsu" ] || { echo "# a refused --sample wrote $IN/tsu"; return 1; }
 	[ -e /proc/ktau ] && return 0
@@ -1680,6 +1687,58 @@ PY
 	otf2-print "$W/trace-fs/traces.otf2" >"$W/fs.print" 2>&1 || { head "$W/fs.print"; return 1; }
 	[ "$(grep -c '^METRIC .*"ktau samples cpu-clock"' "$W/fs.print")" = "$n" ] ||
 		{ head "$W/fs.print" | sed 's/^/#   /'; return 1; }
+}
+
+# 'ktaud trace -p PID -d S --sample SPEC' end to end on this host (the
+# kernel's sessions and sampling faked): a sampler on each thread of the
+# running process, as 'ktaud sample -p' starts them (no ptrace), drained
+# in the -p loop beside the trace session, stopped at the end; every
+# sample in the archive, the JSON and the check. A process that exits
+# before -d ends the run, its samples kept.
+c_trace_sample_pid_fake() {
+	local spin="$O/tests/ktau-test-spin" n sp i
+	: "${FAKE_SAMPLE:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	rm -f "$IN/fsp.log" "$IN/fsp.ready"
+	"$spin" -p -u 20 -t 2 >"$IN/fsp.ready" &
+	sp=$!
+	for i in $(seq 50); do
+		grep -q "^ready $sp\$" "$IN/fsp.ready" && break
+		sleep 0.1
+	done
+	FAKE_KTAU_LOG="$IN/fsp.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace \
+		-p $sp -d 0.4 --sample cpu-clock:1ms -o "$W/trace-fsp" >"$LOG" 2>&1
+	rc=$?
+	kill $sp
+	wait $sp 2>/dev/null
+	[ $rc -eq 0 ] || { echo "# exited $rc"; sed 's/^/#   /' "$LOG"; return 1; }
+	# Three threads, each traced and sampled by ktaud itself, each stopped.
+	[ "$(grep -c " sample start " "$IN/fsp.log")" = 3 ] &&
+	[ "$(grep -c " sample stop " "$IN/fsp.log")" = 3 ] &&
+	grep -q " sample start $sp\$" "$IN/fsp.log" && grep -q " attach $sp 1 65536 0\$" "$IN/fsp.log" &&
+	[ "$(awk '{ print $1 }' "$IN/fsp.log" | sort -u | wc -l)" = 1 ] ||
+		{ sed 's/^/#   /' "$IN/fsp.log"; return 1; }
+	n=$(sed -n 's/^ktaud: samples (cpu-clock:1ms, user and kernel): \([0-9]*\) in 3 threads .*/\1/p' "$LOG")
+	[ -n "$n" ] && [ "$n" -gt 300 ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(grep -c '"cat":"sample"' "$W/trace-fsp/trace.json")" = "$n" ] ||
+		{ echo "# $(grep -c '"cat":"sample"' "$W/trace-fsp/trace.json") samples in the JSON, $n sampled"; return 1; }
+	"$TRACE_SYNTH" dump "$W/trace-fsp/trace.ktrace" >"$LOG" 2>&1 &&
+	grep -q "^event 'cpu-clock:1000000' flags 0 threads 3 samples $n names" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG" | head; return 1; }
+	"$KTAUD" trace --check "$W/trace-fsp" >"$LOG" 2>&1 &&
+	grep -q "samples: $n in the archive, $n in the raw trace, of 3 sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# A process that exits after 0.3 s of a 5 s run: the run ends, checked.
+	sleep 0.3 &
+	sp=$!
+	LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp -d 5 --sample cpu-clock:1ms \
+		-o "$W/trace-fsp2" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	wait $sp
+	grep -q "^ktaud trace: traced 1 threads of process $sp for [0-2]\." "$LOG" &&
+	grep -q "^ktaud: samples (cpu-clock:1ms, user and kernel): [1-9][0-9]* in 1 thread " "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --check "$W/trace-fsp2" >"$LOG" 2>&1 &&
+	grep -q "of 1 sampled threads; 0 problems" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # Samples a little outside their thread's window (the kernel stamps them
@@ -2138,7 +2197,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_op
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_cut c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
-c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_own_locations
+c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_trace_finish c_fuzz_smoke
