@@ -22,26 +22,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <linux/ktau.h>
+#include "fake-log.h"
 
 #define MAXFD 1024
 static char kind[MAXFD];	/* 'T' trace session, 'C' collector */
 static int self_sent;
-
-static void logf_(const char *fmt, ...)
-{
-	const char *p = getenv("FAKE_KTAU_LOG");
-	va_list ap;
-	FILE *f;
-
-	if (!p || !(f = fopen(p, "a")))
-		return;
-	fprintf(f, "%d ", (int)getpid());
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-}
 
 static int fake_open(const char *path, int *handled)
 {

@@ -33,6 +33,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <linux/ktau.h>
+#include "fake-log.h"
 
 #define MAXFD 1024
 #define MAXTH 256
@@ -44,22 +45,6 @@ static struct fth {
 	int tid, active;
 	uint64_t last_ns, taken, lost, n;
 } th[MAXTH];
-
-static void logf_(const char *fmt, ...)
-{
-	const char *p = getenv("FAKE_KTAU_LOG");
-	va_list ap;
-	FILE *f;
-
-	if (!p || !(f = fopen(p, "a")))
-		return;
-	fprintf(f, "%d ", (int)getpid());
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-}
 
 static uint64_t mono_ns(void)
 {
