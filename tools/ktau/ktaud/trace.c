@@ -10,7 +10,7 @@
  * then runs the command under ptrace and drains the trace at its ticks),
  * or with -p the process's threads (the sampler's attach mode, drained in
  * the -p loop): its samples go into the raw file, the OTF2 archive, the
- * JSON and the TAU profile (not the gnuplot timeline).
+ * JSON, the TAU profile and the gnuplot timeline (a dot each).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -226,6 +226,46 @@ static int cmp_busy(const void *a, const void *b)
 	return x->ns > y->ns ? -1 : x->ns < y->ns;
 }
 
+/*
+ * The samples (ktaud trace --sample) of the n threads shown, b[0..n), as
+ * the data block $samples: a dot each above its thread's row, at its
+ * time; a sampled thread goes to the row of the trace thread whose
+ * location it shares in the archive (trace_sample_locations()). The
+ * number of dots (no block when 0), or -ENOMEM.
+ */
+static long timeline_samples(FILE *f, const struct ktau_trace *t, const struct busy *b,
+			     size_t n, uint64_t t0)
+{
+	uint64_t *loc = NULL;
+	size_t *thr = NULL, i, j, k;
+	long ns = 0;
+
+	if (!t->nsamples)
+		return 0;
+	if (trace_sample_locations(t, 0, &loc, &thr))
+		return -ENOMEM;
+	for (j = 0; thr && j < t->nsthreads; j++) {
+		const struct ktau_trace_sthread *st = &t->sthreads[j];
+
+		for (i = 0; i < n && b[i].i != thr[j]; i++)
+			;
+		if (i == n)
+			continue;	/* not shown, or without records */
+		for (k = st->first; k < st->first + st->n; k++) {
+			if (!ns)
+				fprintf(f, "$samples << EOD\n");
+			fprintf(f, "%.6f %.2f\n", ((double)t->samples[k].time_ns - (double)t0) / 1e6,
+				i + 0.42);
+			ns++;
+		}
+	}
+	if (ns)
+		fprintf(f, "EOD\n");
+	free(loc);
+	free(thr);
+	return ns;
+}
+
 int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top, const char *title)
 {
 	uint64_t t0 = trace_t0(t), t1 = t0, gap;
@@ -233,6 +273,7 @@ int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top,
 	int used[KTAU_LIB_NR_GROUPS + 1] = { 0 };
 	size_t i, j, n;
 	char comm[17];
+	long ns;
 
 	if (!b)
 		return -ENOMEM;
@@ -315,11 +356,20 @@ int trace_timeline_script(FILE *f, const struct ktau_trace *t, unsigned int top,
 		}
 		free(v);
 	}
-	fprintf(f, "EOD\nplot $boxes using 1:2:3:4:5 with boxxyerror lc variable notitle");
+	fprintf(f, "EOD\n");
+	ns = timeline_samples(f, t, b, n, t0);
+	if (ns < 0) {
+		free(b);
+		return (int)ns;
+	}
+	fprintf(f, "plot $boxes using 1:2:3:4:5 with boxxyerror lc variable notitle");
 	for (i = 0; i <= KTAU_LIB_NR_GROUPS; i++)
 		if (used[i])
 			fprintf(f, ", keyentry with boxes lc %zu title \"%s\"", i + 1,
 				i < KTAU_LIB_NR_GROUPS ? ktau_group_name((int)i) : "other");
+	if (ns)
+		fprintf(f, ", $samples using 1:2 with points pt 7 ps 0.35 lc rgb \"black\" "
+			   "title \"samples\"");
 	fprintf(f, "\n");
 	free(b);
 	return 0;

@@ -1771,6 +1771,43 @@ c_trace_sample_clock_skew() {
 # them at 1, and has no sample class). A JSON instant of category sample
 # each; the TAU profile's second metric is the event's, with rows
 # "[SAMPLE] function".
+# The timeline PNG marks the samples: a data block $samples of a dot
+# above its thread's row at its time (trace-synth's 6, on the rows of
+# main 100 and child 200), plotted as
+# "samples"; a trace without samples has neither. gnuplot is a stand-in
+# here that keeps the script it is given.
+c_trace_sample_timeline() {
+	mkdir -p "$W/gpfake"
+	cat >"$W/gpfake/gnuplot" <<EOF2
+#!/bin/sh
+cat >"$W/gpfake/script.\$\$"
+printf '\211PNG\r\n\032\n'
+EOF2
+	chmod +x "$W/gpfake/gnuplot"
+	rm -f "$W"/gpfake/script.*
+	"$TRACE_SYNTH" samples "$IN/tst.ktrace" || return 1
+	PATH="$W/gpfake:$PATH" "$KTAUD" trace --input "$IN/tst.ktrace" -o "$W/trace-tst" \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	gp=$(ls "$W"/gpfake/script.* 2>/dev/null)
+	[ -n "$gp" ] && [ "$(echo "$gp" | wc -l)" = 1 ] || { echo "# gnuplot not run once"; return 1; }
+	n=$(awk '/^\$samples << EOD$/ { s = 1; next } s && /^EOD$/ { s = 0 } s { n++ }
+		END { print n + 0 }' "$gp")
+	[ "$n" = 6 ] || { echo "# $n dots in \$samples, not 6"; sed 's/^/#   /' "$gp"; return 1; }
+	grep -q '^plot .*\$samples using 1:2 with points .*title "samples"$' "$gp" ||
+		{ echo "# the samples are not plotted"; return 1; }
+	# Every dot above a row that exists, within the run.
+	awk '/^\$samples << EOD$/ { s = 1; next } s && /^EOD$/ { s = 0 }
+		s && !($1 >= 0 && $1 < 0.014 && ($2 == 0.42 || $2 == 2.42)) { bad = 1 }
+		END { exit bad }' "$gp" || { echo "# a dot outside the rows or the run"; return 1; }
+	rm -f "$W"/gpfake/script.*
+	"$TRACE_SYNTH" nest "$IN/tsn.ktrace" || return 1
+	PATH="$W/gpfake:$PATH" "$KTAUD" trace --input "$IN/tsn.ktrace" -o "$W/trace-tsn" \
+		>"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	gp=$(ls "$W"/gpfake/script.* 2>/dev/null)
+	[ -n "$gp" ] || { echo "# gnuplot not run for the trace without samples"; return 1; }
+	! grep -q 'samples' "$gp" || { echo "# samples in a timeline without samples"; return 1; }
+}
+
 c_trace_sample_products() {
 	"$TRACE_SYNTH" samples "$IN/tsp.ktrace" || return 1
 	"$KTAUD" trace --input "$IN/tsp.ktrace" -o "$W/trace-tsp" >"$LOG" 2>&1 ||
@@ -2197,7 +2234,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_op
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_cut c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
-c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_own_locations
+c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_trace_finish c_fuzz_smoke
