@@ -181,6 +181,28 @@ static void profile_of(const struct thr *t, struct ktau_task *task, struct ktau_
 	task->entries = e;
 }
 
+/* t's samples: copies of st[nst] and s[ns], and the two names, at cpu-clock:1ms. */
+static int set_samples(struct ktau_trace *t, const struct ktau_trace_sthread *st, size_t nst,
+		       const struct ktau_trace_sample *s, size_t ns, const char *const names[2])
+{
+	size_t i;
+
+	strcpy(t->sample_event, "cpu-clock:1000000");
+	t->sthreads = malloc(nst * sizeof(*st));
+	t->samples = malloc(ns * sizeof(*s));
+	t->sample_names = calloc(2, sizeof(*t->sample_names));
+	if (!t->sthreads || !t->samples || !t->sample_names)
+		return -1;
+	memcpy(t->sthreads, st, nst * sizeof(*st));
+	t->nsthreads = nst;
+	memcpy(t->samples, s, ns * sizeof(*s));
+	t->nsamples = ns;
+	for (i = 0; i < 2; i++)
+		if (!(t->sample_names[t->nsample_names++] = strdup(names[i])))
+			return -1;
+	return 0;
+}
+
 /* The samples of "samples": see the top. */
 static int add_samples(struct ktau_trace *t)
 {
@@ -200,23 +222,9 @@ static int add_samples(struct ktau_trace *t)
 		{ 0xffffffff81234567ull, 4300, ID_WRITE, 0, 0 },
 	};
 	static const char *const names[] = { "ksys_read", "main" };
-	size_t i;
 
-	strcpy(t->sample_event, "cpu-clock:1000000");
 	t->sample_flags = KTAU_LIB_SAMPLE_OVERWRITE;
-	t->sthreads = malloc(sizeof(st));
-	t->samples = malloc(sizeof(s));
-	t->sample_names = calloc(2, sizeof(*t->sample_names));
-	if (!t->sthreads || !t->samples || !t->sample_names)
-		return -1;
-	memcpy(t->sthreads, st, sizeof(st));
-	t->nsthreads = sizeof(st) / sizeof(st[0]);
-	memcpy(t->samples, s, sizeof(s));
-	t->nsamples = sizeof(s) / sizeof(s[0]);
-	for (i = 0; i < 2; i++)
-		if (!(t->sample_names[t->nsample_names++] = strdup(names[i])))
-			return -1;
-	return 0;
+	return set_samples(t, st, sizeof(st) / sizeof(st[0]), s, sizeof(s) / sizeof(s[0]), names);
 }
 
 /*
@@ -246,22 +254,8 @@ static int add_reuse_samples(struct ktau_trace *t)
 		{ 0x400900, 17500, 10, 1, 1 },
 	};
 	static const char *const names[] = { "ksys_write", "main" };
-	size_t i;
 
-	strcpy(t->sample_event, "cpu-clock:1000000");
-	t->sthreads = malloc(sizeof(st));
-	t->samples = malloc(sizeof(s));
-	t->sample_names = calloc(2, sizeof(*t->sample_names));
-	if (!t->sthreads || !t->samples || !t->sample_names)
-		return -1;
-	memcpy(t->sthreads, st, sizeof(st));
-	t->nsthreads = sizeof(st) / sizeof(st[0]);
-	memcpy(t->samples, s, sizeof(s));
-	t->nsamples = sizeof(s) / sizeof(s[0]);
-	for (i = 0; i < 2; i++)
-		if (!(t->sample_names[t->nsample_names++] = strdup(names[i])))
-			return -1;
-	return 0;
+	return set_samples(t, st, sizeof(st) / sizeof(st[0]), s, sizeof(s) / sizeof(s[0]), names);
 }
 
 static void nest(struct thr *th, size_t *nth)
