@@ -16,6 +16,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #define DEFAULT_SPEC	"cpu-clock:1ms"
 #define MIN_CAPACITY	64
 #define HW_CAPACITY	8192
+#define SCAN_MORE_S	0.2
 
 struct sthread {
 	pid_t tid, pid;
@@ -71,6 +73,9 @@ struct ssess {
 	int kernel_dropped;	/* kernel samples not permitted: user mode only */
 	int lines;		/* --lines: user code per source line */
 	struct ssess_sink sink;	/* ktaud trace --sample: where samples go too */
+	size_t max_threads;	/* threads ever seen, at most (0: no bound) */
+	int limited;		/* a thread was left out for that bound */
+	double more_s;		/* when ssess_scan_more() last read /proc */
 };
 
 static double now_s(void)
@@ -702,6 +707,9 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 		fprintf(stderr, "ktaud: warning: %llu thread%s not sampled (%s)\n",
 			(unsigned long long)s->nfailed, s->nfailed == 1 ? "" : "s",
 			ktau_sample_strerror(s->first_err, 1));
+	if (s->limited)
+		fprintf(stderr, "ktaud: warning: the sampler's bound of %zu threads was reached: "
+			"threads found later were not sampled\n", s->max_threads);
 	if (lost)
 		fprintf(stderr, "ktaud: warning: samples were lost: a shorter --interval or a "
 			"larger --buffer (%u now) keeps them\n", s->spec.capacity);
@@ -777,7 +785,8 @@ static void help(FILE *f)
 "  -b, --buffer N       kernel buffer per thread in samples, a power of two up\n"
 "                       to 65536 (default: two intervals of samples)\n"
 "  -p, --pid ID[,ID]    sample running processes: all their threads, also new\n"
-"                       ones; until they exit, --duration or SIGINT/SIGTERM\n"
+"                       ones, and the processes they start (looked for every\n"
+"                       0.2 s); until all exit, --duration or SIGINT/SIGTERM\n"
 "      --tid            the IDs of -p are threads, not processes\n"
 "  -d, --duration S     with -p: stop after S seconds\n"
 "  -o, --output DIR     the TAU profile directory (default ktau-profile); %%r\n"
@@ -838,8 +847,13 @@ static void scan_process(struct ssess *s, pid_t pid)
 		return;
 	while ((de = readdir(d))) {
 		tid = atoi(de->d_name);
-		if (tid > 0 && !th_known(s, tid))
-			th_new(s, tid, pid, 0);
+		if (tid <= 0 || th_known(s, tid))
+			continue;
+		if (s->max_threads && s->nth >= s->max_threads) {
+			s->limited = 1;
+			break;
+		}
+		th_new(s, tid, pid, 0);
 	}
 	closedir(d);
 }
@@ -916,6 +930,128 @@ static int snap_threads(struct ssess *s, struct ktau_snap **out)
 	return ret ? ret : (*out ? 0 : -ENOMEM);
 }
 
+/* PF_KTHREAD of include/linux/sched.h, in /proc/PID/stat's flags. */
+#define PROC_PF_KTHREAD	0x00200000UL
+
+/*
+ * From /proc/PID/stat: the parent and whether it is a kernel thread; 0,
+ * or -1 when it is gone. (By hand: the fields after the command's name,
+ * which ends at the last ')'; no Debian library reads this file.)
+ */
+static int proc_stat(pid_t pid, pid_t *ppid, int *kthread)
+{
+	char path[64], buf[512], *p;
+	unsigned long flags;
+	int ppid_i;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %lu", &ppid_i, &flags) != 2)
+		return -1;
+	*ppid = ppid_i;
+	*kthread = !!(flags & PROC_PF_KTHREAD);
+	return 0;
+}
+
+static int pid_in(const pid_t *v, size_t n, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == pid)
+			return 1;
+	return 0;
+}
+
+int ssess_children(pid_t **v, size_t *n)
+{
+	size_t cap = *n, before;
+	pid_t pid, ppid;
+	struct dirent *de;
+	int pass, kthread;
+	DIR *d;
+
+	/* Passes until none is new: a child may come before its parent in /proc. */
+	for (pass = 0; pass < 8; pass++) {
+		before = *n;
+		d = opendir("/proc");
+		if (!d)
+			return -errno;
+		while ((de = readdir(d))) {
+			pid = (pid_t)atoi(de->d_name);
+			if (pid <= 0 || pid_in(*v, *n, pid) || proc_stat(pid, &ppid, &kthread) ||
+			    kthread || !pid_in(*v, *n, ppid))
+				continue;
+			if (grow(v, *n, &cap, sizeof(**v))) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			(*v)[(*n)++] = pid;
+		}
+		closedir(d);
+		if (*n == before)
+			break;
+	}
+	return 0;
+}
+
+void ssess_scan_more(struct ssess *s, int all)
+{
+	pid_t self = getpid(), pid, ppid, *v = NULL;
+	double t = now_s();
+	struct dirent *de;
+	size_t i, n = 0, cap = 0;
+	int kthread;
+	DIR *d;
+
+	/* Every process's stat file: not more often than every SCAN_MORE_S. */
+	if (s->more_s && t - s->more_s < SCAN_MORE_S)
+		return;
+	s->more_s = t;
+	if (all) {
+		d = opendir("/proc");
+		if (!d)
+			return;
+		while ((de = readdir(d))) {
+			pid = (pid_t)atoi(de->d_name);
+			if (pid > 0 && pid != self && !proc_stat(pid, &ppid, &kthread) && !kthread)
+				scan_process(s, pid);
+		}
+		closedir(d);
+		return;
+	}
+	/* The processes sampled now, then their children (and theirs). */
+	for (i = 0; i < s->nth; i++) {
+		if (s->th[i].gone || pid_in(v, n, s->th[i].pid))
+			continue;
+		if (grow(&v, n, &cap, sizeof(*v)))
+			goto out;
+		v[n++] = s->th[i].pid;
+	}
+	/* Every one: a process found before may have new threads. */
+	if (n && !ssess_children(&v, &n))
+		for (i = 0; i < n; i++)
+			if (v[i] != self)
+				scan_process(s, v[i]);
+out:
+	free(v);
+}
+
+void ssess_set_max_threads(struct ssess *s, size_t n)
+{
+	s->max_threads = n;
+}
+
 void ssess_scan(struct ssess *s, pid_t pid)
 {
 	pid_t tgid = tgid_of(pid);
@@ -955,7 +1091,8 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 	struct sigaction sa = { .sa_handler = on_stop }, old_int, old_term;
 	struct timespec ts;
 	double t0, end, left;
-	size_t i, live;
+	size_t i, live, nprocs;
+	pid_t *procs;
 	int ret, rc = EX_KT_OK;
 
 	for (i = 0; i < aa->nids; i++) {
@@ -972,9 +1109,20 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 			return EX_KT_USAGE;
 		}
 	}
-	/* The profiles before sampling: the profile covers what comes after. */
-	ret = ktau_snapshot(s->k, KTAU_LIB_PIDS | (aa->tids ? 0 : KTAU_LIB_PROCESS), aa->ids,
-			    aa->nids, &base);
+	/*
+	 * The profiles before sampling: the profile covers what comes after;
+	 * of the processes too that the named ones started (they are sampled).
+	 */
+	procs = malloc(aa->nids * sizeof(*procs));
+	if (!procs)
+		return report(-ENOMEM, "sample");
+	memcpy(procs, aa->ids, aa->nids * sizeof(*procs));
+	nprocs = aa->nids;
+	if (!aa->tids)
+		ssess_children(&procs, &nprocs);
+	ret = ktau_snapshot(s->k, KTAU_LIB_PIDS | (aa->tids ? 0 : KTAU_LIB_PROCESS), procs,
+			    nprocs, &base);
+	free(procs);
 	if (ret)
 		return report(ret, "snapshot");
 	for (i = 0; i < aa->nids; i++) {
@@ -983,6 +1131,8 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		else
 			ssess_scan(s, aa->ids[i]);
 	}
+	if (!aa->tids)
+		ssess_scan_more(s, 0);
 	ret = ssess_started(s);
 	if (ret) {
 		ktau_snap_free(base);
@@ -1006,9 +1156,11 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 			ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
 			nanosleep(&ts, NULL);
 		}
-		if (!aa->tids)
+		if (!aa->tids) {
 			for (i = 0; i < aa->nids; i++)
 				ssess_scan(s, aa->ids[i]);
+			ssess_scan_more(s, 0);
+		}
 		live = ssess_drain(s, 0);
 		ret = snap_threads(s, &cur);
 		if (ret || keep_departed(prev, cur, gone)) {

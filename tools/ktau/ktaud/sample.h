@@ -101,7 +101,7 @@ int ssess_child_prepare(void);
 int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, int *status);
 
 /*
- * Sampling running processes (ktaud sample -p, ktaud trace -p --sample),
+ * Sampling running processes (ktaud sample -p, ktaud trace -p/-a --sample),
  * no ptrace: ssess_scan() starts a sampler on each thread of process pid
  * not seen before (from /proc/PID/task); ssess_started() is 0 when one
  * was started, else an exit code after a message; ssess_drain() reads
@@ -111,6 +111,22 @@ int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, in
  * ends every sampling (0).
  */
 void ssess_scan(struct ssess *s, pid_t pid);
+/*
+ * More processes from /proc (their threads as ssess_scan() adds them):
+ * with all, every process but kernel threads and ktaud's own (ktaud trace
+ * -a --sample); else the processes whose parent the session samples, and
+ * their children in turn (-p: what the named processes start). At most
+ * every 0.2 s (the first call always): a process that lives shorter may
+ * not be found.
+ */
+void ssess_scan_more(struct ssess *s, int all);
+/*
+ * Add to the processes *v (n of them, malloc'ed) every process whose
+ * parent is among them, and their children in turn; 0 or -errno.
+ */
+int ssess_children(pid_t **v, size_t *n);
+/* At most n threads ever sampled (0: no bound); the summary says when it was reached. */
+void ssess_set_max_threads(struct ssess *s, size_t n);
 int ssess_started(struct ssess *s);
 size_t ssess_drain(struct ssess *s, int stop);
 

@@ -31,6 +31,8 @@
 #include "trace.h"
 
 #define DEFAULT_CAPACITY	65536
+/* -a --sample: threads sampled at most (~15 KiB of kernel memory each at 1 ms). */
+#define SAMPLE_ALL_THREADS	1024
 
 static void help(FILE *f)
 {
@@ -72,8 +74,9 @@ static void help(FILE *f)
 "                       SIGINT/SIGTERM)\n"
 "  -n, --top N          threads in the timeline (default 8)\n"
 "      --sample SPEC    also sample the command's threads (with -p: the\n"
-"                       process's), as 'ktaud sample -e SPEC' does\n"
-"                       (EVENT[:PERIOD][:u|:k]; not with -a): every sample in\n"
+"                       process's and its children's; with -a: every user\n"
+"                       thread, at most 1024), as 'ktaud sample -e SPEC' does\n"
+"                       (EVENT[:PERIOD][:u|:k]): every sample in\n"
 "                       the timeline, an OTF2 metric \"ktau samples EVENT\" with\n"
 "                       its function and KTAU routine, a JSON instant of\n"
 "                       category \"sample\"; and the sampler's summary\n"
@@ -1277,6 +1280,31 @@ static void run_free(struct topts *o, struct ktau *k, struct ktau_snap *before,
 	ktau_trace_close(s);
 }
 
+/*
+ * --sample with -p (the threads of pid and of the processes it starts) or
+ * -a (pid 0: every user thread, at most SAMPLE_ALL_THREADS): the samples
+ * to the trace, the samplers started; 0, or an exit code when none could
+ * be (then every sampler is stopped).
+ */
+static int start_samplers(struct topts *o, pid_t pid)
+{
+	struct ssess_sink sk = { .arg = o, .samples = on_samples };
+	int rc;
+
+	ssess_set_sink(o->ss, &sk);
+	if (pid) {
+		ssess_scan(o->ss, pid);
+		ssess_scan_more(o->ss, 0);
+	} else {
+		ssess_set_max_threads(o->ss, SAMPLE_ALL_THREADS);
+		ssess_scan_more(o->ss, 1);
+	}
+	rc = ssess_started(o->ss);
+	if (rc)
+		ssess_drain(o->ss, 1);
+	return rc;
+}
+
 static int trace_pid(struct topts *o, pid_t pid, double duration)
 {
 	struct ktau_trace_session *s = NULL;
@@ -1316,16 +1344,9 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 		rc = attach_error(err ? err : -ESRCH, who);
 	/* --sample: a sampler on each thread, as 'ktaud sample -p' starts them. */
 	if (!rc && o->ss) {
-		struct ssess_sink sk = { .arg = o, .samples = on_samples };
-
-		ssess_set_sink(o->ss, &sk);
-		ssess_scan(o->ss, pid);
-		rc = ssess_started(o->ss);
-		if (rc) {
-			ssess_drain(o->ss, 1);
-			for (i = 0; i < ntids; i++)
-				ktau_trace_detach(s, tids[i]);
-		}
+		rc = start_samplers(o, pid);
+		for (i = 0; rc && i < ntids; i++)
+			ktau_trace_detach(s, tids[i]);
 	}
 	if (rc) {
 		ktau_trace_file_finish(o->tf, o->t);
@@ -1342,6 +1363,7 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 		/* The sampler: new threads, then the buffers (named while it lives). */
 		if (o->ss) {
 			ssess_scan(o->ss, pid);
+			ssess_scan_more(o->ss, 0);
 			ssess_drain(o->ss, 0);
 		}
 		progress(o, 0);
@@ -1427,6 +1449,16 @@ static int trace_all(struct topts *o, double duration)
 	ret = open_run(o, &od, &rawf, raw, sizeof(raw));
 	if (ret)
 		goto out;
+	/* --sample: a sampler on every user thread, new ones every interval. */
+	if (o->ss) {
+		rc = start_samplers(o, 0);
+		if (rc) {
+			ktau_trace_file_finish(o->tf, o->t);
+			fclose(rawf);
+			ktau_outdir_close(od);
+			goto out;
+		}
+	}
 	all_stop = 0;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
@@ -1435,11 +1467,18 @@ static int trace_all(struct topts *o, double duration)
 		rc = drain(s, o, 0);
 		if (rc)
 			break;
+		if (o->ss) {
+			ssess_scan_more(o->ss, 1);
+			ssess_drain(o->ss, 0);
+		}
 		progress(o, 0);
 		sleep_s(o->interval);
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	/* The samplers stopped (their last samples read), then the trace. */
+	if (o->ss)
+		ssess_drain(o->ss, 1);
 	if (!rc)
 		rc = drain(s, o, 1);
 	profile_since(o, k, before, KTAU_LIB_ALL, NULL, 0, &after);
@@ -1448,9 +1487,14 @@ static int trace_all(struct topts *o, double duration)
 			"%llu refused (session bounds)\n", now_s() - o->t0,
 			(unsigned long long)o->t->stats.tasks,
 			(unsigned long long)o->t->stats.refused);
+	if (o->ss)
+		fill_samples(o);
 	ret = finish_run(o, od, rawf, raw);
 	rc = rc ? rc : ret;
+	if (o->ss && !o->quiet)
+		ssess_summary(o->ss, o->t->reg, 5);
 out:
+	free_samples(o);
 	run_free(o, k, before, after, s);
 	return rc ? rc : ret;
 }
@@ -1887,10 +1931,6 @@ int cmd_trace(int argc, char **argv)
 		return usage_err("trace", "-o needs a directory name");
 	if (!!input + !!check + do_merge + !!pid + all > 1)
 		return usage_err("trace", "--input, --check, --merge, -p and -a go one at a time");
-	if (sample && all)
-		return usage_err("trace", "--sample does not go with -a: the whole system is "
-				 "not sampled; sample a command (ktaud trace --sample SPEC -- "
-				 "command args...) or a process (-p PID -d SECONDS)");
 	if (sample && (input || check || do_merge))
 		return usage_err("trace", "--sample goes with a command (ktaud trace --sample SPEC "
 				 "-- command args...) or a running process (-p PID -d SECONDS)");

@@ -36,7 +36,7 @@
 #include "fake-log.h"
 
 #define MAXFD 1024
-#define MAXTH 256
+#define MAXTH 4096
 #define ID_READ (KTAU_ID_SYSCALL_BASE + 0)
 
 static char is_prof[MAXFD];

@@ -1604,16 +1604,13 @@ EOT
 
 # ---- trace samples: ktaud trace --sample, OTF2, JSON, --check ----
 
-# The sampler goes with a command or -p (-a, --input, --merge, --check
+# The sampler goes with a command, -p or -a (--input, --merge, --check
 # refuse it); a bad spec is a usage error, with -p too; a kernel that
 # cannot sample (no KTAU; fake-ktau.so's trace mode without sampling)
 # fails as 'ktaud sample' does there, before anything is written.
 c_trace_sample_usage() {
 	local a
 	"$KTAUD" trace --help | grep -q -- "--sample SPEC" || { echo "# no --sample in the help"; return 1; }
-	expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock -a -d 1 || return 1
-	grep -q -- "--sample does not go with -a: the whole system is not sampled" "$LOG" ||
-		{ sed 's/^/#   /' "$LOG"; return 1; }
 	for a in "--input $IN/x.ktrace" "--check $IN" "--merge $IN"; do
 		# shellcheck disable=SC2086
 		expect_rc 2 "$KTAUD" trace -o "$IN/tsu" --sample cpu-clock $a || return 1
@@ -1689,6 +1686,19 @@ PY
 		{ head "$W/fs.print" | sed 's/^/#   /'; return 1; }
 }
 
+# ktau-test-spin -p -u 20 ARGS in the background, its "ready" line in
+# FILE awaited (at most 5 s): its pid in sp.
+spin_ready() {
+	local f=$1 i
+	shift
+	"$O/tests/ktau-test-spin" -p -u 20 "$@" >"$f" &
+	sp=$!
+	for i in $(seq 50); do
+		grep -q "^ready $sp\$" "$f" && break
+		sleep 0.1
+	done
+}
+
 # 'ktaud trace -p PID -d S --sample SPEC' end to end on this host (the
 # kernel's sessions and sampling faked): a sampler on each thread of the
 # running process, as 'ktaud sample -p' starts them (no ptrace), drained
@@ -1696,16 +1706,11 @@ PY
 # sample in the archive, the JSON and the check. A process that exits
 # before -d ends the run, its samples kept.
 c_trace_sample_pid_fake() {
-	local spin="$O/tests/ktau-test-spin" n sp i
+	local spin="$O/tests/ktau-test-spin" n sp
 	: "${FAKE_SAMPLE:?}"
 	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
 	rm -f "$IN/fsp.log" "$IN/fsp.ready"
-	"$spin" -p -u 20 -t 2 >"$IN/fsp.ready" &
-	sp=$!
-	for i in $(seq 50); do
-		grep -q "^ready $sp\$" "$IN/fsp.ready" && break
-		sleep 0.1
-	done
+	spin_ready "$IN/fsp.ready" -t 2
 	FAKE_KTAU_LOG="$IN/fsp.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace \
 		-p $sp -d 0.4 --sample cpu-clock:1ms -o "$W/trace-fsp" >"$LOG" 2>&1
 	rc=$?
@@ -1739,6 +1744,62 @@ c_trace_sample_pid_fake() {
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	"$KTAUD" trace --check "$W/trace-fsp2" >"$LOG" 2>&1 &&
 	grep -q "of 1 sampled threads; 0 problems" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# A process the target starts while it is traced (a shell that starts
+	# a spinner of 2 threads after 0.3 s) is sampled too: both its
+	# threads, from the scan after its start, stopped at the end.
+	rm -f "$IN/fsc.log" "$IN/fsc.ready"
+	sh -c "sleep 0.3; \"$spin\" -p -u 20 -t 1 >\"$IN/fsc.ready\"; :" &
+	sp=$!
+	FAKE_KTAU_LOG="$IN/fsc.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace \
+		-p $sp -d 1.2 --sample cpu-clock:1ms -o "$W/trace-fsc" >"$LOG" 2>&1
+	rc=$?
+	child=$(sed -n 's/^ready //p' "$IN/fsc.ready")
+	[ -n "$child" ] && kill "$child"
+	wait $sp 2>/dev/null
+	[ $rc -eq 0 ] && [ -n "$child" ] || { echo "# exited $rc, child '$child'"; sed 's/^/#   /' "$LOG"; return 1; }
+	[ "$(grep -c " sample start " "$IN/fsc.log")" = "$(grep -c " sample stop " "$IN/fsc.log")" ] &&
+	grep -q " sample start $child\$" "$IN/fsc.log" &&
+	[ "$(grep -c " sample start " "$IN/fsc.log")" -ge 3 ] ||
+		{ echo "# child $child"; sed 's/^/#   /' "$IN/fsc.log"; return 1; }
+	n=$(sed -n 's/^ktaud: samples (cpu-clock:1ms, user and kernel): \([0-9]*\) in [0-9]* threads .*/\1/p' "$LOG")
+	[ -n "$n" ] && [ "$(grep -c "\"pid\":$child,.*\"cat\":\"sample\"\|\"cat\":\"sample\".*\"pid\":$child," \
+		"$W/trace-fsc/trace.json")" -gt 100 ] || { echo "# no samples of child $child"; sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --check "$W/trace-fsc" >"$LOG" 2>&1 &&
+	grep -q "samples: $n in the archive, $n in the raw trace, of [0-9]* sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# 'ktaud trace -a -d S --sample SPEC' (the kernel's sessions and sampling
+# faked): a sampler on every user thread of the host (/proc, at the start
+# and every 0.2 s), not on kernel threads, not on ktaud itself; each
+# stopped at the end, every sample in the archive and the check.
+c_trace_sample_all_fake() {
+	local n sp self k
+	: "${FAKE_SAMPLE:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	rm -f "$IN/fsa.log" "$IN/fsa.ready"
+	spin_ready "$IN/fsa.ready" -t 1
+	FAKE_KTAU_LOG="$IN/fsa.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace \
+		-a -d 0.5 --sample cpu-clock:1ms -o "$W/trace-fsa" >"$LOG" 2>&1
+	rc=$?
+	kill $sp
+	wait $sp 2>/dev/null
+	[ $rc -eq 0 ] || { echo "# exited $rc"; sed 's/^/#   /' "$LOG"; return 1; }
+	self=$(awk '{ print $1; exit }' "$IN/fsa.log")
+	[ "$(grep -c " sample start " "$IN/fsa.log")" = "$(grep -c " sample stop " "$IN/fsa.log")" ] &&
+	grep -q " sample start $sp\$" "$IN/fsa.log" && ! grep -q " sample start $self\$" "$IN/fsa.log" ||
+		{ echo "# spinner $sp, ktaud $self"; sed 's/^/#   /' "$IN/fsa.log" | head -40; return 1; }
+	# Kernel threads (PF_KTHREAD in /proc/PID/stat) are left alone.
+	for k in $(awk '/ sample start / { print $4 }' "$IN/fsa.log"); do
+		[ -r "/proc/$k/stat" ] || continue
+		[ $(( $(sed 's/.*) //' "/proc/$k/stat" | cut -d' ' -f7) & 0x200000 )) = 0 ] ||
+			{ echo "# kernel thread $k sampled"; return 1; }
+	done
+	n=$(sed -n 's/^ktaud: samples (cpu-clock:1ms, user and kernel): \([0-9]*\) in [0-9]* threads .*/\1/p' "$LOG")
+	[ -n "$n" ] && [ "$n" -gt 100 ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" trace --check "$W/trace-fsa" >"$LOG" 2>&1 &&
+	grep -q "samples: $n in the archive, $n in the raw trace, of [0-9]* sampled threads; 0 problems" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # Samples a little outside their thread's window (the kernel stamps them
@@ -2234,7 +2295,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_op
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_cut c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
-c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
+c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_trace_finish c_fuzz_smoke
