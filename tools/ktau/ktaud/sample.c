@@ -34,6 +34,10 @@
 #define MIN_CAPACITY	64
 #define HW_CAPACITY	8192
 #define SCAN_MORE_S	0.2
+/* Threads sampled at once that the scans of -p and -a start, at most. */
+#define MAX_LIVE	1024
+/* Threads a session keeps (ever seen), at most: about 100 bytes each. */
+#define MAX_SEEN	65536
 
 struct sthread {
 	pid_t tid, pid;
@@ -46,12 +50,23 @@ struct sthread {
 	int started;		/* sampled at least once */
 	uint64_t start_ns, end_ns;	/* before its first start, after its last read */
 	uint64_t nread;		/* samples read */
+	unsigned long long born;	/* its start time (/proc stat), 0: unknown */
 };
 
 struct sproc {
 	pid_t pid;
+	unsigned long long born;	/* its start time: a pid used again is another */
 	struct ktau_usyms *u;
 	int failed;		/* its maps could not be read */
+};
+
+/* An index of ids: an open-addressing table, no deletes. */
+struct pidix {
+	struct ixent {
+		pid_t key;
+		uint32_t i1;	/* 1 + the index; 0: an empty slot */
+	} *v;
+	size_t n, used;		/* slots (a power of two), slots in use */
 };
 
 struct ssess {
@@ -73,9 +88,13 @@ struct ssess {
 	int kernel_dropped;	/* kernel samples not permitted: user mode only */
 	int lines;		/* --lines: user code per source line */
 	struct ssess_sink sink;	/* ktaud trace --sample: where samples go too */
-	size_t max_threads;	/* threads ever seen, at most (0: no bound) */
-	int limited;		/* a thread was left out for that bound */
+	size_t max_threads;	/* threads sampled at once found by a scan, at most */
+	size_t nlive;		/* threads sampled, as of the last drain and starts since */
+	int limited;		/* a thread was left out: 1 max_threads, 2 MAX_SEEN */
 	double more_s;		/* when ssess_scan_more() last read /proc */
+	int no_children_file;	/* /proc/PID/task/TID/children is missing */
+	struct pidix tix;	/* tid -> its latest thread in th */
+	struct pidix pix;	/* pid -> its process in pr */
 };
 
 static double now_s(void)
@@ -115,6 +134,7 @@ int ssess_new(const char *cmd, const char *text, double interval, unsigned long 
 		return report(-ENOMEM, cmd);
 	s->cmd = cmd;
 	s->interval = interval;
+	s->max_threads = MAX_LIVE;
 	s->lines = lines;
 	if (ktau_sample_parse(text, &s->spec, &why)) {
 		free(s);
@@ -163,6 +183,8 @@ void ssess_free(struct ssess *s)
 		ktau_usyms_free(s->pr[i].u);
 	free(s->pr);
 	free(s->th);
+	free(s->tix.v);
+	free(s->pix.v);
 	free(s->buf);
 	ktau_sample_profile_free(s->prof);
 	ktau_ksyms_free(s->ks);
@@ -192,14 +214,100 @@ static pid_t tgid_of(pid_t tid)
 	return pid > 0 ? pid : -1;
 }
 
+/* PF_KTHREAD of include/linux/sched.h, in /proc/PID/stat's flags. */
+#define PROC_PF_KTHREAD	0x00200000UL
+
+/*
+ * From /proc/PID/stat (tid 0) or /proc/PID/task/TID/stat: the parent,
+ * whether it is a kernel thread, its start time (clock ticks after boot:
+ * with the id, who it is); each may be NULL. 0, or -1 when it is gone.
+ * By hand: the fields after the command's name, which ends at the last
+ * ')'; no Debian library reads this file.
+ */
+static int proc_stat(pid_t pid, pid_t tid, pid_t *ppid, int *kthread, unsigned long long *born)
+{
+	char path[80], buf[1024], *p;
+	unsigned long long start;
+	unsigned long flags;
+	int ppid_i;
+	ssize_t n;
+	int fd;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* state ppid pgrp session tty tpgid flags, 6 counts, 6 more, start */
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u "
+			 "%*d %*d %*d %*d %*d %*d %llu", &ppid_i, &flags, &start) != 3)
+		return -1;
+	if (ppid)
+		*ppid = ppid_i;
+	if (kthread)
+		*kthread = !!(flags & PROC_PF_KTHREAD);
+	if (born)
+		*born = start;
+	return 0;
+}
+
+static struct ixent *ix_find(const struct pidix *x, pid_t key)
+{
+	size_t m = x->n - 1, h = ((uint32_t)key * 2654435761u) & m;
+
+	while (x->v[h].i1 && x->v[h].key != key)
+		h = (h + 1) & m;
+	return &x->v[h];
+}
+
+/* 1 + the index of key, or 0. */
+static size_t ix_get(const struct pidix *x, pid_t key)
+{
+	return x->n ? ix_find(x, key)->i1 : 0;
+}
+
+/* key -> index i (replacing what key had); 0 or -ENOMEM. */
+static int ix_put(struct pidix *x, pid_t key, size_t i)
+{
+	struct ixent *e;
+
+	if (2 * (x->used + 1) > x->n) {
+		struct pidix nx = { .n = x->n ? 2 * x->n : 64 };
+		size_t k;
+
+		nx.v = calloc(nx.n, sizeof(*nx.v));
+		if (!nx.v)
+			return -ENOMEM;
+		for (k = 0; k < x->n; k++)
+			if (x->v[k].i1)
+				*ix_find(&nx, x->v[k].key) = x->v[k];
+		nx.used = x->used;
+		free(x->v);
+		*x = nx;
+	}
+	e = ix_find(x, key);
+	if (!e->i1) {
+		e->key = key;
+		x->used++;
+	}
+	e->i1 = (uint32_t)(i + 1);
+	return 0;
+}
+
+/* The thread tid while it is not gone (at most one is: the latest). */
 static struct sthread *th_find(struct ssess *s, pid_t tid)
 {
-	size_t i;
+	size_t i = ix_get(&s->tix, tid);
 
-	for (i = s->nth; i-- > 0;)
-		if (s->th[i].tid == tid && !s->th[i].gone)
-			return &s->th[i];
-	return NULL;
+	return i && !s->th[i - 1].gone ? &s->th[i - 1] : NULL;
 }
 
 /* Room for one more item in *v (n used of *cap); 0 or -ENOMEM. */
@@ -222,7 +330,7 @@ static struct sthread *th_add(struct ssess *s, pid_t tid, pid_t pid)
 {
 	struct sthread *t;
 
-	if (grow(&s->th, s->nth, &s->cth, sizeof(*t)))
+	if (grow(&s->th, s->nth, &s->cth, sizeof(*t)) || ix_put(&s->tix, tid, s->nth))
 		return NULL;
 	t = &s->th[s->nth++];
 	memset(t, 0, sizeof(*t));
@@ -234,12 +342,11 @@ static struct sthread *th_add(struct ssess *s, pid_t tid, pid_t pid)
 static struct sproc *proc_of(struct ssess *s, pid_t pid)
 {
 	struct sproc *p;
-	size_t i;
+	size_t i = ix_get(&s->pix, pid);
 
-	for (i = 0; i < s->npr; i++)
-		if (s->pr[i].pid == pid)
-			return &s->pr[i];
-	if (grow(&s->pr, s->npr, &s->cpr, sizeof(*p)))
+	if (i)
+		return &s->pr[i - 1];
+	if (grow(&s->pr, s->npr, &s->cpr, sizeof(*p)) || ix_put(&s->pix, pid, s->npr))
 		return NULL;
 	p = &s->pr[s->npr++];
 	memset(p, 0, sizeof(*p));
@@ -293,6 +400,8 @@ static void th_start(struct ssess *s, struct sthread *t)
 		t->taken0 += t->st.taken;
 		t->lost0 += t->st.lost;
 		memset(&t->st, 0, sizeof(t->st));
+		if (!t->sampling)
+			s->nlive++;
 		t->sampling = 1;
 		if (!t->started) {
 			t->started = 1;
@@ -380,11 +489,25 @@ static struct sthread *th_new(struct ssess *s, pid_t tid, pid_t pid, int init_st
 
 	if (t)
 		return t;
+	struct sproc *p;
+	unsigned long long born = 0;
+
 	if (pid <= 0)
 		pid = tgid_of(tid);
-	t = th_add(s, tid, pid > 0 ? pid : tid);
+	if (pid <= 0)
+		pid = tid;
+	/* A pid used again: the process's symbols are another program's. */
+	p = proc_of(s, pid);
+	if (p && !proc_stat(pid, 0, NULL, NULL, &born)) {
+		if (p->born && p->born != born)
+			proc_exec(s, pid);
+		p->born = born;
+	}
+	t = th_add(s, tid, pid);
 	if (!t)
 		return NULL;
+	if (proc_stat(pid, tid, NULL, NULL, &t->born))
+		t->born = 0;
 	t->init_stop = init_stop;
 	th_start(s, t);
 	return t;
@@ -707,9 +830,12 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 		fprintf(stderr, "ktaud: warning: %llu thread%s not sampled (%s)\n",
 			(unsigned long long)s->nfailed, s->nfailed == 1 ? "" : "s",
 			ktau_sample_strerror(s->first_err, 1));
-	if (s->limited)
-		fprintf(stderr, "ktaud: warning: the sampler's bound of %zu threads was reached: "
-			"threads found later were not sampled\n", s->max_threads);
+	if (s->limited == 1)
+		fprintf(stderr, "ktaud: warning: %zu threads were sampled at once, the bound: "
+			"threads found meanwhile were not sampled\n", s->max_threads);
+	else if (s->limited)
+		fprintf(stderr, "ktaud: warning: %d threads were seen, the bound: threads found "
+			"later were not sampled\n", MAX_SEEN);
 	if (lost)
 		fprintf(stderr, "ktaud: warning: samples were lost: a shorter --interval or a "
 			"larger --buffer (%u now) keeps them\n", s->spec.capacity);
@@ -785,8 +911,9 @@ static void help(FILE *f)
 "  -b, --buffer N       kernel buffer per thread in samples, a power of two up\n"
 "                       to 65536 (default: two intervals of samples)\n"
 "  -p, --pid ID[,ID]    sample running processes: all their threads, also new\n"
-"                       ones, and the processes they start (looked for every\n"
-"                       0.2 s); until all exit, --duration or SIGINT/SIGTERM\n"
+"                       ones, and the processes they start (looked for at\n"
+"                       most every 0.2 s); until all exit, --duration or\n"
+"                       SIGINT/SIGTERM/SIGHUP\n"
 "      --tid            the IDs of -p are threads, not processes\n"
 "  -d, --duration S     with -p: stop after S seconds\n"
 "  -o, --output DIR     the TAU profile directory (default ktau-profile); %%r\n"
@@ -822,18 +949,24 @@ static void on_stop(int sig)
 	stop_flag = 1;
 }
 
-/* Whether tid was ever seen, also when it is gone or failed. */
-static int th_known(const struct ssess *s, pid_t tid)
+/*
+ * Whether thread tid of process pid was seen: sampled, or gone or failed
+ * while it still exists (the same start time); a tid used again is new.
+ */
+static int th_known(struct ssess *s, pid_t pid, pid_t tid)
 {
-	size_t i;
+	size_t i = ix_get(&s->tix, tid);
+	unsigned long long born;
 
-	for (i = 0; i < s->nth; i++)
-		if (s->th[i].tid == tid)
-			return 1;
-	return 0;
+	if (!i)
+		return 0;
+	if (!s->th[i - 1].gone)
+		return 1;
+	return !s->th[i - 1].born || proc_stat(pid, tid, NULL, NULL, &born) ||
+	       born == s->th[i - 1].born;
 }
 
-/* Add the threads of process pid that are new. */
+/* Add the threads of process pid that are new, within the bounds. */
 static void scan_process(struct ssess *s, pid_t pid)
 {
 	char path[64];
@@ -847,10 +980,10 @@ static void scan_process(struct ssess *s, pid_t pid)
 		return;
 	while ((de = readdir(d))) {
 		tid = atoi(de->d_name);
-		if (tid <= 0 || th_known(s, tid))
+		if (tid <= 0 || th_known(s, pid, tid))
 			continue;
-		if (s->max_threads && s->nth >= s->max_threads) {
-			s->limited = 1;
+		if (s->nlive >= s->max_threads || s->nth >= MAX_SEEN) {
+			s->limited = s->nth >= MAX_SEEN ? 2 : 1;
 			break;
 		}
 		th_new(s, tid, pid, 0);
@@ -878,6 +1011,7 @@ static size_t check_threads(struct ssess *s)
 			t->gone = 1;
 		live += !t->gone;
 	}
+	s->nlive = live;
 	return live;
 }
 
@@ -930,91 +1064,119 @@ static int snap_threads(struct ssess *s, struct ktau_snap **out)
 	return ret ? ret : (*out ? 0 : -ENOMEM);
 }
 
-/* PF_KTHREAD of include/linux/sched.h, in /proc/PID/stat's flags. */
-#define PROC_PF_KTHREAD	0x00200000UL
-
-/*
- * From /proc/PID/stat: the parent and whether it is a kernel thread; 0,
- * or -1 when it is gone. (By hand: the fields after the command's name,
- * which ends at the last ')'; no Debian library reads this file.)
- */
-static int proc_stat(pid_t pid, pid_t *ppid, int *kthread)
+/* Whether this kernel has /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN). */
+static int has_children_file(void)
 {
-	char path[64], buf[512], *p;
-	unsigned long flags;
-	int ppid_i;
-	ssize_t n;
-	int fd;
+	static int has = -1;
+	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %lu", &ppid_i, &flags) != 2)
-		return -1;
-	*ppid = ppid_i;
-	*kthread = !!(flags & PROC_PF_KTHREAD);
+	if (has < 0) {
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+		has = !access(path, R_OK);
+	}
+	return has;
+}
+
+/* pid into the set x and the list *v (*n of *cap) when it is new; 0 or -ENOMEM. */
+static int set_add(struct pidix *x, pid_t **v, size_t *n, size_t *cap, pid_t pid)
+{
+	if (ix_get(x, pid))
+		return 0;
+	if (grow(v, *n, cap, sizeof(**v)) || ix_put(x, pid, *n))
+		return -ENOMEM;
+	(*v)[(*n)++] = pid;
 	return 0;
 }
 
-static int pid_in(const pid_t *v, size_t n, pid_t pid)
+/* The children of each thread of process pid (from its children files) into the set. */
+static int children_of(pid_t pid, struct pidix *x, pid_t **v, size_t *n, size_t *cap)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] == pid)
-			return 1;
-	return 0;
-}
-
-int ssess_children(pid_t **v, size_t *n)
-{
-	size_t cap = *n, before;
-	pid_t pid, ppid;
+	char path[96];
 	struct dirent *de;
-	int pass, kthread;
+	int ret = 0, c;
+	DIR *d;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;	/* gone */
+	while (!ret && (de = readdir(d))) {
+		int tid = atoi(de->d_name);
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, tid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (!ret && fscanf(f, "%d", &c) == 1)
+			if (c > 0)
+				ret = set_add(x, v, n, cap, (pid_t)c);
+		fclose(f);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* The same from every process's stat file: a kernel without children files. */
+static int children_scan(struct pidix *x, pid_t **v, size_t *n, size_t *cap)
+{
+	struct dirent *de;
+	pid_t pid, ppid;
+	int pass, kthread, ret = 0;
+	size_t before;
 	DIR *d;
 
 	/* Passes until none is new: a child may come before its parent in /proc. */
-	for (pass = 0; pass < 8; pass++) {
+	for (pass = 0; pass < 8 && !ret; pass++) {
 		before = *n;
 		d = opendir("/proc");
 		if (!d)
 			return -errno;
-		while ((de = readdir(d))) {
+		while (!ret && (de = readdir(d))) {
 			pid = (pid_t)atoi(de->d_name);
-			if (pid <= 0 || pid_in(*v, *n, pid) || proc_stat(pid, &ppid, &kthread) ||
-			    kthread || !pid_in(*v, *n, ppid))
-				continue;
-			if (grow(v, *n, &cap, sizeof(**v))) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			(*v)[(*n)++] = pid;
+			if (pid > 0 && !ix_get(x, pid) && !proc_stat(pid, 0, &ppid, &kthread, NULL) &&
+			    !kthread && ix_get(x, ppid))
+				ret = set_add(x, v, n, cap, pid);
 		}
 		closedir(d);
 		if (*n == before)
 			break;
 	}
-	return 0;
+	return ret;
+}
+
+int ssess_children(pid_t **v, size_t *n)
+{
+	struct pidix x = { 0 };
+	size_t cap = *n, i;
+	int ret = 0;
+
+	for (i = 0; i < *n && !ret; i++)
+		ret = ix_put(&x, (*v)[i], i);
+	if (ret)
+		;
+	else if (has_children_file())
+		for (i = 0; i < *n && !ret; i++)	/* *n grows: grandchildren too */
+			ret = children_of((*v)[i], &x, v, n, &cap);
+	else
+		ret = children_scan(&x, v, n, &cap);
+	free(x.v);
+	return ret;
 }
 
 void ssess_scan_more(struct ssess *s, int all)
 {
-	pid_t self = getpid(), pid, ppid, *v = NULL;
+	pid_t self = getpid(), pid, *v = NULL;
+	struct pidix x = { 0 };
 	double t = now_s();
 	struct dirent *de;
 	size_t i, n = 0, cap = 0;
 	int kthread;
 	DIR *d;
 
-	/* Every process's stat file: not more often than every SCAN_MORE_S. */
+	/* Not more often than every SCAN_MORE_S (the first time always). */
 	if (s->more_s && t - s->more_s < SCAN_MORE_S)
 		return;
 	s->more_s = t;
@@ -1024,32 +1186,25 @@ void ssess_scan_more(struct ssess *s, int all)
 			return;
 		while ((de = readdir(d))) {
 			pid = (pid_t)atoi(de->d_name);
-			if (pid > 0 && pid != self && !proc_stat(pid, &ppid, &kthread) && !kthread)
+			if (pid > 0 && pid != self && !proc_stat(pid, 0, NULL, &kthread, NULL) &&
+			    !kthread)
 				scan_process(s, pid);
 		}
 		closedir(d);
 		return;
 	}
 	/* The processes sampled now, then their children (and theirs). */
-	for (i = 0; i < s->nth; i++) {
-		if (s->th[i].gone || pid_in(v, n, s->th[i].pid))
-			continue;
-		if (grow(&v, n, &cap, sizeof(*v)))
+	for (i = 0; i < s->nth; i++)
+		if (!s->th[i].gone && set_add(&x, &v, &n, &cap, s->th[i].pid))
 			goto out;
-		v[n++] = s->th[i].pid;
-	}
 	/* Every one: a process found before may have new threads. */
 	if (n && !ssess_children(&v, &n))
 		for (i = 0; i < n; i++)
 			if (v[i] != self)
 				scan_process(s, v[i]);
 out:
+	free(x.v);
 	free(v);
-}
-
-void ssess_set_max_threads(struct ssess *s, size_t n)
-{
-	s->max_threads = n;
 }
 
 void ssess_scan(struct ssess *s, pid_t pid)
@@ -1088,7 +1243,7 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 	struct ktau_snap *base = NULL, *prev = NULL, *cur = NULL, *gone = NULL, *delta = NULL;
 	struct ktau_registry *reg = NULL;
 	struct out_opts oo = aa->ra->oo;
-	struct sigaction sa = { .sa_handler = on_stop }, old_int, old_term;
+	struct sigaction sa = { .sa_handler = on_stop }, old_int, old_term, old_hup;
 	struct timespec ts;
 	double t0, end, left;
 	size_t i, live, nprocs;
@@ -1125,6 +1280,19 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 	free(procs);
 	if (ret)
 		return report(ret, "snapshot");
+	gone = ktau_snap_new();
+	if (!gone) {
+		ktau_snap_free(base);
+		return report(-ENOMEM, "sample");
+	}
+	/*
+	 * A sampler ends only with its thread (or its exec): from the first
+	 * start on, SIGINT, SIGTERM and SIGHUP stop them all before ktaud
+	 * exits.
+	 */
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
 	for (i = 0; i < aa->nids; i++) {
 		if (aa->tids)
 			th_new(s, aa->ids[i], 0, 0);
@@ -1135,16 +1303,10 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		ssess_scan_more(s, 0);
 	ret = ssess_started(s);
 	if (ret) {
-		ktau_snap_free(base);
-		return ret;
+		ssess_drain(s, 1);
+		rc = ret;
+		goto out_signals;
 	}
-	gone = ktau_snap_new();
-	if (!gone) {
-		ktau_snap_free(base);
-		return report(-ENOMEM, "sample");
-	}
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
 	t0 = now_s();
 	end = aa->duration ? t0 + aa->duration : 0;
 	while (!stop_flag) {
@@ -1157,8 +1319,10 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 			nanosleep(&ts, NULL);
 		}
 		if (!aa->tids) {
+			/* While it lives: its pid may name another process later. */
 			for (i = 0; i < aa->nids; i++)
-				ssess_scan(s, aa->ids[i]);
+				if (th_find(s, aa->ids[i]))
+					ssess_scan(s, aa->ids[i]);
 			ssess_scan_more(s, 0);
 		}
 		live = ssess_drain(s, 0);
@@ -1174,8 +1338,6 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		if (!live || (end && now_s() >= end))
 			break;
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	/* The last profiles, with their samples, before sampling stops. */
 	if (!rc) {
 		ret = snap_threads(s, &cur);
@@ -1189,6 +1351,10 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 		ktau_snap_free(cur);
 	}
 	ssess_drain(s, 1);
+out_signals:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
 	if (rc)
 		goto out;
 	for (i = 0; !ret && i < gone->ntasks; i++)

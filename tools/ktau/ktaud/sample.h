@@ -103,7 +103,10 @@ int ssess_trace(struct ssess *s, pid_t pid, int cfd, struct ktau_snap **snap, in
 /*
  * Sampling running processes (ktaud sample -p, ktaud trace -p/-a --sample),
  * no ptrace: ssess_scan() starts a sampler on each thread of process pid
- * not seen before (from /proc/PID/task); ssess_started() is 0 when one
+ * not seen before (from /proc/PID/task; a tid used again by another
+ * thread is new), while fewer than 1024 threads are sampled and 65536
+ * were seen (the summary says when a bound left a thread out);
+ * ssess_started() is 0 when one
  * was started, else an exit code after a message; ssess_drain() reads
  * every sampled thread's buffer (to the sink too), then, without stop,
  * takes a thread whose sampling ended for gone, or samples it again after
@@ -115,9 +118,11 @@ void ssess_scan(struct ssess *s, pid_t pid);
  * More processes from /proc (their threads as ssess_scan() adds them):
  * with all, every process but kernel threads and ktaud's own (ktaud trace
  * -a --sample); else the processes whose parent the session samples, and
- * their children in turn (-p: what the named processes start). At most
- * every 0.2 s (the first call always): a process that lives shorter may
- * not be found.
+ * their children in turn (-p: what the named processes start; from
+ * /proc/PID/task/TID/children, or where the kernel has none, from every
+ * process's stat file). At most every 0.2 s (the first call always): a
+ * process that lives shorter, or whose parent exits before it is found
+ * (it is then another's child), may not be found.
  */
 void ssess_scan_more(struct ssess *s, int all);
 /*
@@ -125,8 +130,6 @@ void ssess_scan_more(struct ssess *s, int all);
  * parent is among them, and their children in turn; 0 or -errno.
  */
 int ssess_children(pid_t **v, size_t *n);
-/* At most n threads ever sampled (0: no bound); the summary says when it was reached. */
-void ssess_set_max_threads(struct ssess *s, size_t n);
 int ssess_started(struct ssess *s);
 size_t ssess_drain(struct ssess *s, int stop);
 

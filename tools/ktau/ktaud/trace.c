@@ -31,8 +31,6 @@
 #include "trace.h"
 
 #define DEFAULT_CAPACITY	65536
-/* -a --sample: threads sampled at most (~15 KiB of kernel memory each at 1 ms). */
-#define SAMPLE_ALL_THREADS	1024
 
 static void help(FILE *f)
 {
@@ -70,8 +68,8 @@ static void help(FILE *f)
 "  -a, --all            trace the whole system: every user thread but ktaud's,\n"
 "                       and every task started meanwhile (CAP_PERFMON; KTAU\n"
 "                       ABI 1.6) ...\n"
-"  -d, --duration S     ... for S seconds (or until it exits; -a: or until\n"
-"                       SIGINT/SIGTERM)\n"
+"  -d, --duration S     ... for S seconds (or until it exits; or until\n"
+"                       SIGINT/SIGTERM/SIGHUP)\n"
 "  -n, --top N          threads in the timeline (default 8)\n"
 "      --sample SPEC    also sample the command's threads (with -p: the\n"
 "                       process's and its children's; with -a: every user\n"
@@ -1280,9 +1278,39 @@ static void run_free(struct topts *o, struct ktau *k, struct ktau_snap *before,
 	ktau_trace_close(s);
 }
 
+static volatile sig_atomic_t all_stop;
+
+static void all_stop_handler(int sig)
+{
+	(void)sig;
+	all_stop = 1;
+}
+
+/*
+ * SIGINT, SIGTERM and SIGHUP end a -p or -a run early, its products
+ * written: and the samplers (which end only with their threads) stopped.
+ */
+static void stop_signals_on(struct sigaction old[3])
+{
+	struct sigaction sa = { .sa_handler = all_stop_handler };
+
+	sigemptyset(&sa.sa_mask);
+	all_stop = 0;
+	sigaction(SIGINT, &sa, &old[0]);
+	sigaction(SIGTERM, &sa, &old[1]);
+	sigaction(SIGHUP, &sa, &old[2]);
+}
+
+static void stop_signals_off(const struct sigaction old[3])
+{
+	sigaction(SIGINT, &old[0], NULL);
+	sigaction(SIGTERM, &old[1], NULL);
+	sigaction(SIGHUP, &old[2], NULL);
+}
+
 /*
  * --sample with -p (the threads of pid and of the processes it starts) or
- * -a (pid 0: every user thread, at most SAMPLE_ALL_THREADS): the samples
+ * -a (pid 0: every user thread, at most 1024 at once): the samples
  * to the trace, the samplers started; 0, or an exit code when none could
  * be (then every sampler is stopped).
  */
@@ -1296,7 +1324,6 @@ static int start_samplers(struct topts *o, pid_t pid)
 		ssess_scan(o->ss, pid);
 		ssess_scan_more(o->ss, 0);
 	} else {
-		ssess_set_max_threads(o->ss, SAMPLE_ALL_THREADS);
 		ssess_scan_more(o->ss, 1);
 	}
 	rc = ssess_started(o->ss);
@@ -1314,6 +1341,7 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 	pid_t *tids = NULL;
 	size_t ntids = 0, i;
 	FILE *rawf = NULL;
+	struct sigaction old_sig[3];
 	char raw[64], who[32];
 	int ret, rc = 0, err = 0;
 
@@ -1342,6 +1370,7 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 	ret = attach_threads(s, o, pid, &tids, &ntids, &err);
 	if (ret <= 0)
 		rc = attach_error(err ? err : -ESRCH, who);
+	stop_signals_on(old_sig);
 	/* --sample: a sampler on each thread, as 'ktaud sample -p' starts them. */
 	if (!rc && o->ss) {
 		rc = start_samplers(o, pid);
@@ -1349,12 +1378,13 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 			ktau_trace_detach(s, tids[i]);
 	}
 	if (rc) {
+		stop_signals_off(old_sig);
 		ktau_trace_file_finish(o->tf, o->t);
 		fclose(rawf);
 		ktau_outdir_close(od);
 		goto out;
 	}
-	while (now_s() - o->t0 < duration) {
+	while (!all_stop && now_s() - o->t0 < duration) {
 		rc = drain(s, o, 0);
 		if (rc)
 			break;
@@ -1372,6 +1402,7 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 	/* The samplers stopped (their last samples read), then the trace. */
 	if (o->ss)
 		ssess_drain(o->ss, 1);
+	stop_signals_off(old_sig);
 	for (i = 0; i < ntids; i++)
 		ktau_trace_detach(s, tids[i]);
 	if (!rc)
@@ -1394,14 +1425,6 @@ out:
 	return rc ? rc : ret;
 }
 
-static volatile sig_atomic_t all_stop;
-
-static void all_stop_handler(int sig)
-{
-	(void)sig;
-	all_stop = 1;
-}
-
 /*
  * -a: the whole system (ABI 1.6, CAP_PERFMON) for duration seconds or
  * until SIGINT/SIGTERM: every user thread but ktaud's, and every task
@@ -1411,7 +1434,7 @@ static int trace_all(struct topts *o, double duration)
 {
 	struct ktau_trace_session *s = NULL;
 	struct ktau_snap *before = NULL, *after = NULL;
-	struct sigaction sa = { .sa_handler = all_stop_handler }, old_int, old_term;
+	struct sigaction old_sig[3];
 	struct ktau_outdir *od = NULL;
 	struct ktau *k = NULL;
 	FILE *rawf = NULL;
@@ -1449,20 +1472,18 @@ static int trace_all(struct topts *o, double duration)
 	ret = open_run(o, &od, &rawf, raw, sizeof(raw));
 	if (ret)
 		goto out;
+	stop_signals_on(old_sig);
 	/* --sample: a sampler on every user thread, new ones every interval. */
 	if (o->ss) {
 		rc = start_samplers(o, 0);
 		if (rc) {
+			stop_signals_off(old_sig);
 			ktau_trace_file_finish(o->tf, o->t);
 			fclose(rawf);
 			ktau_outdir_close(od);
 			goto out;
 		}
 	}
-	all_stop = 0;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
 	while (!all_stop && now_s() - o->t0 < duration) {
 		rc = drain(s, o, 0);
 		if (rc)
@@ -1474,11 +1495,10 @@ static int trace_all(struct topts *o, double duration)
 		progress(o, 0);
 		sleep_s(o->interval);
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	/* The samplers stopped (their last samples read), then the trace. */
 	if (o->ss)
 		ssess_drain(o->ss, 1);
+	stop_signals_off(old_sig);
 	if (!rc)
 		rc = drain(s, o, 1);
 	profile_since(o, k, before, KTAU_LIB_ALL, NULL, 0, &after);
