@@ -11,9 +11,10 @@
  * room for; the others are counted as lost), alternately in user mode
  * (ip 0x1000 + n, KTAU_ID_USER) and in the kernel (ip 0, the routine
  * read), its times evenly spread over that span. Reads of a thread that is
- * not sampled (or of one that is gone) fail with ENOENT; the start, the
- * stop and the read of each thread are logged to $FAKE_KTAU_LOG ("sample
- * start TID", "sample stop TID N") with the pid. $FAKE_SAMPLE_SKEW_NS (ns)
+ * not sampled (or of one that is gone: "sample gone TID", its slot freed)
+ * fail with ENOENT; the start, the stop and the read of each thread are
+ * logged to $FAKE_KTAU_LOG ("sample start TID", "sample stop TID N") with
+ * the pid. $FAKE_SAMPLE_SKEW_NS (ns)
  * stamps a thread's first sample that much earlier and the last one of its
  * stop that much later, as the kernel's clock (ktime_get_mono_fast_ns) may
  * stand beside the sampler's CLOCK_MONOTONIC.
@@ -178,6 +179,13 @@ int ioctl(int fd, unsigned long req, ...)
 
 		t = find(tid, 0);
 		if (!t || !t->active) {
+			errno = ENOENT;
+			return -1;
+		}
+		/* As the kernel ends a sampling at its thread's exit. */
+		if (kill(tid, 0) && errno == ESRCH) {
+			logf_("sample gone %d", tid);
+			memset(t, 0, sizeof(*t));
 			errno = ENOENT;
 			return -1;
 		}
