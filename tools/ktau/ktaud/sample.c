@@ -36,7 +36,10 @@
 #define SCAN_MORE_S	0.2
 /* Threads sampled at once that the scans of -p and -a start, at most. */
 #define MAX_LIVE	1024
-/* Threads a session keeps (ever seen), at most: about 100 bytes each. */
+/*
+ * Threads a session keeps (ever seen), at most: about 100 bytes each; a
+ * process's symbols are kept only while it has a live thread.
+ */
 #define MAX_SEEN	65536
 
 struct sthread {
@@ -90,9 +93,8 @@ struct ssess {
 	struct ssess_sink sink;	/* ktaud trace --sample: where samples go too */
 	size_t max_threads;	/* threads sampled at once found by a scan, at most */
 	size_t nlive;		/* threads sampled, as of the last drain and starts since */
-	int limited;		/* a thread was left out: 1 max_threads, 2 MAX_SEEN */
+	int limited;		/* a thread was left out: 1 max_threads, 2 MAX_SEEN (bits) */
 	double more_s;		/* when ssess_scan_more() last read /proc */
-	int no_children_file;	/* /proc/PID/task/TID/children is missing */
 	struct pidix tix;	/* tid -> its latest thread in th */
 	struct pidix pix;	/* pid -> its process in pr */
 };
@@ -830,10 +832,10 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 		fprintf(stderr, "ktaud: warning: %llu thread%s not sampled (%s)\n",
 			(unsigned long long)s->nfailed, s->nfailed == 1 ? "" : "s",
 			ktau_sample_strerror(s->first_err, 1));
-	if (s->limited == 1)
+	if (s->limited & 1)
 		fprintf(stderr, "ktaud: warning: %zu threads were sampled at once, the bound: "
 			"threads found meanwhile were not sampled\n", s->max_threads);
-	else if (s->limited)
+	if (s->limited & 2)
 		fprintf(stderr, "ktaud: warning: %d threads were seen, the bound: threads found "
 			"later were not sampled\n", MAX_SEEN);
 	if (lost)
@@ -912,7 +914,8 @@ static void help(FILE *f)
 "                       to 65536 (default: two intervals of samples)\n"
 "  -p, --pid ID[,ID]    sample running processes: all their threads, also new\n"
 "                       ones, and the processes they start (looked for at\n"
-"                       most every 0.2 s); until all exit, --duration or\n"
+"                       most every 0.2 s; at most 1024 threads at once,\n"
+"                       65536 in all); until all exit, --duration or\n"
 "                       SIGINT/SIGTERM/SIGHUP\n"
 "      --tid            the IDs of -p are threads, not processes\n"
 "  -d, --duration S     with -p: stop after S seconds\n"
@@ -962,8 +965,9 @@ static int th_known(struct ssess *s, pid_t pid, pid_t tid)
 		return 0;
 	if (!s->th[i - 1].gone)
 		return 1;
-	return !s->th[i - 1].born || proc_stat(pid, tid, NULL, NULL, &born) ||
-	       born == s->th[i - 1].born;
+	/* No start time: that thread was gone at once; this one is another. */
+	return s->th[i - 1].born && (proc_stat(pid, tid, NULL, NULL, &born) ||
+				     born == s->th[i - 1].born);
 }
 
 /* Add the threads of process pid that are new, within the bounds. */
@@ -983,7 +987,7 @@ static void scan_process(struct ssess *s, pid_t pid)
 		if (tid <= 0 || th_known(s, pid, tid))
 			continue;
 		if (s->nlive >= s->max_threads || s->nth >= MAX_SEEN) {
-			s->limited = s->nth >= MAX_SEEN ? 2 : 1;
+			s->limited |= s->nth >= MAX_SEEN ? 2 : 1;
 			break;
 		}
 		th_new(s, tid, pid, 0);
@@ -997,12 +1001,16 @@ static void scan_process(struct ssess *s, pid_t pid)
  */
 static size_t check_threads(struct ssess *s)
 {
+	unsigned long long born;
+	unsigned char *live_p;
 	struct sthread *t;
-	size_t i, live = 0;
+	size_t i, k, live = 0;
 
 	for (i = 0; i < s->nth; i++) {
 		t = &s->th[i];
-		if (!t->gone && !t->sampling && !t->failed && tgid_of(t->tid) == t->pid) {
+		/* The same thread (its start time), not another one of its tid. */
+		if (!t->gone && !t->sampling && !t->failed && tgid_of(t->tid) == t->pid &&
+		    t->born && !proc_stat(t->pid, t->tid, NULL, NULL, &born) && born == t->born) {
 			proc_exec(s, t->pid);
 			s->nexecs++;
 			th_start(s, t);
@@ -1012,6 +1020,22 @@ static size_t check_threads(struct ssess *s)
 		live += !t->gone;
 	}
 	s->nlive = live;
+	/*
+	 * A process without a live thread lets go of its symbols (its samples
+	 * were named as they were read): -a and -p go through many processes.
+	 */
+	live_p = calloc(s->npr + 1, 1);
+	if (!live_p)
+		return live;
+	for (i = 0; i < s->nth; i++)
+		if (!s->th[i].gone && (k = ix_get(&s->pix, s->th[i].pid)))
+			live_p[k - 1] = 1;
+	for (i = 0; i < s->npr; i++)
+		if (!live_p[i] && s->pr[i].u) {
+			ktau_usyms_free(s->pr[i].u);
+			s->pr[i].u = NULL;
+		}
+	free(live_p);
 	return live;
 }
 
@@ -1292,7 +1316,10 @@ static int sample_attach(struct ssess *s, struct attach_args *aa)
 	 */
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
+	/* Under nohup, a hangup is not a stop. */
+	sigaction(SIGHUP, NULL, &old_hup);
+	if (old_hup.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 	for (i = 0; i < aa->nids; i++) {
 		if (aa->tids)
 			th_new(s, aa->ids[i], 0, 0);

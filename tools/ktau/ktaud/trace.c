@@ -73,7 +73,8 @@ static void help(FILE *f)
 "  -n, --top N          threads in the timeline (default 8)\n"
 "      --sample SPEC    also sample the command's threads (with -p: the\n"
 "                       process's and its children's; with -a: every user\n"
-"                       thread, at most 1024), as 'ktaud sample -e SPEC' does\n"
+"                       thread; either way at most 1024 at once, 65536 in\n"
+"                       all), as 'ktaud sample -e SPEC' does\n"
 "                       (EVENT[:PERIOD][:u|:k]): every sample in\n"
 "                       the timeline, an OTF2 metric \"ktau samples EVENT\" with\n"
 "                       its function and KTAU routine, a JSON instant of\n"
@@ -1298,7 +1299,10 @@ static void stop_signals_on(struct sigaction old[3])
 	all_stop = 0;
 	sigaction(SIGINT, &sa, &old[0]);
 	sigaction(SIGTERM, &sa, &old[1]);
-	sigaction(SIGHUP, &sa, &old[2]);
+	/* Under nohup, a hangup is not a stop. */
+	sigaction(SIGHUP, NULL, &old[2]);
+	if (old[2].sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 }
 
 static void stop_signals_off(const struct sigaction old[3])

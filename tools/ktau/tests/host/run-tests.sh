@@ -1853,6 +1853,42 @@ c_trace_sample_all_bound() {
 		{ echo "# spinner $sp"; grep "bound\|samples (" "$LOG" | sed 's/^/#   /'; return 1; }
 }
 
+# A sampler ends only with its thread: SIGHUP (as SIGINT and SIGTERM)
+# ends 'ktaud trace -p --sample' early with the sampler stopped and the
+# products written; under nohup (SIGHUP ignored) a hangup does not stop
+# it, SIGTERM then does.
+c_trace_sample_signals_fake() {
+	local sp tp rc
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	rm -f "$IN/fsh.log"
+	sleep 30 &
+	sp=$!
+	FAKE_KTAU_LOG="$IN/fsh.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp \
+		-d 30 --sample cpu-clock:1ms -o "$W/trace-fsh" >"$LOG" 2>&1 &
+	tp=$!
+	sleep 0.7
+	kill -HUP $tp
+	wait $tp
+	rc=$?
+	[ $rc -eq 0 ] && grep -q " sample stop $sp " "$IN/fsh.log" && [ -s "$W/trace-fsh/trace.json" ] ||
+		{ echo "# SIGHUP: exit $rc"; sed 's/^/#   /' "$IN/fsh.log" "$LOG" | tail; kill $sp; return 1; }
+	sh -c 'trap "" HUP; exec "$@"' sh env FAKE_KTAU_LOG="$IN/fsh.log" \
+		LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp -d 30 --sample cpu-clock:1ms \
+		-o "$W/trace-fsh2" >"$LOG" 2>&1 &
+	tp=$!
+	sleep 0.7
+	kill -HUP $tp
+	sleep 0.5
+	kill -0 $tp 2>/dev/null || { echo "# a hangup under nohup stopped it"; kill $sp; return 1; }
+	kill -TERM $tp
+	wait $tp
+	rc=$?
+	kill $sp
+	wait $sp 2>/dev/null
+	[ $rc -eq 0 ] && [ "$(grep -c " sample stop $sp " "$IN/fsh.log")" = 2 ] ||
+		{ echo "# SIGTERM under nohup: exit $rc"; sed 's/^/#   /' "$IN/fsh.log" | tail; return 1; }
+}
+
 # The samples in the products of a raw trace with samples (ktau-trace-synth
 # samples: threads 100, 101, 200 of the nest trace sampled): each an OTF2
 # Metric event of class 1 ("ktau samples cpu-clock", its running count,
@@ -2325,7 +2361,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_op
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_cut c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
-c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_all_bound c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
+c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_all_bound c_trace_sample_signals_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_trace_finish c_fuzz_smoke
