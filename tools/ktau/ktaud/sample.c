@@ -91,9 +91,8 @@ struct ssess {
 	int kernel_dropped;	/* kernel samples not permitted: user mode only */
 	int lines;		/* --lines: user code per source line */
 	struct ssess_sink sink;	/* ktaud trace --sample: where samples go too */
-	size_t max_threads;	/* threads sampled at once found by a scan, at most */
 	size_t nlive;		/* threads sampled, as of the last drain and starts since */
-	int limited;		/* a thread was left out: 1 max_threads, 2 MAX_SEEN (bits) */
+	int limited;		/* a thread was left out: 1 MAX_LIVE, 2 MAX_SEEN (bits) */
 	double more_s;		/* when ssess_scan_more() last read /proc */
 	struct pidix tix;	/* tid -> its latest thread in th */
 	struct pidix pix;	/* pid -> its process in pr */
@@ -136,7 +135,6 @@ int ssess_new(const char *cmd, const char *text, double interval, unsigned long 
 		return report(-ENOMEM, cmd);
 	s->cmd = cmd;
 	s->interval = interval;
-	s->max_threads = MAX_LIVE;
 	s->lines = lines;
 	if (ktau_sample_parse(text, &s->spec, &why)) {
 		free(s);
@@ -834,7 +832,7 @@ void ssess_summary(const struct ssess *s, const struct ktau_registry *reg, unsig
 			ktau_sample_strerror(s->first_err, 1));
 	if (s->limited & 1)
 		fprintf(stderr, "ktaud: warning: %zu threads were sampled at once, the bound: "
-			"threads found meanwhile were not sampled\n", s->max_threads);
+			"threads found meanwhile were not sampled\n", (size_t)MAX_LIVE);
 	if (s->limited & 2)
 		fprintf(stderr, "ktaud: warning: %d threads were seen, the bound: threads found "
 			"later were not sampled\n", MAX_SEEN);
@@ -986,7 +984,7 @@ static void scan_process(struct ssess *s, pid_t pid)
 		tid = atoi(de->d_name);
 		if (tid <= 0 || th_known(s, pid, tid))
 			continue;
-		if (s->nlive >= s->max_threads || s->nth >= MAX_SEEN) {
+		if (s->nlive >= MAX_LIVE || s->nth >= MAX_SEEN) {
 			s->limited |= s->nth >= MAX_SEEN ? 2 : 1;
 			break;
 		}
@@ -1171,7 +1169,11 @@ static int children_scan(struct pidix *x, pid_t **v, size_t *n, size_t *cap)
 	return ret;
 }
 
-int ssess_children(pid_t **v, size_t *n)
+/*
+ * Add to the processes *v (n of them, malloc'ed) every process whose
+ * parent is among them, and their children in turn; 0 or -errno.
+ */
+static int ssess_children(pid_t **v, size_t *n)
 {
 	struct pidix x = { 0 };
 	size_t cap = *n, i;

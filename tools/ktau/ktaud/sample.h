@@ -125,11 +125,6 @@ void ssess_scan(struct ssess *s, pid_t pid);
  * (it is then another's child), may not be found.
  */
 void ssess_scan_more(struct ssess *s, int all);
-/*
- * Add to the processes *v (n of them, malloc'ed) every process whose
- * parent is among them, and their children in turn; 0 or -errno.
- */
-int ssess_children(pid_t **v, size_t *n);
 int ssess_started(struct ssess *s);
 size_t ssess_drain(struct ssess *s, int stop);
 

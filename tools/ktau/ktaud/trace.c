@@ -1312,6 +1312,16 @@ static void stop_signals_off(const struct sigaction old[3])
 	sigaction(SIGHUP, &old[2], NULL);
 }
 
+/* A -p or -a run given up before its loop: the raw file finished, the signals back. */
+static void abandon_run(struct topts *o, struct ktau_outdir *od, FILE *rawf,
+			const struct sigaction old_sig[3])
+{
+	stop_signals_off(old_sig);
+	ktau_trace_file_finish(o->tf, o->t);
+	fclose(rawf);
+	ktau_outdir_close(od);
+}
+
 /*
  * --sample with -p (the threads of pid and of the processes it starts) or
  * -a (pid 0: every user thread, at most 1024 at once): the samples
@@ -1382,10 +1392,7 @@ static int trace_pid(struct topts *o, pid_t pid, double duration)
 			ktau_trace_detach(s, tids[i]);
 	}
 	if (rc) {
-		stop_signals_off(old_sig);
-		ktau_trace_file_finish(o->tf, o->t);
-		fclose(rawf);
-		ktau_outdir_close(od);
+		abandon_run(o, od, rawf, old_sig);
 		goto out;
 	}
 	while (!all_stop && now_s() - o->t0 < duration) {
@@ -1481,10 +1488,7 @@ static int trace_all(struct topts *o, double duration)
 	if (o->ss) {
 		rc = start_samplers(o, 0);
 		if (rc) {
-			stop_signals_off(old_sig);
-			ktau_trace_file_finish(o->tf, o->t);
-			fclose(rawf);
-			ktau_outdir_close(od);
+			abandon_run(o, od, rawf, old_sig);
 			goto out;
 		}
 	}
