@@ -3,9 +3,12 @@
 # make bench: KTAU's overhead against the unpatched kernel, ftrace and eBPF,
 # in guest instructions.
 #
-# Builds three kernels from the same base (kernel/configs/ktau-guest.config):
-# baseline (CONFIG_KTAU=n), KTAU, and the peer kernel (CONFIG_KTAU=n plus
-# ftrace and BPF, kernel/configs/ktau-peer.config); boots each in QEMU (TCG)
+# Builds four kernels from the same base (kernel/configs/ktau-guest.config):
+# baseline (CONFIG_KTAU=n), KTAU, KTAU without trace mode
+# (CONFIG_KTAU_TRACE=n, for the ktau-*-notrace configurations: trace mode
+# compiled in but off must cost profile mode nothing), and the peer kernel
+# (CONFIG_KTAU=n plus ftrace and BPF, kernel/configs/ktau-peer.config);
+# boots each in QEMU (TCG)
 # with -icount shift=0,sleep=off, one CPU, so that one guest instruction is
 # one virtual nanosecond; and runs the same benchmarks (ktau-micro, see
 # tools/ktau/bench/micro.c, driven by scripts/guest/bench-suite.sh) under
@@ -74,15 +77,20 @@ else
 	# a figure is the instructions both CPUs spent per exit.
 	for c in ${KTAU_BENCH_CONFIGS:-peer-ftrace-profiler peer-ftrace-syscalls peer-bpf-syscount peer-idle
 		 peer-ftrace-kvm peer-perf-kvm baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault
-		 ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace baseline-2cpu ktau-off-2cpu ktau-all-2cpu}; do
+		 ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace ktau-off-notrace ktau-all-notrace
+		 baseline-2cpu ktau-off-2cpu ktau-all-2cpu}; do
 		case $c in
 		baseline|baseline-2cpu) k=noktau ;;
+		ktau-off-notrace|ktau-all-notrace) k=notrace ;;
 		ktau-*) k=ktau ;;
 		peer-*) k=peer ;;
 		*) die "unknown configuration '$c'" ;;
 		esac
+		# The guest runs configuration ktau-all on the notrace kernel
+		# as on the KTAU kernel; its figures are named after the run.
 		case $c in
 		*-2cpu) runs="$runs $c:$k:${c%-2cpu}:2" ;;
+		*-notrace) runs="$runs $c:$k:${c%-notrace}:1" ;;
 		*) runs="$runs $c:$k:$c:1" ;;
 		esac
 	done
@@ -103,6 +111,7 @@ mkdir -p "$B"
 for k in noktau ktau peer; do
 	"$KTAU_TOP/scripts/build-kernel.sh" "$k"
 done
+case $runs in *:notrace:*) "$KTAU_TOP/scripts/build-kernel.sh" notrace ;; esac
 
 # The guest programs and a small image of their own: busybox, /init, the
 # suite as /ktau/bench.sh, ktau-micro, the eBPF peer and its loader.
@@ -144,7 +153,7 @@ boot() {	# name kernel configs cpus
 	[ -n "$3" ] && cfg="ktaucfg=$3"
 	# Every group off from the boot: configurations switch on what they
 	# measure, and none pays for a group switched off unless it says so.
-	[ "$2" = ktau ] && cfg="$cfg ktau=none"
+	[ "$2" = ktau ] || [ "$2" = notrace ] && cfg="$cfg ktau=none"
 	if [ "$4" = 2 ]; then
 		only="ktauonly=$only2"
 	elif [ -n "${KTAU_BENCH_ONLY:-}" ]; then
@@ -184,10 +193,12 @@ for r in $runs; do
 		failed=1
 		msg "guest run $name ($kernel) failed (exit $rc): $(head -c 300 "$B/guest-$name.err"); console: $B/guest-$name/console.log"
 	fi
-	sfx=""
+	sfx="" csfx=""
 	[ "$cpus" = 1 ] || sfx=-${cpus}cpu
+	[ "$kernel" = notrace ] && csfx=-notrace
 	tr -d '\r' <"$B/guest-$name/results.log" 2>/dev/null |
-		awk -v k="$kernel" -v sfx="$sfx" '$1 == "BENCH" {print k, $2, $3 sfx, $4}' >>"$B/bench.raw"
+		awk -v k="$kernel" -v sfx="$sfx" -v csfx="$csfx" \
+			'$1 == "BENCH" {print k, $2 csfx, $3 sfx, $4}' >>"$B/bench.raw"
 done
 awk '$2 == "baseline" {base[$3] = $4} {row[NR] = $0}
      END {
@@ -268,7 +279,7 @@ if [ $smoke = 1 ]; then
 fi
 
 # Tables: instructions per operation, and ratio to the baseline.
-order="baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm peer-perf-kvm"
+order="baseline ktau-off ktau-off-switched ktau-syscall ktau-irq ktau-softirq ktau-sched ktau-fault ktau-signal ktau-kvm ktau-all ktau-all-shared ktau-all-trace ktau-off-notrace ktau-all-notrace peer-idle peer-ftrace-syscalls peer-ftrace-profiler peer-bpf-syscount peer-ftrace-kvm peer-perf-kvm"
 micro="getppid pipe fork fault nanosleep udp kvm kvmk work"
 scal="getppid tasks1 tasks16 tasks256 fulltable"
 exits="fork exits1 exits16 exits256"
@@ -510,6 +521,46 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "buffer is allocated and cleared (2 MiB a thread here), in the next ones the"
 	echo "rings of the processes that exited and were read are reused."
 	echo
+	echo "## Trace mode compiled in but off: CONFIG_KTAU_TRACE=y against =n"
+	echo
+	echo "ktau-off-notrace and ktau-all-notrace run ktau-off and ktau-all on a kernel built"
+	echo "without trace mode (build-kernel.sh notrace: the KTAU kernel's configuration with"
+	echo "CONFIG_KTAU_TRACE=n). Target (issue 16): profile mode costs the same whether"
+	echo "trace mode is compiled in or not, when no task is traced. A difference is"
+	echo "\"same\" when it is within the spread of the rounds of one boot (the larger of the"
+	echo "two boots' best-to-worst, shown): the rounds of fork, work and the exits differ"
+	echo "by page allocation and timer interrupts even on one kernel."
+	echo
+	echo "| benchmark | ktau-off | ktau-off-notrace | difference | spread | | ktau-all | ktau-all-notrace | difference | spread | |"
+	echo "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"
+	# The rounds of each run: "# runs CONFIG BENCH v1 v2 ...", as ktau-*-notrace.
+	for g in ktau-off ktau-off-notrace ktau-all ktau-all-notrace; do
+		tr -d '\r' <"$B/guest-$g/results.log" 2>/dev/null |
+			awk -v g="$g" '$1 == "#" && $2 == "runs" {
+				lo = hi = $5
+				for (i = 6; i <= NF; i++) { if ($i < lo) lo = $i; if ($i > hi) hi = $i }
+				print "spread", g, $4, hi - lo
+			}'
+	done | awk -v benches="$micro $scal" '
+	function cell(c, n, b,   a, x, d, sp) {
+		if (!((c, b) in v) || !((n, b) in v)) return " - | - | - | - | |"
+		a = v[c, b]; x = v[n, b]; d = x - a
+		sp = sd[c, b] > sd[n, b] ? sd[c, b] : sd[n, b]
+		return sprintf(" %.1f | %.1f | %+.1f (%+.3f%%) | %.1f | %s |", a, x, d,
+			a > 0 ? 100 * d / a : 0, sp, (d < 0 ? -d : d) <= sp + 0.05 ? "same" : "DIFFERS")
+	}
+	$1 == "spread" {sd[$2, $3] = $4; next}
+	{v[$2, $3] = $4}
+	END {
+		n = split(benches, b, " ")
+		for (i = 1; i <= n; i++) {
+			if (seen[b[i]]++) continue
+			if (!((("ktau-off-notrace", b[i]) in v) || (("ktau-all-notrace", b[i]) in v))) continue
+			printf "| %s |%s%s\n", b[i], cell("ktau-off", "ktau-off-notrace", b[i]),
+				cell("ktau-all", "ktau-all-notrace", b[i])
+		}
+	}' - "$B/bench.raw"
+	echo
 	echo "## Scaling: getppid with 1, 16 and 256 tasks, and with a nearly full table"
 	echo
 	table value $scal
@@ -677,3 +728,9 @@ cat "$B/bench.md"
 elapsed=$(( $(date +%s) - t0 ))
 msg "bench took ${elapsed}s (guests ${boot_s}s); results in $B/: bench.csv bench.md bench.rst bench.png"
 [ $failed = 0 ] || die "some guest runs failed; see above"
+# Issue 16's target as a verdict: trace mode compiled in and off costs
+# profile mode nothing beyond the spread of the rounds.
+if grep -q '^| [a-z0-9]* |.*| DIFFERS |' "$B/bench.md"; then
+	grep '^| [a-z0-9]* |.*| DIFFERS |' "$B/bench.md" >&2
+	die "profile mode's cost changes with trace mode compiled in (CONFIG_KTAU_TRACE=y, no session): see \"Trace mode compiled in but off\" in $B/bench.md"
+fi

@@ -5,6 +5,9 @@
 #   NAME   ktau     guest base + KTAU
 #          noktau   guest base, CONFIG_KTAU=n
 #          static   like ktau, used only for W=1/sparse runs over kernel/ktau
+#          notrace  like ktau, CONFIG_KTAU_TRACE=n (the W=1 build of
+#                   kernel/ktau without trace mode; make bench's
+#                   ktau-*-notrace configurations)
 #          debug    like ktau, plus KASAN, lockdep, UBSAN, kmemleak, ...
 #          peer     guest base, CONFIG_KTAU=n, plus ftrace and BPF
 #                   (ktau-peer.config: the peers of scripts/bench.sh)
@@ -17,13 +20,13 @@
 name=${1:?usage: build-kernel.sh NAME [targets...]}
 shift
 case $name in
-ktau|static) frags="ktau-guest.config ktau.config" ;;
+ktau|static|notrace) frags="ktau-guest.config ktau.config" ;;
 noktau) frags="ktau-guest.config" ;;
 debug) frags="ktau-guest.config ktau.config ktau-debug.config" ;;
 peer) frags="ktau-guest.config ktau-peer.config" ;;
 system) frags="ktau-guest.config ktau.config" ;;
 system-noktau) frags="ktau-guest.config" ;;
-*) die "unknown kernel '$name' (ktau noktau static debug peer system system-noktau)" ;;
+*) die "unknown kernel '$name' (ktau noktau static notrace debug peer system system-noktau)" ;;
 esac
 # Fragments that are not part of the kernel series (the repository's own).
 extra=
@@ -46,6 +49,7 @@ case $name in noktau|peer|system-noktau) printf "# CONFIG_KTAU is not set\n" >"$
 # Its modules go into the system image beside the KTAU kernel's: another
 # release name, so that each kernel finds its own (system-bench.sh).
 case $name in system-noktau) printf 'CONFIG_LOCALVERSION="-ktau-test-off"\n' >>"$B/noktau.config" ;; esac
+case $name in notrace) printf "# CONFIG_KTAU_TRACE is not set\n" >"$B/notrace.config"; cfgs+=("$B/notrace.config") ;; esac
 cfgid=$(cat "${cfgs[@]}" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$B/.ktau-config" 2>/dev/null)" != "$cfgid" ] || [ ! -f "$B/.config" ]; then
 	msg "configuring $name kernel ($frags${extra:+ ${extra##*/}})"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # make check: everything the project tests, in one run.
 #   static gates  checkpatch --strict on every patch and overlay source file,
-#                 sparse and W=1 over kernel/ktau, a CONFIG_KTAU=n build,
+#                 sparse and W=1 over kernel/ktau (with and without trace
+#                 mode), a CONFIG_KTAU=n build,
 #                 the exported series applied with git am to a pristine tree
 #   host tests    tools/ktau (KTAP)
 #   guest tests   the selftests in QEMU (KTAP), console scanned for problems
@@ -134,6 +135,14 @@ step "kernels"
 kernel_ok=0
 if "$KTAU_TOP/scripts/build-kernel.sh" ktau; then
 	result PASS "build: KTAU kernel"
+	# allnoconfig leaves default-y options off: the fragment must
+	# name it, or the guest tests would skip trace mode's tests.
+	if grep -qx 'CONFIG_KTAU_TRACE=y' "$KTAU_BUILD/ktau/.config"; then
+		result PASS "build: KTAU kernel has trace mode (CONFIG_KTAU_TRACE=y)"
+	else
+		result FAIL "build: KTAU kernel has trace mode (CONFIG_KTAU_TRACE=y)" \
+			"not in $KTAU_BUILD/ktau/.config"
+	fi
 	count_verdicts < <(build_warnings_verdict "build: KTAU kernel: no warning in KTAU's files" \
 		"$KTAU_OUT/logs/kernel-ktau.log")
 	kernel_ok=1
@@ -176,6 +185,29 @@ if "$KTAU_TOP/scripts/build-kernel.sh" static prepare >/dev/null 2>&1; then
 else
 	result FAIL "W=1: kernel/ktau builds without warnings" "static build dir did not prepare"
 	result FAIL "sparse: kernel/ktau" "static build dir did not prepare"
+fi
+# Without trace mode (CONFIG_KTAU_TRACE=n): kernel/ktau at W=1, and the
+# files outside it that its header's stubs change (fork.c calls
+# ktau_post_fork()). make bench boots this kernel whole (ktau-*-notrace).
+if "$KTAU_TOP/scripts/build-kernel.sh" notrace prepare >/dev/null 2>&1; then
+	S=$KTAU_BUILD/notrace
+	find "$S/kernel/ktau" -name '*.o' -delete 2>/dev/null
+	make -C "$KTAU_SRC" O="$S" -j"$KTAU_JOBS" CC="ccache gcc" W=1 kernel/ktau/ >"$R/notrace.log" 2>&1
+	src=$?
+	make -C "$KTAU_SRC" O="$S" -j"$KTAU_JOBS" CC="ccache gcc" kernel/fork.o >>"$R/notrace.log" 2>&1 ||
+		src=1
+	w1=$(grep -cE '(warning|error):' "$R/notrace.log")
+	if [ $src -eq 0 ] && [ "$w1" -eq 0 ] && grep -qx '# CONFIG_KTAU_TRACE is not set' "$S/.config" &&
+	   [ ! -e "$S/kernel/ktau/trace.o" ] && [ -e "$S/kernel/ktau/core.o" ]; then
+		result PASS "W=1: kernel/ktau builds without trace mode (CONFIG_KTAU_TRACE=n)"
+	else
+		grep -E '(warning|error):' "$R/notrace.log" | sed -n 1,5p
+		result FAIL "W=1: kernel/ktau builds without trace mode (CONFIG_KTAU_TRACE=n)" \
+			"see $R/notrace.log and $S/.config"
+	fi
+else
+	result FAIL "W=1: kernel/ktau builds without trace mode (CONFIG_KTAU_TRACE=n)" \
+		"notrace build dir did not prepare"
 fi
 
 # A script of PASS:/FAIL: lines, which must print both of its two checks.

@@ -113,7 +113,9 @@ struct ktau_task {
 	struct mm_struct *shared_mm;	/* charged for the pin */
 	unsigned long shared_npages;	/* pages charged: the page's folio */
 	struct ktau_sampler __rcu *sample;	/* overflow sampling, or NULL */
+#ifdef CONFIG_KTAU_TRACE
 	struct ktau_tbuf *trace;	/* trace mode's buffer, or NULL */
+#endif
 	u64 hev_syscall_start;	/* start of the last system call handlers saw */
 	u64 out_tsc;		/* TSC when it left its CPU (ktau_rebase_in()) */
 	u64 out_ns;		/* CLOCK_MONOTONIC then */
@@ -123,7 +125,9 @@ struct ktau_task {
 	unsigned int claimed;	/* a slot was claimed: see ktau_task_clean() */
 	struct ktau_proc *proc;	/* leader: totals of the exited threads */
 	unsigned int proc_gen;	/* the fold into the process's totals */
+#ifdef CONFIG_KTAU_TRACE
 	u32 trace_refused;	/* the last trace session that counted it refused */
+#endif
 	struct callback_head reset_work;
 	struct ktau_frame stack[KTAU_STACK_DEPTH];
 	/*
@@ -214,7 +218,11 @@ struct ktau_times __ktau_clamp(u64 incl, u64 child);
 
 void ktau_init(void);
 int ktau_tsk_init(struct task_struct *tsk);
+#ifdef CONFIG_KTAU_TRACE
 void ktau_post_fork(struct task_struct *tsk);
+#else
+static inline void ktau_post_fork(struct task_struct *tsk) { }
+#endif
 
 extern struct ktau_task *ktau_sink;
 

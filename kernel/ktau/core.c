@@ -598,9 +598,11 @@ int ktau_tsk_init(struct task_struct *tsk)
 	return 0;
 }
 
+#ifdef CONFIG_KTAU_TRACE
 /*
  * copy_process() past its last failure, the new task on the task list and
- * not yet run: what must see every task that exists from then on.
+ * not yet run: what must see every task that exists from then on (a
+ * system-wide trace).
  */
 void ktau_post_fork(struct task_struct *tsk)
 {
@@ -609,6 +611,7 @@ void ktau_post_fork(struct task_struct *tsk)
 	if (kt && !(tsk->flags & PF_KTHREAD))
 		ktau_trace_post_fork(tsk, kt);
 }
+#endif
 
 static void ktau_proc_put(struct ktau_proc *pr)
 {
@@ -1382,6 +1385,9 @@ static noinline void ktau_syscall_exit_slow(struct ktau_task *kt)
 	__ktau_pop(kt, KTAU_GROUP_SYSCALL);
 }
 
+static void __ktau_syscall_pop_extra(struct ktau_task *kt,
+				     struct ktau_slot *s, u64 incl, u64 excl);
+
 /*
  * The syscall group's exit. The common case, the system call's frame alone
  * on the stack, is taken without the general pop's index arithmetic.
@@ -1416,7 +1422,7 @@ void __ktau_syscall_exit(void)
 	local64_inc(&s->count);
 	WRITE_ONCE(kt->depth, 0);
 	if (ktau_extra_on())
-		__ktau_pop_extra(kt, s, f, KTAU_GROUP_SYSCALL, incl, excl);
+		__ktau_syscall_pop_extra(kt, s, incl, excl);
 	return;
 slow:
 	ktau_syscall_exit_slow(kt);
@@ -1517,7 +1523,7 @@ static noinline void __ktau_pop_notify(struct ktau_task *kt,
 				       struct ktau_frame *f, unsigned int group,
 				       u64 incl, u64 excl)
 {
-	struct ktau_tbuf *b = READ_ONCE(kt->trace);
+	struct ktau_tbuf *b = ktau_trace_buf(kt);
 
 	if (kt->shared)
 		ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl),
@@ -1544,7 +1550,7 @@ static noinline void __ktau_pop_shared(struct ktau_task *kt,
 				       u64 incl, u64 excl)
 {
 	if (likely(kt->shared && !ktau_handlers_want(group) &&
-		   !READ_ONCE(kt->trace))) {
+		   !ktau_trace_buf(kt))) {
 		ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl),
 				   excl);
 		return;
@@ -1560,9 +1566,11 @@ static noinline void __ktau_pop_shared(struct ktau_task *kt,
  * (at most the trace's slow path, as a tail call), so that the trace
  * alone saves no register.
  */
-void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
-		      struct ktau_frame *f, unsigned int group, u64 incl,
-		      u64 excl)
+static __always_inline void ktau_pop_extra(struct ktau_task *kt,
+					   struct ktau_slot *s,
+					   struct ktau_frame *f,
+					   unsigned int group, u64 incl,
+					   u64 excl)
 {
 	struct ktau_tbuf *b;
 
@@ -1570,10 +1578,30 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 		__ktau_pop_shared(kt, s, f, group, incl, excl);
 		return;
 	}
-	b = READ_ONCE(kt->trace);
+	b = ktau_trace_buf(kt);
 	if (b)
 		ktau_trace_call(b, group, s->id, f->start, f->start + incl,
 				kt->depth);
+}
+
+void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
+		      struct ktau_frame *f, unsigned int group, u64 incl,
+		      u64 excl)
+{
+	ktau_pop_extra(kt, s, f, group, incl, excl);
+}
+
+/*
+ * The same for a system call's exit, with the arguments where
+ * __ktau_syscall_exit() has them: the call of __ktau_pop_extra() made it
+ * copy incl out of the register that passes @f on its common path, one
+ * instruction per system call while the key is off.
+ */
+static noinline void __ktau_syscall_pop_extra(struct ktau_task *kt,
+					      struct ktau_slot *s, u64 incl,
+					      u64 excl)
+{
+	ktau_pop_extra(kt, s, &kt->stack[0], KTAU_GROUP_SYSCALL, incl, excl);
 }
 
 /*
@@ -1663,7 +1691,7 @@ void __ktau_event(unsigned int group, u32 id)
 	if (ktau_extra_on()) {
 		if (kt->shared)
 			ktau_shared_update(kt, s, group, 0, 0);
-		if (kt->trace)
+		if (ktau_trace_buf(kt))
 			ktau_trace_event(kt, group, s->id);
 		if (kt->depth)
 			ktau_notify_syscall_start(kt, &kt->stack[0]);

@@ -177,6 +177,13 @@ struct ktau_tbuf {
 	char comm[TASK_COMM_LEN];
 };
 
+#ifdef CONFIG_KTAU_TRACE
+/* @kt's trace buffer, or NULL: not traced. */
+static __always_inline struct ktau_tbuf *ktau_trace_buf(struct ktau_task *kt)
+{
+	return READ_ONCE(kt->trace);
+}
+
 void ktau_trace_put_slow(struct ktau_tbuf *b, u64 start, u64 end, u32 id,
 			 unsigned int depth, u8 kind);
 
@@ -222,6 +229,33 @@ void ktau_trace_post_fork(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_trace_stop(struct ktau_task *kt);
 void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_trace_exec_nondumpable(struct ktau_task *kt);
+#else
+/* Without trace mode no task has a buffer, and the calls go away. */
+static __always_inline struct ktau_tbuf *ktau_trace_buf(struct ktau_task *kt)
+{
+	return NULL;
+}
+
+static inline bool ktau_trace_try(struct ktau_tbuf *b, unsigned int group,
+				  u32 id, u64 start, u64 end, unsigned int depth)
+{
+	return true;
+}
+
+static inline void ktau_trace_put_slow(struct ktau_tbuf *b, u64 start,
+				       u64 end, u32 id, unsigned int depth,
+				       u8 kind) { }
+static inline void ktau_trace_event(struct ktau_task *kt, unsigned int group,
+				    u32 id) { }
+static inline void ktau_trace_fork(struct ktau_task *parent,
+				   struct task_struct *tsk,
+				   struct ktau_task *kt) { }
+static inline void ktau_trace_free(struct ktau_task *kt) { }
+static inline void ktau_trace_stop(struct ktau_task *kt) { }
+static inline void ktau_trace_exit(struct task_struct *tsk,
+				   struct ktau_task *kt) { }
+static inline void ktau_trace_exec_nondumpable(struct ktau_task *kt) { }
+#endif
 void ktau_collector_get(struct ktau_collector *c);
 void ktau_collector_put(struct ktau_collector *c);
 
@@ -327,6 +361,6 @@ static inline void ktau_probe_remove_all(void) { }
 /* /proc/ktau */
 bool ktau_capable(void);
 extern const struct proc_ops ktau_collect_ops;
-extern const struct proc_ops ktau_trace_ops;
+extern const struct proc_ops ktau_trace_ops;	/* with CONFIG_KTAU_TRACE */
 
 #endif /* _KERNEL_KTAU_INTERNAL_H */

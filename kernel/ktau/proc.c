@@ -680,7 +680,8 @@ static int __init ktau_proc_init(void)
 	    !proc_create("aggregate", 0444, dir, &ktau_aggregate_ops) ||
 	    !proc_create("profiles", 0444, dir, &ktau_profiles_ops) ||
 	    !proc_create("collect", 0444, dir, &ktau_collect_ops) ||
-	    !proc_create("trace", 0444, dir, &ktau_trace_ops) ||
+	    (IS_ENABLED(CONFIG_KTAU_TRACE) &&
+	     !proc_create("trace", 0444, dir, &ktau_trace_ops)) ||
 	    (IS_ENABLED(CONFIG_FPROBE) &&
 	     !proc_create("probes", 0444, dir, &ktau_probes_ops))) {
 		remove_proc_subtree("ktau", NULL);

@@ -476,7 +476,8 @@ t_boot_sh_verdicts() {
 # "skip" (the main run reports a "not ok ... # SKIP"), "nokmemleak" (the
 # debug run ends without its kmemleak scan), "bench" (bench.sh
 # stops before it writes its results; the last run's are still there),
-# "system" (the system test reports a failed case).
+# "system" (the system test reports a failed case), "notrace" (the KTAU
+# kernel's .config lacks CONFIG_KTAU_TRACE=y).
 mkcheck() {
 	local c=$T/ck
 	rm -rf "$c"
@@ -503,6 +504,11 @@ mkcheck() {
 	mkdir -p "$KTAU_CACHE/build/$1/arch/x86/boot"
 	: >"$KTAU_CACHE/build/$1/arch/x86/boot/bzImage"
 	: >"$KTAU_CACHE/build/$1/.config"
+	case $1/${FAKE_BREAK:-} in
+	notrace/*) echo "# CONFIG_KTAU_TRACE is not set" >"$KTAU_CACHE/build/$1/.config" ;;
+	ktau/notrace) ;;
+	ktau/*) echo "CONFIG_KTAU_TRACE=y" >"$KTAU_CACHE/build/$1/.config" ;;
+	esac
 	EOF
 	cat >"$c/tree/scripts/series.sh" <<-'EOF'
 	#!/bin/bash
@@ -579,8 +585,15 @@ mkcheck() {
 	echo 'core_param(ktau, ktau_groups, charp, 0444);' >"$c/cache/src/kernel/ktau/core.c"
 	printf '\tktau=\t\t[KNL] groups\n' >"$c/cache/src/Documentation/admin-guide/kernel-parameters.txt"
 	: >"$c/cache/src/.ktau-files"
-	# make: the W=1 and sparse runs (nothing to warn about, sparse ran).
-	printf '#!/bin/sh\necho "  CHECK   kernel/ktau/core.c"\n' >"$c/bin/make"
+	# make: the W=1 and sparse runs (nothing to warn about, sparse ran),
+	# which build the objects of kernel/ktau in the O= directory.
+	cat >"$c/bin/make" <<-'EOF'
+	#!/bin/bash
+	o=
+	for a; do case $a in O=*) o=${a#O=} ;; esac; done
+	case " $* " in *" kernel/ktau/ "*) [ -z "$o" ] || { mkdir -p "$o/kernel/ktau" && : >"$o/kernel/ktau/core.o"; } ;; esac
+	echo "  CHECK   kernel/ktau/core.c"
+	EOF
 	chmod +x "$c"/tree/scripts/*.sh "$c/tree/scripts/tests/check-selftest.sh" "$c/bin/make"
 }
 runcheck() {	# FAKE_BREAK value: check.sh's status; output in $T/ck/log
@@ -614,7 +627,7 @@ t_check_sh_end_to_end() {
 	grep -qx "$((nsmp + ntsc + nmt + nbp + nprog)) re-runs of those cases (smp: the 2-CPU pass, mttcg: 2 CPUs in parallel threads, tsc-unstable: 2 CPUs with tsc=unstable, bootparam, bootparam-bad: booted with ktau= and ktau.slots=, debug: the debug kernel): $((nsmp + ntsc + nmt + nbp + nprog)) passed, 0 failed, 0 skipped" "$T/ck/log" &&
 	grep -q '^PASS: debug: kmemleak: works$' "$T/ck/log" && grep -q '^PASS: smp: 2 CPUs online' "$T/ck/log"; } ||
 		{ echo "# the counts of a clean run:"; tail -n 5 "$T/ck/log" | sed 's/^/#   /'; return 1; }
-	for b in taint drop skip nokmemleak bench system; do
+	for b in taint drop skip nokmemleak bench system notrace; do
 		runcheck $b && rc=0 || rc=$?
 		last=$(tail -n 1 "$T/ck/log")
 		{ [ $rc -eq 1 ] && [[ $last =~ ^[0-9]+\ passed,\ 1\ failed,\ [0-9]+\ skipped$ ]]; } ||
@@ -626,6 +639,7 @@ t_check_sh_end_to_end() {
 		nokmemleak) grep -q '^FAIL: debug: kmemleak (not run' "$T/ck/log" ;;
 		bench) grep -q '^FAIL: bench smoke: kernels, programs and image build' "$T/ck/log" ;;
 		system) grep -q '^FAIL: system: ktau_system: works' "$T/ck/log" ;;
+		notrace) grep -q '^FAIL: build: KTAU kernel has trace mode (CONFIG_KTAU_TRACE=y)' "$T/ck/log" ;;
 		esac || { echo "# FAKE_BREAK=$b: no such failure in"; grep -E '^FAIL' "$T/ck/log" | sed 's/^/#   /'; return 1; }
 		# ... and repeated among the last lines, which CI shows.
 		tail -n 8 "$T/ck/log" | grep -A1 -x '== failures, repeated from above' | grep '^FAIL: ' >/dev/null ||

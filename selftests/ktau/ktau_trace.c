@@ -173,8 +173,10 @@ FIXTURE(trace) {
 FIXTURE_SETUP(trace)
 {
 	ktau_must_have_ktau(_metadata);
-	ASSERT_EQ(0, access(KTAU_TRACE_PATH, F_OK))
-		TH_LOG("no %s: the kernel has no trace mode", KTAU_TRACE_PATH);
+	/* make check fails a KTAU kernel without it on its .config. */
+	if (access(KTAU_TRACE_PATH, F_OK) && errno == ENOENT)
+		SKIP(return, "no %s: built without CONFIG_KTAU_TRACE",
+		     KTAU_TRACE_PATH);
 	self->buf = malloc(TRACE_BUF);
 	ASSERT_NE(NULL, self->buf);
 }

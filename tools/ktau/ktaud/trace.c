@@ -800,8 +800,13 @@ static int attach_error(int err, const char *who)
 {
 	switch (-err) {
 	case ENOENT:
-		err_msg("cannot trace %s: this kernel has no KTAU (/proc/ktau is missing); boot a "
-			"kernel built with CONFIG_KTAU=y", who);
+		if (access("/proc/ktau/version", F_OK) == 0)
+			err_msg("cannot trace %s: this kernel has KTAU but no trace mode "
+				"(/proc/ktau/trace is missing); boot a kernel built with "
+				"CONFIG_KTAU_TRACE=y", who);
+		else
+			err_msg("cannot trace %s: this kernel has no KTAU (/proc/ktau is missing); "
+				"boot a kernel built with CONFIG_KTAU=y", who);
 		return EX_KT_NOKTAU;
 	case ENOTTY:
 	case EPROTO:

@@ -199,6 +199,9 @@ int ktau_trace_open(struct ktau_trace_session **out)
 	if (s->fd < 0) {
 		ret = -errno;
 		free(s);
+		if (ret == -ENOENT && access("/proc/ktau/version", F_OK) == 0)
+			return fail(ret, "no %s: this kernel has KTAU but was built without "
+				    "trace mode (CONFIG_KTAU_TRACE=n)", KTAU_PATH_TRACE);
 		return fail(ret, "cannot open %s: %s", KTAU_PATH_TRACE, strerror(-ret));
 	}
 	*out = s;

@@ -7,7 +7,8 @@
  * /proc/ktau/version reads "1.5"; /proc/ktau/trace and /proc/ktau/collect
  * open as empty sessions whose ioctls succeed; the trace session returns,
  * once, a chunk of the caller's own thread (ktaud must leave it out) and
- * nothing else. Every ioctl is logged to $FAKE_KTAU_LOG ("attach TID
+ * nothing else (with FAKE_KTAU_NOTRACE set, /proc/ktau/trace is missing,
+ * as on a kernel without CONFIG_KTAU_TRACE). Every ioctl is logged to $FAKE_KTAU_LOG ("attach TID
  * FLAGS CAPACITY GROUPS", "detach TID", "join", "stats") with the pid.
  */
 #define _GNU_SOURCE
@@ -38,6 +39,11 @@ static int fake_open(const char *path, int *handled)
 		if (fd >= 0 && (write(fd, "1.5\n", 4) != 4 || lseek(fd, 0, SEEK_SET)))
 			return -1;
 		return fd;
+	}
+	/* FAKE_KTAU_NOTRACE: a kernel built without trace mode. */
+	if (!strcmp(path, "/proc/ktau/trace") && getenv("FAKE_KTAU_NOTRACE")) {
+		errno = ENOENT;
+		return -1;
 	}
 	if (!strcmp(path, "/proc/ktau/trace") || !strcmp(path, "/proc/ktau/collect")) {
 		fd = memfd_create("session", MFD_CLOEXEC);

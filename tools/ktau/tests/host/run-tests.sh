@@ -1307,6 +1307,23 @@ c_trace_command_fake() {
 	expect_rc 5 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -p 999999 -d 1 -o "$IN/trace-nopid"
 }
 
+# A kernel with KTAU but without trace mode (CONFIG_KTAU_TRACE=n: no
+# /proc/ktau/trace): every way of tracing says so, not "no KTAU", exits 3
+# and writes nothing.
+c_trace_kernel_without_trace_mode() {
+	: "${FAKE_KTAU:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	local a
+	for a in "-- true" "-p $$ -d 1" "-a -d 1"; do
+		# shellcheck disable=SC2086
+		expect_rc 3 env FAKE_KTAU_NOTRACE=1 LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace \
+			-o "$IN/tnt" $a || return 1
+		grep -q "this kernel has KTAU but no trace mode .*CONFIG_KTAU_TRACE=y" "$LOG" ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+		[ ! -e "$IN/tnt" ] || { echo "# wrote $IN/tnt"; return 1; }
+	done
+}
+
 # The check must fail when the trace and the profile disagree.
 c_trace_check_fails() {
 	for c in badcount badtime overlap; do
@@ -2359,7 +2376,7 @@ EOT
 
 cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_options c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
-c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_cut c_trace_corrupt c_trace_outdir
+c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_kernel_without_trace_mode c_trace_cut c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
 c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_all_bound c_trace_sample_signals_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
