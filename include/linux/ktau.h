@@ -107,15 +107,24 @@ struct ktau_task {
 	u64 table_overflows;
 	u64 unmatched;
 	unsigned long flags;
+	/*
+	 * What the pop's extra work has to do for this task, a byte per
+	 * writer, read as one word: the shared page (written by the task
+	 * itself), the trace (by the attacher, under task_lock()).
+	 */
+	union {
+		struct {
+			u8 x_shared;
+			u8 x_trace;
+		};
+		u16 xmode;
+	};
 	struct ktau_collector *collector;
 	struct ktau_shared *shared;	/* the task's shared page, mapped */
 	struct page *shared_page;	/* pinned while registered */
 	struct mm_struct *shared_mm;	/* charged for the pin */
 	unsigned long shared_npages;	/* pages charged: the page's folio */
 	struct ktau_sampler __rcu *sample;	/* overflow sampling, or NULL */
-#ifdef CONFIG_KTAU_TRACE
-	struct ktau_tbuf *trace;	/* trace mode's buffer, or NULL */
-#endif
 	u64 hev_syscall_start;	/* start of the last system call handlers saw */
 	u64 out_tsc;		/* TSC when it left its CPU (ktau_rebase_in()) */
 	u64 out_ns;		/* CLOCK_MONOTONIC then */
@@ -125,11 +134,18 @@ struct ktau_task {
 	unsigned int claimed;	/* a slot was claimed: see ktau_task_clean() */
 	struct ktau_proc *proc;	/* leader: totals of the exited threads */
 	unsigned int proc_gen;	/* the fold into the process's totals */
+	struct callback_head reset_work;
 #ifdef CONFIG_KTAU_TRACE
+	struct ktau_tbuf *trace;	/* trace mode's buffer, or NULL */
 	u32 trace_refused;	/* the last trace session that counted it refused */
 #endif
-	struct callback_head reset_work;
-	struct ktau_frame stack[KTAU_STACK_DEPTH];
+	/*
+	 * Aligned, so that the frames, sysslot and the slots are at the same
+	 * offsets with and without trace mode (its fields take what would
+	 * be padding): the hooks then compile to the same instructions
+	 * either way (make bench, ktau-*-notrace). The cache is aligned so.
+	 */
+	struct ktau_frame stack[KTAU_STACK_DEPTH] __aligned(32);
 	/*
 	 * System calls, the most frequent routines, find their slot without
 	 * hashing: sysslot[nr] is the slot's index + 1, 0 until first use.
@@ -186,6 +202,18 @@ void __ktau_notify(unsigned int kind, unsigned int group, u32 id, u64 clock,
 static __always_inline bool ktau_handlers_want(unsigned int group)
 {
 	return READ_ONCE(ktau_handler_groups) & BIT(group);
+}
+
+/*
+ * Whether the pop's extra work has anything to do for @kt: its shared
+ * page or its trace (xmode), or a handler of @group. Tested inline, so
+ * that a task with none of them calls nothing while other tasks keep
+ * ktau_extra_key on. Under ktau_extra_on().
+ */
+static __always_inline bool ktau_pop_extra_wanted(struct ktau_task *kt,
+						  unsigned int group)
+{
+	return READ_ONCE(kt->xmode) || ktau_handlers_want(group);
 }
 
 #define ktau_group_on(group)	static_branch_likely(&ktau_keys[group])
@@ -355,7 +383,7 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	if (d)
 		kt->stack[d - 1].child += incl;
 	/* Out of line, last: the fast path keeps its registers. */
-	if (ktau_extra_on())
+	if (ktau_extra_on() && ktau_pop_extra_wanted(kt, group))
 		__ktau_pop_extra(kt, s, f, group, incl, excl);
 }
 

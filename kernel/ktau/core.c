@@ -543,7 +543,8 @@ void __init ktau_init(void)
 	size_t size = struct_size_t(struct ktau_task, slots, ktau_nr_slots);
 	int g;
 
-	ktau_cachep = kmem_cache_create("ktau_task", size, 0,
+	ktau_cachep = kmem_cache_create("ktau_task", size,
+					__alignof__(struct ktau_task),
 					SLAB_PANIC | SLAB_ACCOUNT, ktau_task_ctor);
 	/* The boot task; everything forked from now on gets a table. */
 	current->ktau = ktau_alloc(GFP_KERNEL);
@@ -1385,8 +1386,9 @@ static noinline void ktau_syscall_exit_slow(struct ktau_task *kt)
 	__ktau_pop(kt, KTAU_GROUP_SYSCALL);
 }
 
-static void __ktau_syscall_pop_extra(struct ktau_task *kt,
-				     struct ktau_slot *s, u64 incl, u64 excl);
+static __noipa void __ktau_syscall_pop_extra(struct ktau_task *kt,
+					     struct ktau_slot *s, u64 incl,
+					     u64 excl);
 
 /*
  * The syscall group's exit. The common case, the system call's frame alone
@@ -1421,7 +1423,7 @@ void __ktau_syscall_exit(void)
 	smp_wmb();	/* excl before count, pairs with ktau_slot_read() */
 	local64_inc(&s->count);
 	WRITE_ONCE(kt->depth, 0);
-	if (ktau_extra_on())
+	if (ktau_extra_on() && ktau_pop_extra_wanted(kt, KTAU_GROUP_SYSCALL))
 		__ktau_syscall_pop_extra(kt, s, incl, excl);
 	return;
 slow:
@@ -1518,10 +1520,10 @@ static __always_inline u64 ktau_pop_incl_add(struct ktau_frame *f, u64 incl)
 }
 
 /* The pop's extra work with a handler, or the trace and the shared page. */
-static noinline void __ktau_pop_notify(struct ktau_task *kt,
-				       struct ktau_slot *s,
-				       struct ktau_frame *f, unsigned int group,
-				       u64 incl, u64 excl)
+static __noipa void __ktau_pop_notify(struct ktau_task *kt,
+				      struct ktau_slot *s,
+				      struct ktau_frame *f, unsigned int group,
+				      u64 incl, u64 excl)
 {
 	struct ktau_tbuf *b = ktau_trace_buf(kt);
 
@@ -1540,28 +1542,25 @@ static noinline void __ktau_pop_notify(struct ktau_task *kt,
 }
 
 /*
- * The pop's extra work with the task's shared page or a handler. The
- * shared page alone, the zero-syscall path of every user-level timer, is
+ * The shared page alone, the zero-syscall path of every user-level timer:
  * a leaf that saves no register for calls it does not make.
  */
-static noinline void __ktau_pop_shared(struct ktau_task *kt,
-				       struct ktau_slot *s,
-				       struct ktau_frame *f, unsigned int group,
-				       u64 incl, u64 excl)
+static __noipa void __ktau_pop_shared(struct ktau_task *kt,
+				      struct ktau_slot *s,
+				      struct ktau_frame *f, unsigned int group,
+				      u64 incl, u64 excl)
 {
-	if (likely(kt->shared && !ktau_handlers_want(group) &&
-		   !ktau_trace_buf(kt))) {
-		ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl),
-				   excl);
-		return;
-	}
-	__ktau_pop_notify(kt, s, f, group, incl, excl);
+	ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl), excl);
 }
 
 /*
  * The work after a pop beyond the task's table, while ktau_extra_key is
- * on: the task's shared page, the trace and the handlers. @f is the
- * closed frame, still intact. A traced call that needs neither the
+ * on and ktau_pop_extra_wanted(): the task's shared page, the trace and
+ * the handlers. @f is the closed frame, still intact. kt->xmode tells
+ * the common cases apart: the shared page alone, the trace alone. The
+ * shared page's test comes first and is the same with
+ * CONFIG_KTAU_TRACE=n, so that trace mode compiled in costs profile mode
+ * nothing, shared pages included. A traced call that needs neither the
  * shared page nor a handler writes its record inline and calls nothing
  * (at most the trace's slow path, as a tail call), so that the trace
  * alone saves no register.
@@ -1573,20 +1572,36 @@ static __always_inline void ktau_pop_extra(struct ktau_task *kt,
 					   u64 excl)
 {
 	struct ktau_tbuf *b;
+	u16 x;
 
-	if (kt->shared || ktau_handlers_want(group)) {
+	if (unlikely(ktau_handlers_want(group))) {
+		__ktau_pop_notify(kt, s, f, group, incl, excl);
+		return;
+	}
+	x = READ_ONCE(kt->xmode);
+	if (x == KTAU_XMODE_SHARED) {
 		__ktau_pop_shared(kt, s, f, group, incl, excl);
 		return;
 	}
-	b = ktau_trace_buf(kt);
-	if (b)
-		ktau_trace_call(b, group, s->id, f->start, f->start + incl,
-				kt->depth);
+	if (x == KTAU_XMODE_TRACE) {
+		b = ktau_trace_buf(kt);
+		if (b)
+			ktau_trace_call(b, group, s->id, f->start,
+					f->start + incl, kt->depth);
+		return;
+	}
+	__ktau_pop_notify(kt, s, f, group, incl, excl);
 }
 
-void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
-		      struct ktau_frame *f, unsigned int group, u64 incl,
-		      u64 excl)
+/*
+ * The extra work's entry points are opaque to their callers (__noipa: not
+ * inlined, no register or signature knowledge across the call), so that
+ * the hooks compile the same whatever the extra work holds, with or
+ * without trace mode.
+ */
+__noipa void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
+			      struct ktau_frame *f, unsigned int group,
+			      u64 incl, u64 excl)
 {
 	ktau_pop_extra(kt, s, f, group, incl, excl);
 }
@@ -1597,9 +1612,9 @@ void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
  * copy incl out of the register that passes @f on its common path, one
  * instruction per system call while the key is off.
  */
-static noinline void __ktau_syscall_pop_extra(struct ktau_task *kt,
-					      struct ktau_slot *s, u64 incl,
-					      u64 excl)
+static __noipa void __ktau_syscall_pop_extra(struct ktau_task *kt,
+					     struct ktau_slot *s, u64 incl,
+					     u64 excl)
 {
 	ktau_pop_extra(kt, s, &kt->stack[0], KTAU_GROUP_SYSCALL, incl, excl);
 }
@@ -1673,6 +1688,21 @@ u64 __ktau_pop_recursive(struct ktau_task *kt, unsigned int d, u64 incl)
 }
 EXPORT_SYMBOL_GPL(__ktau_pop_recursive);
 
+/* An event's extra work; opaque to its caller as the pop's is. */
+static __noipa void __ktau_event_extra(struct ktau_task *kt,
+				       struct ktau_slot *s,
+				       unsigned int group, u32 id)
+{
+	if (kt->shared)
+		ktau_shared_update(kt, s, group, 0, 0);
+	if (ktau_trace_buf(kt))
+		ktau_trace_event(kt, group, s->id);
+	if (kt->depth)
+		ktau_notify_syscall_start(kt, &kt->stack[0]);
+	if (ktau_handlers_want(group))
+		__ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
+}
+
 /* An event: one more call of @id, with no time. */
 void __ktau_event(unsigned int group, u32 id)
 {
@@ -1688,16 +1718,8 @@ void __ktau_event(unsigned int group, u32 id)
 	if (unlikely(s->id != id))
 		s = __ktau_slot_slow(kt, id);
 	local64_inc(&s->count);
-	if (ktau_extra_on()) {
-		if (kt->shared)
-			ktau_shared_update(kt, s, group, 0, 0);
-		if (ktau_trace_buf(kt))
-			ktau_trace_event(kt, group, s->id);
-		if (kt->depth)
-			ktau_notify_syscall_start(kt, &kt->stack[0]);
-		if (ktau_handlers_want(group))
-			__ktau_notify(KTAU_HEV_EVENT, group, id, ktau_clock(), 0);
-	}
+	if (ktau_extra_on())
+		__ktau_event_extra(kt, s, group, id);
 	local_irq_restore(flags);
 }
 EXPORT_SYMBOL_GPL(__ktau_event);

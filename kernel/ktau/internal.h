@@ -125,6 +125,15 @@ int ktau_switch_groups(unsigned long on, unsigned long off);
 void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_collect_exec(struct ktau_task *kt);
 
+/* struct ktau_task's xmode: x_shared alone, x_trace alone. */
+#ifdef __LITTLE_ENDIAN
+#define KTAU_XMODE_SHARED	0x0001
+#define KTAU_XMODE_TRACE	0x0100
+#else
+#define KTAU_XMODE_SHARED	0x0100
+#define KTAU_XMODE_TRACE	0x0001
+#endif
+
 /* Trace mode (trace.c). */
 /* A record in the ring: the clock, as the frames hold it. */
 struct ktau_trec {

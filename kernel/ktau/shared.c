@@ -85,9 +85,11 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 	kt->shared_mm = current->mm;
 	kt->shared_npages = npages;
 	kt->shared_page = page;
-	/* The page's header before the pointer the hooks test. */
+	/* The page's header before the pointer, the pointer before the flag. */
 	barrier();
 	WRITE_ONCE(kt->shared, sh);
+	barrier();
+	WRITE_ONCE(kt->x_shared, 1);
 	return 0;
 }
 
@@ -105,8 +107,10 @@ void ktau_shared_release(struct ktau_task *kt)
 
 	if (!page)
 		return;
+	WRITE_ONCE(kt->x_shared, 0);
+	barrier();	/* the flag, then the pointer, before the page goes */
 	WRITE_ONCE(kt->shared, NULL);
-	barrier();	/* the pointer is clear before the page goes */
+	barrier();
 	kt->shared_page = NULL;
 	kt->shared_mm = NULL;
 	/* The kernel wrote the page: mark it dirty as it is let go. */

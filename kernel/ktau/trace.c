@@ -6,7 +6,7 @@
  * its own, a ring of struct ktau_trec, and from then on every routine of
  * the session's groups that the thread completes appends one record with
  * its start and end: written where the profile charges the call
- * (__ktau_pop_extra(), under ktau_extra_key), so that the trace's calls
+ * (ktau_pop_extra(), under ktau_extra_key), so that the trace's calls
  * are the profile's calls, with one record per call instead of two.
  *
  * Per task, not per CPU: a record needs no thread ID, a thread's records
@@ -327,6 +327,8 @@ static int ktau_tbuf_publish(struct task_struct *t, struct ktau_task *kt,
 	if (!err) {
 		refcount_inc(&b->ref);		/* the thread's */
 		smp_store_release(&kt->trace, b);
+		/* The pop's extra work tests it first (ktau_pop_extra()). */
+		WRITE_ONCE(kt->x_trace, 1);
 		*old = cur;
 	}
 	task_unlock(t);
@@ -343,6 +345,7 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
 
 	task_lock(t);
 	b = kt->trace;
+	WRITE_ONCE(kt->x_trace, 0);
 	WRITE_ONCE(kt->trace, NULL);
 	task_unlock(t);
 	if (!b)
@@ -522,6 +525,7 @@ void ktau_trace_fork(struct ktau_task *parent, struct task_struct *tsk,
 		/* The child runs nothing yet: its pointer is set without a race. */
 		refcount_inc(&b->ref);
 		kt->trace = b;
+		kt->x_trace = 1;
 	} else if (err != -ESRCH) {
 		s->refused++;
 	}
@@ -546,6 +550,7 @@ void ktau_trace_free(struct ktau_task *kt)
 		return;
 	might_sleep();
 	s = b->s;
+	kt->x_trace = 0;
 	kt->trace = NULL;
 	mutex_lock(&s->lock);
 	WRITE_ONCE(b->stopped, true);

@@ -142,6 +142,7 @@ struct fz_cfg {
 	bool hide_kaddr;	/* samples' kernel addresses hidden from users */
 	bool hide_kaddr_root;	/* ...and from root (kptr_restrict 2) */
 	bool probes;		/* /proc/ktau/probes exists */
+	bool trace;		/* /proc/ktau/trace exists (CONFIG_KTAU_TRACE) */
 	pid_t tids[FZ_MAX_THREADS];	/* of the fuzzing threads */
 	int nthreads;
 	bool verbose;
@@ -2086,7 +2087,8 @@ static int fz_entries(void)
 	if (!e)
 		return -ENOMEM;
 	for (i = n = 0; i < ARRAY_SIZE(known); i++)
-		if (known[i].kind != K_PROBES || cfg.probes)
+		if ((known[i].kind != K_PROBES || cfg.probes) &&
+		    (known[i].kind != K_TRACE || cfg.trace))
 			e[n++] = known[i];
 	snprintf(e[n].path, sizeof(e[n].path), "/proc/%d/ktau", cfg.test_pid);
 	e[n++].kind = K_FOREIGN;
@@ -2453,6 +2455,7 @@ TEST_F_TIMEOUT(fuzz, run, 30)
 	cfg.hide_kaddr = !(kptr == 0 && paranoid <= 1);
 	cfg.hide_kaddr_root = kptr >= 2;
 	cfg.probes = !access(KTAU_PROBES_PATH, F_OK);
+	cfg.trace = !access("/proc/ktau/trace", F_OK);
 	cfg.verbose = fz_env("KTAU_FUZZ_VERBOSE", 0);
 	skip = getenv("KTAU_FUZZ_SKIP");
 	while (skip && *skip) {

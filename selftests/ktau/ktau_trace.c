@@ -174,9 +174,11 @@ FIXTURE_SETUP(trace)
 {
 	ktau_must_have_ktau(_metadata);
 	/* make check fails a KTAU kernel without it on its .config. */
-	if (access(KTAU_TRACE_PATH, F_OK) && errno == ENOENT)
+	if (access(KTAU_TRACE_PATH, F_OK)) {
+		ASSERT_EQ(ENOENT, errno);
 		SKIP(return, "no %s: built without CONFIG_KTAU_TRACE",
 		     KTAU_TRACE_PATH);
+	}
 	self->buf = malloc(TRACE_BUF);
 	ASSERT_NE(NULL, self->buf);
 }

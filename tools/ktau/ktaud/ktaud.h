@@ -15,7 +15,7 @@
 #define EX_KT_OK	0
 #define EX_KT_FAIL	1	/* the operation failed */
 #define EX_KT_USAGE	2	/* a bad argument */
-#define EX_KT_NOKTAU	3	/* the kernel has no KTAU, or another ABI */
+#define EX_KT_NOKTAU	3	/* no KTAU, another ABI, or no trace mode */
 #define EX_KT_PERM	4	/* a capability or permission is missing */
 #define EX_KT_GONE	5	/* a pid does not exist (any more) */
 
