@@ -537,7 +537,7 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	echo "images that differ in code a benchmark never runs differ by a few instructions in"
 	echo "pipe (up to 0.06% with every group off, where KTAU runs nothing). make bench fails"
 	echo "on a \"DIFFERS\". make check compares the hooks' instructions themselves"
-	echo "(scripts/same-hooks.sh: identical)."
+	echo "(scripts/same-hooks.sh)."
 	echo
 	echo "| benchmark | configuration | trace mode built in | without | difference | spread | |"
 	echo "|---|---|---:|---:|---:|---:|---|"
@@ -572,7 +572,6 @@ delta() {	# benchmark: instructions over the baseline per configuration
 	}' - "$B/bench.raw"
 	echo
 	fi
-	echo
 	echo "## Scaling: getppid with 1, 16 and 256 tasks, and with a nearly full table"
 	echo
 	table value $scal

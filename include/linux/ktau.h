@@ -108,9 +108,12 @@ struct ktau_task {
 	u64 unmatched;
 	unsigned long flags;
 	/*
-	 * What the pop's extra work has to do for this task, a byte per
-	 * writer, read as one word: the shared page (written by the task
-	 * itself), the trace (by the attacher, under task_lock()).
+	 * What the pop's extra work has to do for this task, read as one
+	 * word, a byte per kind of writer: the shared page (the task
+	 * itself), the trace (under task_lock(): an attacher, or the task
+	 * dropping its buffer; without it while the task cannot run: fork,
+	 * free). Set after its pointer, cleared before it; users test the
+	 * pointer too.
 	 */
 	union {
 		struct {

@@ -599,6 +599,11 @@ int ktau_tsk_init(struct task_struct *tsk)
 	return 0;
 }
 
+/* See struct ktau_task's stack: the trace's fields fit before it. */
+static_assert(offsetof(struct ktau_task, stack) ==
+	      ALIGN(offsetofend(struct ktau_task, reset_work) +
+		    sizeof(void *) + sizeof(u32), 32));
+
 #ifdef CONFIG_KTAU_TRACE
 /*
  * copy_process() past its last failure, the new task on the task list and
@@ -1386,9 +1391,9 @@ static noinline void ktau_syscall_exit_slow(struct ktau_task *kt)
 	__ktau_pop(kt, KTAU_GROUP_SYSCALL);
 }
 
-static __noipa void __ktau_syscall_pop_extra(struct ktau_task *kt,
-					     struct ktau_slot *s, u64 incl,
-					     u64 excl);
+static noinline __noipa void
+__ktau_syscall_pop_extra(struct ktau_task *kt, struct ktau_slot *s, u64 incl,
+			 u64 excl);
 
 /*
  * The syscall group's exit. The common case, the system call's frame alone
@@ -1520,10 +1525,9 @@ static __always_inline u64 ktau_pop_incl_add(struct ktau_frame *f, u64 incl)
 }
 
 /* The pop's extra work with a handler, or the trace and the shared page. */
-static __noipa void __ktau_pop_notify(struct ktau_task *kt,
-				      struct ktau_slot *s,
-				      struct ktau_frame *f, unsigned int group,
-				      u64 incl, u64 excl)
+static noinline __noipa void
+__ktau_pop_notify(struct ktau_task *kt, struct ktau_slot *s,
+		  struct ktau_frame *f, unsigned int group, u64 incl, u64 excl)
 {
 	struct ktau_tbuf *b = ktau_trace_buf(kt);
 
@@ -1545,10 +1549,9 @@ static __noipa void __ktau_pop_notify(struct ktau_task *kt,
  * The shared page alone, the zero-syscall path of every user-level timer:
  * a leaf that saves no register for calls it does not make.
  */
-static __noipa void __ktau_pop_shared(struct ktau_task *kt,
-				      struct ktau_slot *s,
-				      struct ktau_frame *f, unsigned int group,
-				      u64 incl, u64 excl)
+static noinline __noipa void
+__ktau_pop_shared(struct ktau_task *kt, struct ktau_slot *s,
+		  struct ktau_frame *f, unsigned int group, u64 incl, u64 excl)
 {
 	ktau_shared_update(kt, s, group, ktau_pop_incl_add(f, incl), excl);
 }
@@ -1556,14 +1559,13 @@ static __noipa void __ktau_pop_shared(struct ktau_task *kt,
 /*
  * The work after a pop beyond the task's table, while ktau_extra_key is
  * on and ktau_pop_extra_wanted(): the task's shared page, the trace and
- * the handlers. @f is the closed frame, still intact. kt->xmode tells
- * the common cases apart: the shared page alone, the trace alone. The
- * shared page's test comes first and is the same with
- * CONFIG_KTAU_TRACE=n, so that trace mode compiled in costs profile mode
- * nothing, shared pages included. A traced call that needs neither the
- * shared page nor a handler writes its record inline and calls nothing
- * (at most the trace's slow path, as a tail call), so that the trace
- * alone saves no register.
+ * the handlers. @f is the closed frame, still intact. Handlers first,
+ * then kt->xmode tells the common cases apart: the shared page alone,
+ * the trace alone. The shared page's test comes before the trace's and
+ * is the same with CONFIG_KTAU_TRACE=n, so that trace mode compiled in
+ * costs profile mode nothing, shared pages included. A traced call that
+ * needs neither the shared page nor a handler writes its record inline
+ * (at most the trace's slow path, as a tail call).
  */
 static __always_inline void ktau_pop_extra(struct ktau_task *kt,
 					   struct ktau_slot *s,
@@ -1594,14 +1596,15 @@ static __always_inline void ktau_pop_extra(struct ktau_task *kt,
 }
 
 /*
- * The extra work's entry points are opaque to their callers (__noipa: not
- * inlined, no register or signature knowledge across the call), so that
- * the hooks compile the same whatever the extra work holds, with or
- * without trace mode.
+ * The extra work's entry points are opaque to their callers (noinline;
+ * and with GCC __noipa: no register or signature knowledge across the
+ * call), so that the hooks compile the same whatever the extra work
+ * holds, with or without trace mode.
  */
-__noipa void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
-			      struct ktau_frame *f, unsigned int group,
-			      u64 incl, u64 excl)
+noinline __noipa void __ktau_pop_extra(struct ktau_task *kt,
+				       struct ktau_slot *s,
+				       struct ktau_frame *f,
+				       unsigned int group, u64 incl, u64 excl)
 {
 	ktau_pop_extra(kt, s, f, group, incl, excl);
 }
@@ -1612,9 +1615,9 @@ __noipa void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
  * copy incl out of the register that passes @f on its common path, one
  * instruction per system call while the key is off.
  */
-static __noipa void __ktau_syscall_pop_extra(struct ktau_task *kt,
-					     struct ktau_slot *s, u64 incl,
-					     u64 excl)
+static noinline __noipa void
+__ktau_syscall_pop_extra(struct ktau_task *kt, struct ktau_slot *s, u64 incl,
+			 u64 excl)
 {
 	ktau_pop_extra(kt, s, &kt->stack[0], KTAU_GROUP_SYSCALL, incl, excl);
 }
@@ -1689,9 +1692,9 @@ u64 __ktau_pop_recursive(struct ktau_task *kt, unsigned int d, u64 incl)
 EXPORT_SYMBOL_GPL(__ktau_pop_recursive);
 
 /* An event's extra work; opaque to its caller as the pop's is. */
-static __noipa void __ktau_event_extra(struct ktau_task *kt,
-				       struct ktau_slot *s,
-				       unsigned int group, u32 id)
+static noinline __noipa void
+__ktau_event_extra(struct ktau_task *kt, struct ktau_slot *s,
+		   unsigned int group, u32 id)
 {
 	if (kt->shared)
 		ktau_shared_update(kt, s, group, 0, 0);
@@ -1718,7 +1721,11 @@ void __ktau_event(unsigned int group, u32 id)
 	if (unlikely(s->id != id))
 		s = __ktau_slot_slow(kt, id);
 	local64_inc(&s->count);
-	if (ktau_extra_on())
+	/* A handler of the group, or of the system call it is inside. */
+	if (ktau_extra_on() &&
+	    (READ_ONCE(kt->xmode) ||
+	     (READ_ONCE(ktau_handler_groups) &
+	      (BIT(group) | BIT(KTAU_GROUP_SYSCALL)))))
 		__ktau_event_extra(kt, s, group, id);
 	local_irq_restore(flags);
 }

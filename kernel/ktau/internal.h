@@ -126,12 +126,14 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt);
 void ktau_collect_exec(struct ktau_task *kt);
 
 /* struct ktau_task's xmode: x_shared alone, x_trace alone. */
-#ifdef __LITTLE_ENDIAN
+#if defined(__LITTLE_ENDIAN)
 #define KTAU_XMODE_SHARED	0x0001
 #define KTAU_XMODE_TRACE	0x0100
-#else
+#elif defined(__BIG_ENDIAN)
 #define KTAU_XMODE_SHARED	0x0100
 #define KTAU_XMODE_TRACE	0x0001
+#else
+#error "KTAU: neither __LITTLE_ENDIAN nor __BIG_ENDIAN"
 #endif
 
 /* Trace mode (trace.c). */

@@ -327,7 +327,10 @@ static int ktau_tbuf_publish(struct task_struct *t, struct ktau_task *kt,
 	if (!err) {
 		refcount_inc(&b->ref);		/* the thread's */
 		smp_store_release(&kt->trace, b);
-		/* The pop's extra work tests it first (ktau_pop_extra()). */
+		/*
+		 * After the pointer: a pop that sees the flag and a NULL
+		 * buffer tests for NULL (ktau_pop_extra()).
+		 */
 		WRITE_ONCE(kt->x_trace, 1);
 		*old = cur;
 	}

@@ -510,7 +510,7 @@ mkcheck() {
 	ktau/*) echo "CONFIG_KTAU_TRACE=y" >"$KTAU_CACHE/build/$1/.config" ;;
 	esac
 	EOF
-	printf '#!/bin/sh\necho "20 hook functions compared"\n' >"$c/tree/scripts/same-hooks.sh"
+	printf '#!/bin/sh\necho "106 functions of 6 objects compared"\n' >"$c/tree/scripts/same-hooks.sh"
 	cat >"$c/tree/scripts/series.sh" <<-'EOF'
 	#!/bin/bash
 	mkdir -p "$KTAU_OUT/series"
