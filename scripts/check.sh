@@ -339,6 +339,20 @@ extra_pass() {
 	"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp "$3" --timeout "$2" \
 		--append "$4" --out "$KTAU_OUT/guest-run/$1" ${5:-} 2>>"$R/boot.log"
 	brc=$?
+	# Multi-threaded TCG only: QEMU may run a stale translation of text
+	# the kernel itself patches while it boots (a static key, before any
+	# test: "Oops: int3" in sched_clock_cpu seen once, 2026-11-28). One
+	# more boot then, said in a result line; a crash once a test has
+	# begun, or twice, fails as any other.
+	if [ "${5:-}" = --mttcg ] && grep -q 'Oops: int3' "$KTAU_OUT/guest-run/$1/console.log" 2>/dev/null &&
+	   ! grep -q '^# ktau-selftest-begin' "$KTAU_OUT/guest-run/$1/results.log" 2>/dev/null; then
+		cp "$KTAU_OUT/guest-run/$1/console.log" "$R/$1-first-boot-console.log"
+		"$KTAU_TOP/scripts/boot.sh" --kernel ktau --mode check --smp "$3" --timeout "$2" \
+			--append "$4" --out "$KTAU_OUT/guest-run/$1" ${5:-} 2>>"$R/boot.log"
+		brc=$?
+		result PASS "$1: booted again after QEMU's stale patched text at boot" \
+			"the first boot's console: $R/$1-first-boot-console.log"
+	fi
 	expect=$(ktautests_list "$4" | tr '\n' ' ')
 	# ktauhold: the guest reports the holder's checks as program ktau-hold.
 	case " $4 " in *" ktauhold "*) expect="${expect}ktau-hold" ;; esac
