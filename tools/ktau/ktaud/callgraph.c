@@ -70,7 +70,7 @@ int cmd_callgraph(int argc, char **argv)
 	const char *out = NULL, **funcs = NULL;
 	size_t nfuncs = 0, i, j, n;
 	int c, quiet = 0, ret = EX_KT_OK;
-	FILE *f;
+	struct out_file of;
 
 	funcs = calloc(argc, sizeof(*funcs));
 	if (!funcs)
@@ -118,19 +118,13 @@ int cmd_callgraph(int argc, char **argv)
 		return ret;
 	}
 	free(funcs);
-	f = out ? fopen(out, "w") : stdout;
-	if (!f) {
-		err_msg("cannot write %s: %s", out, strerror(errno));
-		ktau_callgraph_free(g);
-		return EX_KT_FAIL;
-	}
-	ret = ktau_callgraph_write(f, g, argv[optind]);
-	if (f != stdout && fclose(f) && !ret)
-		ret = -errno;
+	ret = out_file_open(&of, out ? out : "-");
+	if (!ret)
+		ret = out_file_close(&of, ktau_callgraph_write(of.f, g, argv[optind]),
+				     "the call graph");
 	if (ret) {
-		err_msg("cannot write %s: %s", out ? out : "stdout", strerror(-ret));
 		ktau_callgraph_free(g);
-		return EX_KT_FAIL;
+		return ret;
 	}
 	ktau_callgraph_stats(g, &st);
 	if (!quiet)

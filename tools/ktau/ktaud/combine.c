@@ -181,7 +181,8 @@ static int combine_snapshots(char **files, size_t n, const char *outdir, int for
 		ktau_snap_free(snap);
 		ktau_registry_free(reg);
 	}
-	ktau_outdir_close(od);
+	if (ktau_outdir_close(od) && !rc)
+		rc = report(-EIO, "close the output directory");
 	if (!rc && !quiet)
 		fprintf(stderr, "ktaud combine: %zu snapshot file%s, %zu nodes (in argument order); "
 			"profile: %s/ (paraprof, pprof)\n", n, n == 1 ? "" : "s", n, outdir);
@@ -322,8 +323,10 @@ int cmd_combine(int argc, char **argv)
 				ret = tfile_write(out, f, &o);
 				if (fclose(out) && !ret)
 					ret = -errno;
-				if (ret)
+				if (ret) {
+					ktau__outdir_discard(od, name);
 					rc = outdir_report(ret, "combine");
+				}
 			}
 		}
 	}
@@ -346,7 +349,8 @@ int cmd_combine(int argc, char **argv)
 		fprintf(stderr, "ktaud combine: profile: %s/ (paraprof, pprof)\n", outdir);
 	}
 out:
-	ktau_outdir_close(od);
+	if (ktau_outdir_close(od) && !rc)
+		rc = report(-EIO, "close the output directory");
 	if (prof)
 		for (i = 0; i < nin; i++)
 			tprofile_free(&prof[i]);

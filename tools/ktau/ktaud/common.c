@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /* ktaud: helpers shared by the subcommands. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "ktaud.h"
+#include "internal.h"
 
 const char *prog = "ktaud";
 
@@ -317,12 +321,137 @@ char *output_path(const char *tmpl)
 	return p;
 }
 
+/*
+ * Under an MPI launcher, a file named by @tmpl without %r would be
+ * written by every rank: an exit code after a message, or EX_KT_OK.
+ */
+static int rank_unique(const char *tmpl)
+{
+	int r = ktau_mpi_rank();
+	const char *p;
+
+	if (r < 0 || !strcmp(tmpl, "-") || !strncmp(tmpl, "/dev/", 5))
+		return EX_KT_OK;
+	for (p = tmpl; (p = strchr(p, '%')); p += 2)
+		if (p[1] == 'r')
+			return EX_KT_OK;
+		else if (!p[1])
+			break;
+	err_msg("%s would be written by every MPI rank (this is rank %d): put %%r in its name "
+		"(e.g. %s.%%r)", tmpl, r, tmpl);
+	return EX_KT_USAGE;
+}
+
+int out_file_open(struct out_file *of, const char *tmpl)
+{
+	struct stat st;
+	char *slash;
+	int fd, ret;
+
+	memset(of, 0, sizeof(*of));
+	if (!strcmp(tmpl, "-")) {
+		of->f = stdout;
+		return EX_KT_OK;
+	}
+	ret = rank_unique(tmpl);
+	if (ret)
+		return ret;
+	of->path = output_path(tmpl);
+	if (!of->path)
+		return EX_KT_FAIL;
+	if (!lstat(of->path, &st)) {
+		if (S_ISLNK(st.st_mode) && stat(of->path, &st))
+			st.st_mode = S_IFLNK;
+		if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+			/* /dev/null, /dev/stdout, a pipe: written as it is. */
+			of->f = fopen(of->path, "w");
+			if (of->f)
+				return EX_KT_OK;
+			err_msg("cannot write %s: %s", of->path, strerror(errno));
+			goto fail;
+		}
+		if (!lstat(of->path, &st) && !S_ISREG(st.st_mode)) {
+			err_msg("%s exists and is %s: nothing was written; name a file", of->path,
+				S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ?
+				"a symbolic link (not written through)" : "not a regular file");
+			goto fail;
+		}
+	}
+	/* Beside it, so that the rename at the end stays in one file system. */
+	slash = strrchr(of->path, '/');
+	of->tmp = slash ? ktau__strfmt("%.*s/.%s.XXXXXX", (int)(slash - of->path), of->path,
+				       slash + 1)
+			: ktau__strfmt(".%s.XXXXXX", of->path);
+	if (!of->tmp) {
+		report(-ENOMEM, "output file");
+		goto fail;
+	}
+	fd = mkstemp(of->tmp);
+	if (fd < 0) {
+		err_msg("cannot write %s: cannot create a file beside it: %s", of->path,
+			strerror(errno));
+		free(of->tmp);
+		of->tmp = NULL;
+		goto fail;
+	}
+	/* mkstemp's 0600, as the umask would have made it. */
+	(void)fchmod(fd, 0666 & ~ktau__umask());
+	of->f = fdopen(fd, "w");
+	if (of->f)
+		return EX_KT_OK;
+	err_msg("cannot write %s: %s", of->path, strerror(errno));
+	close(fd);
+	unlink(of->tmp);
+	free(of->tmp);
+	of->tmp = NULL;
+fail:
+	free(of->path);
+	of->path = NULL;
+	return EX_KT_FAIL;
+}
+
+int out_file_close(struct out_file *of, int err, const char *what)
+{
+	const char *name = of->path ? of->path : "stdout";
+	int ret = err, e = errno;
+
+	if (!of->f)
+		return EX_KT_FAIL;
+	/* The writers say -EIO for any failed write: the stream knows why. */
+	if (ret == -EIO && ferror(of->f) && e > 0 && e != EIO)
+		ret = -e;
+	if (of->f == stdout) {
+		if ((fflush(stdout) || ferror(stdout)) && !ret)
+			ret = -(errno ? errno : EIO);
+	} else if (fclose(of->f) && !ret) {
+		ret = -errno;
+	}
+	of->f = NULL;
+	if (!ret && of->tmp && rename(of->tmp, of->path))
+		ret = -errno;
+	if (ret && of->tmp)
+		unlink(of->tmp);
+	if (ret)
+		err_msg("cannot write %s to %s: %s%s", what, name, strerror(-ret),
+			of->tmp ? " (nothing was written)" : "");
+	free(of->tmp);
+	free(of->path);
+	of->tmp = of->path = NULL;
+	return ret ? EX_KT_FAIL : EX_KT_OK;
+}
+
 int expand_outputs(struct out_opts *o)
 {
 	const char **paths[4] = { &o->tau_dir, &o->json_path, &o->folded_path, &o->save_path };
 	size_t i;
 
 	for (i = 0; i < 4; i++) {
+		/* Refused before anything runs (the TAU directory has its node). */
+		if (i && *paths[i] && rank_unique(*paths[i]))
+			return EX_KT_USAGE;
+		/* --json and --folded FILE: expanded as they are written. */
+		if (i == 1 || i == 2)
+			continue;
 		if (!*paths[i] || !strcmp(*paths[i], "-") || !strchr(*paths[i], '%'))
 			continue;
 		o->owned[i] = output_path(*paths[i]);
@@ -387,22 +516,12 @@ static int put_doc(FILE *f, const struct out_job *j)
 static int write_to(const char *path, const char *what,
 		    int (*put)(FILE *f, const struct out_job *j), const struct out_job *j)
 {
-	int to_file = path && strcmp(path, "-");
-	FILE *f = to_file ? fopen(path, "w") : stdout;
-	int ret;
+	struct out_file of;
+	int ret = out_file_open(&of, path ? path : "-");
 
-	if (!f) {
-		err_msg("cannot write %s: %s", path, strerror(errno));
-		return EX_KT_FAIL;
-	}
-	ret = put(f, j);
-	if (to_file && fclose(f) && !ret)
-		ret = -errno;
-	if (ret) {
-		err_msg("cannot write %s to %s: %s", what, path ? path : "-", strerror(-ret));
-		return EX_KT_FAIL;
-	}
-	return EX_KT_OK;
+	if (ret)
+		return ret;
+	return out_file_close(&of, put(of.f, j), what);
 }
 
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
@@ -436,10 +555,10 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 			return EX_KT_FAIL;
 		}
 	}
-	if (o->json_path && write_to(o->json_path, "JSON", put_json, &job))
-		return EX_KT_FAIL;
-	if (o->folded_path && write_to(o->folded_path, "folded stacks", put_folded, &job))
-		return EX_KT_FAIL;
+	if (o->json_path && (ret = write_to(o->json_path, "JSON", put_json, &job)))
+		return ret;
+	if (o->folded_path && (ret = write_to(o->folded_path, "folded stacks", put_folded, &job)))
+		return ret;
 	return EX_KT_OK;
 }
 

@@ -37,25 +37,23 @@ static void help(FILE *f)
 "Exit: 0 ok, 2 bad argument, 3 no KTAU, 4 not permitted, 5 a pid is gone.\n");
 }
 
+/* An exit code, after a message when the file was not written. */
 static int write_raw(const char *path, const struct ktau_snap *s)
 {
-	void *buf;
+	struct out_file of;
+	void *buf = NULL;
 	size_t len;
-	FILE *f;
 	int ret = ktau_encode(s, &buf, &len);
 
-	if (ret)
-		return ret;
-	f = fopen(path, "wb");
-	if (!f) {
-		ret = -errno;
+	if (ret) {
+		err_msg("cannot write %s: %s", path, strerror(-ret));
 		free(buf);
-		return ret;
+		return EX_KT_FAIL;
 	}
-	if (fwrite(buf, 1, len, f) != len)
-		ret = -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
+	ret = out_file_open(&of, path);
+	if (!ret)
+		ret = out_file_close(&of, fwrite(buf, 1, len, of.f) != len ? -EIO : 0,
+				     "the raw snapshot");
 	free(buf);
 	return ret;
 }
@@ -199,10 +197,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (raw) {
 		ret = write_raw(raw, snap);
-		if (ret) {
-			err_msg("cannot write %s: %s", raw, strerror(-ret));
-			rc = EX_KT_FAIL;
-		}
+		if (ret)
+			rc = ret;
 	}
 	/* Files get the threads when asked, processes otherwise. */
 	oo.dense = 1;

@@ -89,6 +89,25 @@ void free_outputs(struct out_opts *o);
  * --force where it helps; returns EX_KT_FAIL.
  */
 int outdir_report(int err, const char *cmd);
+/*
+ * A named output file (--json=FILE, --folded FILE, ...; "-": stdout), its
+ * %r, %p, %h expanded: written into a temporary file beside it and renamed
+ * over it only once complete, so that a failed write (a full disk) leaves
+ * FILE as it was and no partial file. A directory or a symbolic link is
+ * refused (not written through); a device or FIFO (/dev/null) is written
+ * directly. Under an MPI launcher a name without %r is refused: every
+ * rank would write it. out_file_open() returns an exit code after a
+ * message; out_file_close(of, err, what) with the writer's 0 or -errno
+ * puts the file in place or removes it, and returns an exit code (after
+ * "cannot write WHAT to FILE"). stdout is flushed and checked.
+ */
+struct out_file {
+	FILE *f;
+	char *path;
+	char *tmp;
+};
+int out_file_open(struct out_file *of, const char *tmpl);
+int out_file_close(struct out_file *of, int err, const char *what);
 /* The -o DIR of a command, its %r, %p, %h expanded (NULL: no memory, said). */
 char *output_path(const char *tmpl);
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,

@@ -695,6 +695,8 @@ static int write_file(struct ktau_outdir *od, const char *name, const struct tfi
 	ret = tfile_write(out, f, &o);
 	if (fclose(out) && !ret)
 		ret = -errno;
+	if (ret)
+		ktau__outdir_discard(od, name);
 	return ret;
 }
 
@@ -996,7 +998,8 @@ int cmd_merge(int argc, char **argv)
 			"ktaud merge: merged profile: %s/ (paraprof, pprof)\n", outdir);
 	}
 out:
-	ktau_outdir_close(od);
+	if (ktau_outdir_close(od) && !rc)
+		rc = report(-EIO, "close the output directory");
 	free(outexp);
 	if (mg && prof.nm) {
 		for (i = 0; i < prof.m[prof.time].n; i++)

@@ -66,11 +66,14 @@ static int finish(char *script, size_t len, const char *script_path, const char 
 	int st;
 
 	if (script_path) {
-		f = fopen(script_path, "w");
-		if (!f || fwrite(script, 1, len, f) != len || fclose(f)) {
-			err_msg("cannot write %s: %s", script_path, strerror(errno));
-			return EX_KT_FAIL;
-		}
+		struct out_file of;
+
+		st = out_file_open(&of, script_path);
+		if (!st)
+			st = out_file_close(&of, fwrite(script, 1, len, of.f) != len ? -EIO : 0,
+					    "the gnuplot script");
+		if (st)
+			return st;
 		fprintf(stderr, "%s: gnuplot script in %s (gnuplot %s makes %s)\n", prog,
 			script_path, script_path, out);
 		return EX_KT_OK;

@@ -728,24 +728,16 @@ void ssess_tau_opts(const struct ssess *s, struct ktau_tau_opts *o)
 int ssess_write_folded(const struct ssess *s, const char *path, const struct ktau_snap *snap,
 		       const struct ktau_registry *reg)
 {
-	FILE *f;
+	struct out_file of;
 	int ret;
 
 	if (!path)
 		return EX_KT_OK;
-	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	if (!f) {
-		err_msg("cannot write %s: %s", path, strerror(errno));
-		return EX_KT_FAIL;
-	}
-	ret = ktau_write_sample_folded(f, s->prof, snap, reg);
-	if (f != stdout && fclose(f) && !ret)
-		ret = -errno;
-	if (ret) {
-		err_msg("cannot write the folded samples to %s: %s", path, strerror(-ret));
-		return EX_KT_FAIL;
-	}
-	return EX_KT_OK;
+	ret = out_file_open(&of, path);
+	if (ret)
+		return ret;
+	return out_file_close(&of, ktau_write_sample_folded(of.f, s->prof, snap, reg),
+			      "the folded samples");
 }
 
 int ssess_write_outputs(const struct ssess *s, const struct run_args *ra,

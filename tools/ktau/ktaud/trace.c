@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1532,6 +1533,25 @@ out:
 	return rc ? rc : ret;
 }
 
+/*
+ * Whether the output directory @dir is @in (a directory) or, with
+ * @parent, the directory that holds the file @in: opening @dir as the
+ * output removes the earlier run's files there, the input among them.
+ */
+static int output_is_input(const char *dir, const char *in, int parent)
+{
+	char rin[PATH_MAX], rout[PATH_MAX], *slash;
+
+	if (!realpath(in, rin) || !realpath(dir, rout))
+		return 0;	/* the output does not exist yet */
+	if (parent) {
+		slash = strrchr(rin, '/');
+		if (slash)
+			*(slash == rin ? slash + 1 : slash) = '\0';
+	}
+	return !strcmp(rin, rout);
+}
+
 /* --input RAW: the products of a saved raw trace (and a copy of it). */
 static int convert(struct topts *o, const char *path)
 {
@@ -1543,6 +1563,10 @@ static int convert(struct topts *o, const char *path)
 	FILE *f, *in;
 	int ret, rc;
 
+	if (output_is_input(o->dir, path, 1))
+		return usage_err("trace", "%s is in the output directory %s, whose earlier "
+				 "products this conversion replaces: give another one with -o",
+				 path, o->dir);
 	ret = ktau_trace_load(path, &t);
 	if (ret) {
 		err_msg("%s: %s", path, *ktau_trace_error() ? ktau_trace_error() : strerror(-ret));
@@ -1792,6 +1816,10 @@ static int merge(struct topts *o, char **dirs, int ndirs)
 	size_t n = 0, nall = 0, i;
 	int *ranks = NULL, ret, rc = EX_KT_OK, d;
 
+	for (d = 0; d < ndirs; d++)
+		if (output_is_input(o->dir, dirs[d], 0))
+			return usage_err("trace", "the output directory %s is one of the traces to "
+					 "merge: give another one with -o", o->dir);
 	for (d = 0; d < ndirs; d++) {
 		ret = load_dir(dirs[d], &tv, &n, -1);
 		if (ret)
@@ -1833,7 +1861,8 @@ static int merge(struct topts *o, char **dirs, int ndirs)
 		for (i = 0; i < nall; i++)
 			ranks[i] = all[i]->rank = (int)i;
 	}
-	ret = ktau_outdir_open(o->dir, "trace", -1, 0, &od);
+	/* Its own kind: a later trace run into the directory is refused. */
+	ret = ktau_outdir_open(o->dir, "tracemerge", -1, 0, &od);
 	if (ret) {
 		ret = outdir_report(ret, "nothing was written");
 		goto out;
@@ -1975,7 +2004,13 @@ int cmd_trace(int argc, char **argv)
 	if (do_merge) {
 		if (optind >= argc)
 			return usage_err("trace", "--merge needs the directories of the ranks' traces");
-		return merge(&o, argv + optind, argc - optind);
+		dir = output_path(o.dir);
+		if (!dir)
+			return EX_KT_FAIL;
+		o.dir = dir;
+		ret = merge(&o, argv + optind, argc - optind);
+		free(dir);
+		return ret;
 	}
 	if ((pid || all) && duration < 0)
 		return usage_err("trace", "%s needs -d SECONDS", pid ? "-p" : "-a");

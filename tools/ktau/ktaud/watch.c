@@ -132,6 +132,87 @@ static void sleep_until_next(uint64_t start, uint64_t step, uint64_t *k)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/* The pid a pid file holds ("N\n"), with its stat; -1: not a pid file. */
+static pid_t read_pid(const char *path, struct stat *st)
+{
+	char buf[24], *end;
+	ssize_t n;
+	long v;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -1;
+	n = fstat(fd, st) || !S_ISREG(st->st_mode) ? -1 : read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 2 || buf[n - 1] != '\n')
+		return -1;
+	buf[n - 1] = '\0';
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	return errno || *end || v <= 0 || v > INT_MAX ? -1 : (pid_t)v;
+}
+
+/*
+ * The pid file, made new (O_EXCL) or in place of a stale one (whose pid
+ * runs no more); never over another file or a running watch's. 0, or an
+ * exit code after a message; its stat in @st.
+ */
+static int write_pidfile(const char *path, struct stat *st)
+{
+	char buf[24];
+	pid_t old;
+	int fd, tries, n;
+
+	for (tries = 0; tries < 3; tries++) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+		old = read_pid(path, st);
+		if (old < 0) {
+			err_msg("%s exists and is not a pid file: it was left as it is; give "
+				"another --pid-file", path);
+			return EX_KT_FAIL;
+		}
+		if (!kill(old, 0) || errno == EPERM) {
+			err_msg("%s holds pid %d, which runs (another ktaud watch?): give each "
+				"watch its own --pid-file (or directory)", path, (int)old);
+			return EX_KT_FAIL;
+		}
+		unlink(path);	/* stale: its watch has ended */
+	}
+	if (fd < 0) {
+		err_msg("cannot write the pid file %s: %s", path, strerror(errno));
+		return EX_KT_FAIL;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (write(fd, buf, (size_t)n) != n || fstat(fd, st)) {
+		err_msg("cannot write the pid file %s: %s", path, strerror(errno ? errno : EIO));
+		close(fd);
+		unlink(path);
+		return EX_KT_FAIL;
+	}
+	close(fd);
+	return EX_KT_OK;
+}
+
+/* After daemon(): the pid file made by write_pidfile() gets this pid. */
+static int rewrite_pidfile(const char *path, struct stat *st)
+{
+	struct stat now;
+	char buf[24];
+	int fd, n, ret = -1;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (!fstat(fd, &now) && now.st_ino == st->st_ino && now.st_dev == st->st_dev &&
+	    !ftruncate(fd, 0) && pwrite(fd, buf, (size_t)n, 0) == n && !fstat(fd, st))
+		ret = 0;
+	close(fd);
+	return ret;
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -160,7 +241,7 @@ int cmd_watch(int argc, char **argv)
 	unsigned int flags = KTAU_LIB_ALL;
 	pid_t *pids = NULL, *pid_opts = NULL;
 	size_t npids, npid_opts = 0, i, j;
-	FILE *pf;
+	struct stat st, pid_st;
 
 	while ((c = getopt_long(argc, argv, "i:o:k:c:tDp:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -273,20 +354,21 @@ int cmd_watch(int argc, char **argv)
 	} else if (daemonize) {
 		snprintf(pidfile, sizeof(pidfile), "%.4000s/ktaud-watch.pid", dir);
 	}
+	/* Claimed before detaching, so that a refusal reaches the user. */
+	if (pidfile[0]) {
+		rc = write_pidfile(pidfile, &pid_st);
+		if (rc)
+			goto out;
+		wrote_pidfile = 1;
+	}
 	if (daemonize && daemon(0, 0)) {
 		rc = report(-errno, "daemon");
 		goto out;
 	}
-	if (pidfile[0]) {
-		pf = fopen(pidfile, "w");
-		if (!pf) {
-			err_msg("cannot write the pid file %s: %s", pidfile, strerror(errno));
-			rc = EX_KT_FAIL;
-			goto out;
-		}
-		fprintf(pf, "%d\n", getpid());
-		fclose(pf);
-		wrote_pidfile = 1;
+	/* The daemon's pid in the file this process made. */
+	if (daemonize && wrote_pidfile && rewrite_pidfile(pidfile, &pid_st)) {
+		rc = EX_KT_FAIL;
+		goto out;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -349,7 +431,9 @@ int cmd_watch(int argc, char **argv)
 			sleep_until_next(start, step, &slot);
 	}
 out:
-	if (wrote_pidfile)
+	/* Only while it is still ours (not replaced since). */
+	if (wrote_pidfile && read_pid(pidfile, &st) == getpid() && st.st_ino == pid_st.st_ino &&
+	    st.st_dev == pid_st.st_dev)
 		unlink(pidfile);
 	ktau_snap_free(prev);
 	ktau_snap_free(cur);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define KTAU_PATH_VERSION	"/proc/ktau/version"
 #define KTAU_PATH_PROFILES	"/proc/ktau/profiles"
@@ -38,5 +39,18 @@ int ktau__write_all(int fd, const void *buf, size_t len);
 uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift);
 /* asprintf()'s string; NULL when out of memory. */
 char *ktau__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * The process's umask, read without changing it (umask() would, for an
+ * instant, in every thread): for files made by mkstemp() (mode 0600) that
+ * get the mode open() would have given them.
+ */
+mode_t ktau__umask(void);
+/*
+ * A file of ktau_outdir_create() whose writing failed: removed, so that no
+ * partial file is left looking complete (its name stays listed: nothing
+ * there the next time).
+ */
+struct ktau_outdir;
+void ktau__outdir_discard(struct ktau_outdir *od, const char *name);
 
 #endif

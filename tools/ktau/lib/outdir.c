@@ -65,11 +65,25 @@ struct ktau_outdir {
 	int flags;
 };
 
-static __thread char why[1024];
+/*
+ * The calling thread's last message: WHY_SIZE bytes made at its first one
+ * (kept for the thread's life). Not an array in thread-local storage: the
+ * Python extension, loaded with dlopen(), has its thread-local storage in
+ * the static block (initial-exec), whose few spare bytes other libraries
+ * loaded later need too.
+ */
+#define WHY_SIZE	1024
+static __thread char *why;
 
 const char *ktau_output_error(void)
 {
-	return why;
+	return why ? why : "";
+}
+
+static void why_clear(void)
+{
+	if (why)
+		why[0] = '\0';
 }
 
 static int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -77,10 +91,30 @@ static int fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!why)
+		why = malloc(WHY_SIZE);
+	if (!why)
+		return err;
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	vsnprintf(why, WHY_SIZE, fmt, ap);
 	va_end(ap);
 	return err;
+}
+
+mode_t ktau__umask(void)
+{
+	char *text, *l;
+	size_t len;
+	unsigned int m;
+	mode_t um = 022;
+
+	if (ktau__slurp("/proc/self/status", &text, &len))
+		return um;
+	l = strstr(text, "\nUmask:");
+	if (l && sscanf(l + 7, "%o", &m) == 1)
+		um = (mode_t)(m & 0777);
+	free(text);
+	return um;
 }
 
 static int mkdir_p(const char *dir)
@@ -316,30 +350,48 @@ static int find_foreign(const char *dir, const char *kind, char *bad, size_t bad
 	return ret;
 }
 
-/* A file we wrote and nobody changed into something else. */
+/*
+ * A file we wrote and nobody changed into something else (no stamp: its
+ * writer did not close the directory). A TAU profile is ours only with
+ * KTAU's metadata (every libktau and ktaud writer puts a "KTAU ..." item
+ * in it): TAU itself writes profile.N.C.T files of the same names, for
+ * example into the directory of a run that crashed.
+ */
 static int looks_ours(const char *path, const char *rel)
 {
 	const char *base = strrchr(rel, '/');
+	char *head, *end;
 	struct stat st;
-	char head[64];
+	size_t got = 0, max = 1 << 20;
 	ssize_t n;
-	int fd, ok;
+	int fd, ok = 0;
 
 	base = base ? base + 1 : rel;
 	if (lstat(path, &st) || !S_ISREG(st.st_mode))
 		return 0;
 	if (strncmp(base, "profile.", 8))
 		return !strncmp(base, "samples", 7) && strstr(base, ".folded");
+	head = malloc(max + 1);
+	if (!head)
+		return 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return 0;
-	n = read(fd, head, sizeof(head) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	head[n] = '\0';
-	ok = head[0] >= '0' && head[0] <= '9';
-	return ok && strstr(head, " templated_functions_MULTI_") != NULL;
+	while (fd >= 0 && got < max && (n = read(fd, head + got, max - got)) > 0)
+		got += (size_t)n;
+	if (fd >= 0)
+		close(fd);
+	head[got] = '\0';
+	/* The header line, then the metadata on the next line. */
+	end = strchr(head, '\n');
+	if (got && head[0] >= '0' && head[0] <= '9' && end) {
+		*end = '\0';
+		ok = strstr(head, " templated_functions_MULTI_") != NULL;
+		end = strstr(end + 1, "</metadata>");
+		if (end)
+			*end = '\0';
+		ok = ok && end && strstr(strchr(head, '\0') + 1, "<name>KTAU ");
+	}
+	free(head);
+	return ok;
 }
 
 /*
@@ -413,6 +465,63 @@ static int write_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
+/*
+ * The value of "key=" in the header line of manifest text, into buf
+ * (empty when there is none).
+ */
+static void header_field(const char *text, const char *key, char *buf, size_t size)
+{
+	const char *e = strchrnul(text, '\n'), *p = text;
+	size_t k = strlen(key), n;
+
+	buf[0] = '\0';
+	if (strncmp(text, MANIFEST_HEAD " ", sizeof(MANIFEST_HEAD)))
+		return;
+	while (p < e) {
+		p = strchr(p, ' ');
+		if (!p || p >= e)
+			return;
+		p++;
+		if (!strncmp(p, key, k) && p[k] == '=') {
+			p += k + 1;
+			n = strcspn(p, " \n");
+			snprintf(buf, size, "%.*s", (int)n, p);
+			return;
+		}
+	}
+}
+
+/*
+ * Whether the earlier run whose manifest text is @old ran on this host
+ * (@host): only then are its files this writer's to replace. Another
+ * machine's writer of the same kind and node (a job run on several nodes
+ * into one shared directory, each as node 0) wrote files of the same
+ * names: they are not replaced, whatever their stamps.
+ */
+static int same_host(const char *old, const char *host)
+{
+	char was[HOST_NAME_MAX + 2];
+
+	header_field(old, "host", was, sizeof(was));
+	return !was[0] || !strcmp(was, host);
+}
+
+static int refuse_host(const char *dir, const char *kind, int node, const char *old)
+{
+	char host[HOST_NAME_MAX + 2], pid[24];
+
+	header_field(old, "host", host, sizeof(host));
+	header_field(old, "pid", pid, sizeof(pid));
+	if (node >= 0)
+		return fail(-EEXIST, "%s holds the %s output of node %d that process %s wrote on "
+			    "host %s: nothing was changed; give each machine its own directory "
+			    "(%%h in its name) or node (an MPI rank), or remove that output first",
+			    dir, kind, node, pid, host);
+	return fail(-EEXIST, "%s holds the %s output that process %s wrote on host %s: nothing "
+		    "was changed; give each machine its own directory (%%h in its name), or "
+		    "remove that output first", dir, kind, pid, host);
+}
+
 /* The message of a directory that holds bad, a file not listed. */
 static int refuse(const char *dir, const char *kind, const char *bad)
 {
@@ -452,7 +561,7 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 
 	if (out)
 		*out = NULL;
-	why[0] = '\0';
+	why_clear();
 	if (!dir || !*dir || !kind || !*kind || strchr(kind, '/') || strchr(kind, '.'))
 		return fail(-EINVAL, "no output directory given");
 	if (flags & KTAU_OUTDIR_CHECK)
@@ -510,6 +619,8 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 			goto err;
 		}
 	}
+	if (uname(&u))
+		strcpy(u.nodename, "?");
 	/* The earlier run's files of this writer, and only those. */
 	if (!created) {
 		char buf[8192];
@@ -527,6 +638,10 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 			oldlen += (size_t)n;
 			old[oldlen] = '\0';
 		}
+		if (old && !same_host(old, u.nodename)) {
+			ret = refuse_host(dir, kind, node, old);
+			goto err;
+		}
 		if (old)
 			remove_listed(dir, old);
 		free(old);
@@ -536,8 +651,6 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 			goto err;
 		}
 	}
-	if (uname(&u))
-		strcpy(u.nodename, "?");
 	snprintf(head, sizeof(head), MANIFEST_HEAD " kind=%s node=%d host=%s pid=%d\n", kind,
 		 node, u.nodename, (int)getpid());
 	ret = write_all(od->fd, head, strlen(head));
@@ -554,7 +667,7 @@ err:
 	free(od->dir);
 	free(od->manifest);
 	free(od);
-	if (!why[0])
+	if (!*ktau_output_error())
 		fail(ret, "%s: %s", dir, strerror(-ret));
 	return ret;
 }
@@ -624,6 +737,14 @@ FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name)
 	return f;
 }
 
+void ktau__outdir_discard(struct ktau_outdir *od, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", od->dir, name) < (int)sizeof(path))
+		unlink(path);
+}
+
 /* The directory of od. */
 const char *ktau_outdir_path(const struct ktau_outdir *od)
 {
@@ -668,6 +789,7 @@ int ktau_outdir_adopt(struct ktau_outdir *od, const char *name, const char *src)
 			unlink(src);
 			return 0;
 		}
+		unlink(path);	/* no partial copy left looking complete */
 	} else {
 		ret = -errno;
 		fclose(f);

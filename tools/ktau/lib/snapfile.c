@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/ktau.h>
 
@@ -139,14 +140,24 @@ static int snap_save(const char *path, const struct ktau_snap *snap,
 	memcpy(h.boot_id, snap->boot_id, sizeof(h.boot_id) - 1);
 
 	/* Written to a temporary file and moved: never seen half-written. */
-	tmp = ktau__strfmt("%s.tmp-%d", path, (int)getpid());
+	/* A unique name (a pid is not, across the hosts of a shared directory). */
+	tmp = ktau__strfmt("%s.tmp-XXXXXX", path);
 	if (!tmp) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
+		/* Not FILE's own error: a missing directory, no permission. */
+		if (ret == -EEXIST)
+			ret = -EAGAIN;
+		goto out;
+	}
+	if (fchmod(fd, 0644 & ~ktau__umask())) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
 		goto out;
 	}
 	ret = ktau__write_all(fd, &h, sizeof(h));

@@ -420,6 +420,8 @@ int ktau_write_tau_into(struct ktau_outdir *od, const struct ktau_snap *snap,
 			ret = write_task(f, snap, t, reg, node, thread, opts, m);
 			if (fclose(f) && !ret)
 				ret = -errno;
+			if (ret)
+				ktau__outdir_discard(od, path);
 		}
 		if (ret)
 			break;
@@ -430,6 +432,8 @@ int ktau_write_tau_into(struct ktau_outdir *od, const struct ktau_snap *snap,
 		ret = f ? ktau_write_sample_folded(f, opts->samples, snap, reg) : -errno;
 		if (f && fclose(f) && !ret)
 			ret = -errno;
+		if (f && ret)
+			ktau__outdir_discard(od, opts->samples_folded);
 	}
 	free(order);
 	return ret ? ret : nfiles;

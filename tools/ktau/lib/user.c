@@ -1757,6 +1757,8 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 		ret = ktau__write_rows(f, &snaps[i], rows, nrows, node, (int)i);
 		if (fclose(f) && !ret)
 			ret = -errno;
+		if (ret)
+			ktau__outdir_discard(od, path);
 		ktau__rows_free(rows, nrows);
 		if (!ret)
 			nfiles++;

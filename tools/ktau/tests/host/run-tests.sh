@@ -519,6 +519,28 @@ c_outdir_keeps_others() {
 	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(ls "$W/ours" | tr '\n' ' ')" = "profile.0.0.0 profile.1.0.0 profile.2.0.0 " ] ||
 		{ echo "# files: $(ls "$W/ours")"; return 1; }
+	# The same output written by the same node on another machine (a job
+	# run on two hosts into one shared directory): not replaced.
+	m=$W/ours/.ktau-written.kernel
+	[ -f "$m" ] || { echo "# no manifest: $(ls -A "$W/ours")"; return 1; }
+	cp "$m" "$IN/manifest.orig" && sed -i "1s/ host=[^ ]* / host=elsewhere-$$ /" "$m" &&
+	cp -a "$W/ours" "$IN/ours.orig" || return 1
+	expect_rc 1 "$KTAUD" export --tau "$W/ours" "$R" || return 1
+	grep -q "that process [0-9]* wrote on host elsewhere-$$: nothing was changed" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	diff -r "$W/ours" "$IN/ours.orig" >"$W/diff" 2>&1 || { echo "# changed:"; sed 's/^/#   /' "$W/diff"; return 1; }
+	# An earlier run of ours that did not end (no stamps): its profiles
+	# are replaced, but a TAU profile written there since is not ours.
+	grep -v '^=' "$IN/manifest.orig" >"$m"
+	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	grep -v '^=' "$m" >"$m.new" && mv "$m.new" "$m" || return 1
+	tau_file "$W/ours/profile.1.0.0" 4242
+	cp "$W/ours/profile.1.0.0" "$IN/tau-since"
+	expect_rc 1 "$KTAUD" export --processes --tau "$W/ours" "$R" || return 1
+	grep -q "profile.1.0.0 exists" "$LOG" && cmp -s "$W/ours/profile.1.0.0" "$IN/tau-since" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	rm "$W/ours/profile.1.0.0"
+	"$KTAUD" export --processes --tau "$W/ours" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	# Another writer's output (the runtime's, merge's) is not ours either.
 	"$KTAUD" merge -q -p $RP0 -o "$W/keep-merged" "$IN/tau" "$R" >"$LOG" 2>&1 || return 1
 	expect_rc 1 "$KTAUD" export --tau "$W/keep-merged" "$R" || return 1
@@ -575,6 +597,51 @@ c_save_and_watch_keep() {
 	"$KTAUD" watch -c 1 -i 0.01 -o "$IN/w1" >"$LOG" 2>&1
 	grep -q "warning: .*w1 already holds the snapshots of an earlier watch" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
+}
+
+# Named output files (--json=FILE, --folded FILE, --save FILE, --raw, ...):
+# written whole or not at all (a failed write leaves the file as it was
+# and no temporary file), a symbolic link not written through, stdout
+# checked, and under an MPI launcher one name per rank.
+c_single_file_outputs() {
+	R=$FIXTURES/run.ktau
+	rm -rf "$IN/sf" && mkdir -p "$IN/sf" || return 1
+	echo "theirs" >"$IN/sf/target" && ln -s "$IN/sf/target" "$IN/sf/link.json" || return 1
+	expect_rc 1 "$KTAUD" export --json="$IN/sf/link.json" "$R" || return 1
+	grep -q "link.json exists and is a symbolic link (not written through)" "$LOG" &&
+	[ "$(cat "$IN/sf/target")" = theirs ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	# The file size limit (SIGXFSZ ignored: EFBIG) stops the second write
+	# half-way: the first file stays as it was.
+	"$KTAUD" export --json="$IN/sf/p.json" "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	cp "$IN/sf/p.json" "$IN/sf.p.json" || return 1
+	[ "$(wc -c <"$IN/sf/p.json")" -gt 4096 ] || { echo "# p.json is small"; return 1; }
+	(trap '' XFSZ; ulimit -f 4 && exec "$KTAUD" export --json="$IN/sf/p.json" "$R") \
+		>"$LOG" 2>&1
+	rc=$?
+	[ $rc = 1 ] && grep -q "cannot write JSON to $IN/sf/p.json: .*(nothing was written)" "$LOG" ||
+		{ echo "# exit $rc"; sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$IN/sf/p.json" "$IN/sf.p.json" || { echo "# p.json changed"; return 1; }
+	[ "$(ls -A "$IN/sf" | tr '\n' ' ')" = "link.json p.json target " ] ||
+		{ echo "# left: $(ls -A "$IN/sf")"; return 1; }
+	# A device is written as it is; a full one is an error, as is a full stdout.
+	expect_rc 1 "$KTAUD" export --json=/dev/full "$R" || return 1
+	grep -q "cannot write JSON to /dev/full: No space left on device" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" export --json "$R" >/dev/full 2>"$LOG"
+	rc=$?
+	[ $rc = 1 ] && grep -q "cannot write JSON to stdout: No space left on device" "$LOG" ||
+		{ echo "# exit $rc"; sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" export --json=/dev/null "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Every rank of a job would write one file: %r is needed.
+	for a in --json= --folded= --save=; do
+		expect_rc 2 env PMI_RANK=3 "$KTAUD" export "$a$IN/sf/r" "$R" || return 1
+		grep -q "sf/r would be written by every MPI rank (this is rank 3): put %r in its name" "$LOG" &&
+		[ ! -e "$IN/sf/r" ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	env PMI_RANK=3 "$KTAUD" export --json="$IN/sf/r.%r.json" "$R" >"$LOG" 2>&1 &&
+	cmp -s "$IN/sf/r.3.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 1 "$KTAUD" export --folded="$IN/sf/link.json" "$R" || return 1
+	[ "$(cat "$IN/sf/target")" = theirs ] || return 1
 }
 
 # A directory into which 'ktaud watch' was started twice: two baselines.
@@ -1180,6 +1247,13 @@ c_trace_synthetic() {
 		[ -s "$W/trace-nest/$f" ] || { echo "# no $f: $(ls "$W/trace-nest")"; return 1; }
 	done
 	cmp -s "$IN/nest.ktrace" "$W/trace-nest/trace.ktrace" || { echo "# raw copy differs"; return 1; }
+	# Converting the copy into its own directory would remove it first:
+	# refused, the directory as it was.
+	ls -la "$W/trace-nest" >"$W/nest.before"
+	expect_rc 2 "$KTAUD" trace --input "$W/trace-nest/trace.ktrace" -o "$W/trace-nest/" || return 1
+	grep -q "is in the output directory" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	ls -la "$W/trace-nest" | cmp -s - "$W/nest.before" &&
+	cmp -s "$IN/nest.ktrace" "$W/trace-nest/trace.ktrace" || { echo "# the directory changed"; return 1; }
 	"$KTAUD" trace --check "$W/trace-nest" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "3 locations, 7 regions, 36 events, 17 enter/leave pairs (0 of user routines); nesting errors 0" "$LOG" &&
 	grep -q "3 threads compared (12 routines: 0 count and 0 time mismatches" "$LOG" ||
@@ -2174,9 +2248,20 @@ c_trace_merge() {
 	done
 	"$KTAUD" trace --check "$W/trace-ranks" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	[ "$(grep -c ': ok$' "$LOG")" = 3 ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Into one of its inputs: refused, nothing changed.
+	ls -la "$W/trace-ranks" >"$W/ranks.before"
+	expect_rc 2 "$KTAUD" trace --merge -o "$W/trace-ranks" "$W/trace-ranks" ||
+		return 1
+	grep -q "is one of the traces to merge" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	ls -la "$W/trace-ranks" | cmp -s - "$W/ranks.before" || { echo "# trace-ranks changed"; return 1; }
 	"$KTAUD" trace --merge -o "$IN/trace-merged" "$W/trace-ranks" >"$LOG" 2>&1 ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "3 ranks in" "$LOG" || return 1
+	# A merged archive is its own kind: a trace run into it is refused.
+	ls -la "$IN/trace-merged" >"$W/merged.before"
+	expect_rc 1 "$KTAUD" trace -q --input "$IN/r1.ktrace" -o "$IN/trace-merged" || return 1
+	grep -q "not from an earlier output of this kind" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
+	ls -la "$IN/trace-merged" | cmp -s - "$W/merged.before" || { echo "# trace-merged changed"; return 1; }
 	"$KTAUD" trace --check "$IN/trace-merged" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
 	grep -q "9 locations, 7 regions, 108 events, 51 enter/leave pairs (0 of user routines)" "$LOG" &&
 	grep -q "9 threads compared" "$LOG" || { sed 's/^/#   /' "$LOG"; return 1; }
@@ -2376,6 +2461,7 @@ EOT
 
 cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_options c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
+c_single_file_outputs
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_kernel_without_trace_mode c_trace_cut c_trace_corrupt c_trace_outdir
 c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
 c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_all_bound c_trace_sample_signals_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
