@@ -148,11 +148,25 @@ _Static_assert(KTAU_LIB_TRACE_INHERIT == KTAU_TRACE_INHERIT && KTAU_LIB_TRACE_AL
 	       "attach flags");
 _Static_assert(KTAU_LIB_TRACE_MAX_CAPACITY == KTAU_TRACE_MAX_CAPACITY, "capacity");
 
-static __thread char why[512];
+/*
+ * The calling thread's last message: WHY_SIZE bytes made at its first one
+ * (kept for the thread's life). Not an array in thread-local storage: the
+ * Python extension, loaded with dlopen(), has its thread-local storage in
+ * the static block (initial-exec), whose few spare bytes other libraries
+ * loaded later need too.
+ */
+#define WHY_SIZE	512
+static __thread char *why;
 
 const char *ktau_trace_error(void)
 {
-	return why;
+	return why ? why : "";
+}
+
+static void why_clear(void)
+{
+	if (why)
+		why[0] = '\0';
 }
 
 static int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -160,8 +174,12 @@ static int fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!why)
+		why = malloc(WHY_SIZE);
+	if (!why)
+		return err;
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	vsnprintf(why, WHY_SIZE, fmt, ap);
 	va_end(ap);
 	return err;
 }
@@ -181,7 +199,7 @@ int ktau_trace_open(struct ktau_trace_session **out)
 	int ret;
 
 	*out = NULL;
-	why[0] = '\0';
+	why_clear();
 	ret = ktau_abi_version(&major, &minor);
 	if (ret)
 		return ret == -ENOENT ? fail(-ENOENT, "this kernel has no KTAU "
@@ -604,7 +622,7 @@ int ktau_trace_add_user(struct ktau_trace *t, const void *buf, size_t len)
 	size_t off = 8 + sizeof(hdr), base;
 	int ret;
 
-	why[0] = '\0';
+	why_clear();
 	if (len < off || memcmp(p, "KTAUUSER", 8))
 		return fail(-EBADMSG, "not a file of user routines (no KTAUUSER header)");
 	memcpy(hdr, p + 8, sizeof(hdr));
@@ -1011,7 +1029,7 @@ static int build_samples(const struct ktau_trace *t, char **out, size_t *len)
 	struct tracefile_samples sh = { 0 };
 	struct ktau_trace *chk;
 	size_t i, k, off, nsamples = 0, names = 0;
-	char *b, msg[sizeof(why)];
+	char *b, msg[WHY_SIZE];
 	int ret;
 
 	*out = NULL;
@@ -1089,7 +1107,7 @@ static int build_samples(const struct ktau_trace *t, char **out, size_t *len)
 	ret = chk ? parse_samples(chk, b, *len) : -ENOMEM;
 	ktau_trace_free(chk);
 	if (ret == -EBADMSG) {
-		snprintf(msg, sizeof(msg), "%s", why);
+		snprintf(msg, sizeof(msg), "%s", ktau_trace_error());
 		ret = fail(-EINVAL, "the samples cannot be written: %s", msg);
 	}
 	if (ret) {
@@ -1205,7 +1223,7 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 	int ret;
 
 	*out = NULL;
-	why[0] = '\0';
+	why_clear();
 	if (len < TRACEFILE_HDR || memcmp(p, TRACEFILE_MAGIC, 8))
 		return fail(-EBADMSG, "not a KTAU raw trace file (no \"%s\" header)",
 			    TRACEFILE_MAGIC);
@@ -1274,7 +1292,7 @@ int ktau_trace_parse_file(const void *buf, size_t len, struct ktau_trace **out)
 		ret = ktau_trace_add_chunks(t, p + h.hdr_size, chunks_len);
 		if (ret >= 0)
 			ret = ktau_registry_parse(p + h.hdr_size + chunks_len, h.funcs_len, &t->reg);
-		if (ret == -EBADMSG && !why[0])
+		if (ret == -EBADMSG && !*ktau_trace_error())
 			fail(ret, "bad registry text in the raw trace file");
 		if (ret >= 0 && h.prof_len) {
 			t->profile = ktau_snap_new();
@@ -1332,7 +1350,7 @@ int ktau_trace_load(const char *path, struct ktau_trace **out)
 	int ret;
 
 	*out = NULL;
-	why[0] = '\0';
+	why_clear();
 	ret = ktau__slurp(path, &buf, &len);
 	if (ret)
 		return fail(ret, "cannot read %s: %s", path, strerror(-ret));

@@ -86,6 +86,8 @@ class Profile:
             print("ktau: %s" % self.message, file=sys.stderr)
         _reserve_kernel_names()
         _ktau.init()
+        # The region writes its own profile at its end; none at the exit.
+        _ktau.output(None)
         if self.threads:
             threading.setprofile(_ktau.thread_hook)
         _ktau.enable(self.name)
@@ -104,18 +106,27 @@ class Profile:
 profile = Profile
 
 
-def _write_before_exec(write):
+def _write_before_exec(write, undo):
     """Make os.exec* write the profile first (an exec ends the process's
-    profile: nothing would be written at its exit)."""
+    profile: nothing would be written at its exit); undo() after an exec
+    that failed (OSError), before the error goes on to the caller."""
     real_execv, real_execve = os.execv, os.execve
 
     def execv(path, args):
         write()
-        return real_execv(path, args)
+        try:
+            return real_execv(path, args)
+        except OSError:
+            undo()
+            raise
 
     def execve(path, args, env):
         write()
-        return real_execve(path, args, env)
+        try:
+            return real_execve(path, args, env)
+        except OSError:
+            undo()
+            raise
 
     os.execv, os.execve = execv, execve
     return lambda: (setattr(os, "execv", real_execv), setattr(os, "execve", real_execve))

@@ -107,14 +107,15 @@ def _status(code):
 
 
 def cmd_run(opts):
-    out = (opts.output or "ktau-profile").replace("%p", str(os.getpid()))
+    # %p, %r, %h: expanded here, as libktau would (and read back from there).
+    out = _ktau.expand_path(opts.output or "ktau-profile")
     folded = out + ".folded" if opts.folded is None else opts.folded
     code = _load(opts.script)
     ok, msg = kernel_status()
     if not ok:
         print("ktau: %s" % msg, file=sys.stderr)
     # libktau's exit directory: a forked child writes <out>/fork-<pid>.
-    _ktau.output(os.path.abspath(out))
+    _ktau.output(os.path.abspath(out).replace("%", "%%"))
     _reserve_kernel_names()
     registered = _ktau.init()
     if ok and registered != 1:
@@ -134,14 +135,23 @@ def cmd_run(opts):
         except OSError as e:
             print("ktau: the profile was not written: %s" % e, file=sys.stderr)
             return
-        _ktau.output(None)
+        finally:
+            _ktau.output(None)   # written (or said why not): not again at the exit
         if os.getpid() == pid and n:
             _finish_output(out, folded, opts.quiet)
         elif n and not opts.quiet:
             print("ktau: forked process %d: profile in %s/fork-%d" % (
                 os.getpid(), out, os.getpid()), file=sys.stderr)
 
-    restore = _write_before_exec(write)
+    def undo():
+        """An os.exec* that failed: profiling goes on (the profile written
+        before it is written again, whole, at the end)."""
+        done[:] = []
+        _ktau.output(os.path.abspath(out).replace("%", "%%"))
+        threading.setprofile(_ktau.thread_hook)
+        _ktau.enable()
+
+    restore = _write_before_exec(write, undo)
     threading.setprofile(_ktau.thread_hook)
     try:
         status = _run_script(code, opts.script, opts.args, _ktau.enable, _ktau.disable)

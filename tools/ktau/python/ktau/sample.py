@@ -21,7 +21,7 @@ import threading
 from . import _ktau, _write_before_exec
 
 KTAU_ID_USER = 10
-TRUNCATED, BAD = 0x1, 0x2
+TRUNCATED, BAD, DROPPED = 0x1, 0x2, 0x4
 SEP = " => "
 _PKG = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,14 +57,17 @@ class Namer:
         self.by_code, self.seen = {}, {}
 
     def name(self, code):
-        n = self.by_code.get(code)
+        # By identity: code objects that compare equal (3.11 leaves the
+        # file and qualified name out) are still different functions. The
+        # code objects are pinned, so an id is never reused meanwhile.
+        n = self.by_code.get(id(code))
         if n is None:
             key = (code.co_filename, code.co_firstlineno)
             n = code.co_qualname
             if self.seen.setdefault(n, key) != key:
                 n = "%s (%s:%d)" % (n, os.path.basename(code.co_filename), code.co_firstlineno)
                 self.seen.setdefault(n, key)
-            self.by_code[code] = n
+            self.by_code[id(code)] = n
         return n
 
 
@@ -77,6 +80,10 @@ def _ours(code):
 def resolve(frames, flags, namer):
     """Outermost-first [(function, 'function (file:line)')] of a handler
     stack, without the frames of ktau and runpy that run the script."""
+    if flags & DROPPED:
+        return [("[dropped]", "[dropped]")]
+    if flags & BAD and not frames:
+        return [("[bad stack]", "[bad stack]")]
     out = []
     for code, off in reversed(frames):
         if code is None:
@@ -248,7 +255,7 @@ def write(out, metric, spec, threads, period_ns=None):
 
 def main(opts, load, run_script, join_threads, status_of):
     from . import tau
-    out = (opts.output or "ktau-sample").replace("%p", str(os.getpid()))
+    out = _ktau.expand_path(opts.output or "ktau-sample")
     folded_path = out + ".folded" if opts.folded is None else opts.folded
     code = load(opts.script)
     try:
@@ -320,7 +327,11 @@ def main(opts, load, run_script, join_threads, status_of):
                 file=sys.stderr)
         return 0
 
-    restore = _write_before_exec(finish)
+    def undo():
+        print("ktau: os.exec* failed: the profile written before it stays; the rest of "
+              "the run is not sampled", file=sys.stderr)
+
+    restore = _write_before_exec(finish, undo)
     threading.setprofile(_ktau.sample_thread_hook)
     try:
         status = run_script(code, opts.script, opts.args)

@@ -24,12 +24,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <linux/ktau.h>
@@ -245,6 +247,24 @@ static PyObject *py_output(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* expand_path(template): %p, %r, %h and %% expanded as libktau does. */
+static PyObject *py_expand_path(PyObject *self, PyObject *args)
+{
+	const char *tmpl;
+	PyObject *r;
+	char *p;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &tmpl))
+		return NULL;
+	p = ktau_output_path(tmpl);
+	if (!p)
+		return PyErr_NoMemory();
+	r = PyUnicode_DecodeFSDefault(p);
+	free(p);
+	return r;
+}
+
 static PyObject *output_error(int ret, const char *dir)
 {
 	const char *why = ktau_output_error();
@@ -309,7 +329,7 @@ static PyObject *py_abi(PyObject *self, PyObject *noargs)
 static PyObject *py_registry(PyObject *self, PyObject *noargs)
 {
 	struct ktau_registry *reg = NULL;
-	PyObject *d = PyDict_New();
+	PyObject *d = PyDict_New(), *k;
 	size_t n;
 
 	(void)self;
@@ -327,10 +347,15 @@ static PyObject *py_registry(PyObject *self, PyObject *noargs)
 		if (g < 0 || !name || !strncmp(name, "ktau_id_", 8))
 			continue;
 		v = Py_BuildValue("(ss)", name, ktau_group_class(g));
-		if (!v || PyDict_SetItem(d, PyLong_FromUnsignedLong(id), v) < 0) {
+		k = v ? PyLong_FromUnsignedLong(id) : NULL;
+		if (!k || PyDict_SetItem(d, k, v) < 0) {
+			Py_XDECREF(k);
 			Py_XDECREF(v);
-			break;
+			ktau_registry_free(reg);
+			Py_DECREF(d);
+			return NULL;
 		}
+		Py_DECREF(k);
 		Py_DECREF(v);
 	}
 	ktau_registry_free(reg);
@@ -429,6 +454,7 @@ fail:
 /* ==== Sampler ========================================================== */
 
 #define SP_RING_WORDS	(1u << 16)	/* 512 KiB a thread, freed when it ended */
+#define SP_RING_MARKERS	256		/* words kept for 128 markers of dropped stacks */
 #define SP_DEPTH_DEFAULT 128
 #define SP_DEPTH_MAX	512
 #define SP_KBUF		4096
@@ -439,6 +465,7 @@ struct sp_thread {
 	int sampling;			/* the kernel samples it */
 	int ended;			/* its Python thread ended */
 	int detached;			/* its handler cannot reach it any more */
+	int gone;			/* detached and reported whole: to free */
 	/* ring of words written by the handler (head), read by the drain (tail) */
 	uint64_t *ring;
 	_Atomic uint64_t head, tail;
@@ -479,6 +506,76 @@ static struct {
 static __thread struct sp_thread *sp_self __attribute__((tls_model("initial-exec")));
 
 /*
+ * The walk reads the interpreter's memory with plain loads, from a signal
+ * handler that may interrupt the interpreter anywhere: 3.11 sets
+ * tstate->cframe a few instructions before the new cframe's current_frame
+ * (stack memory until then), and stack-switching extensions (greenlet)
+ * move frames away. A load that faults jumps back here (SIGSEGV, SIGBUS)
+ * and the walk counts as bad, with no frames; a fault anywhere else goes
+ * to the handler there was before (or kills as it would have).
+ */
+static __thread sigjmp_buf *volatile sp_walk_env __attribute__((tls_model("initial-exec")));
+static struct sigaction sp_old_segv, sp_old_bus;
+static int sp_fault_set;
+
+static void sp_fault(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *env = sp_walk_env;
+	sigset_t s;
+
+	(void)uc;
+	if (env) {
+		sp_walk_env = NULL;
+		/* Jumped out of, not returned from: unblocked by hand. */
+		sigemptyset(&s);
+		sigaddset(&s, sig);
+		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+		siglongjmp(*env, 1);
+	}
+	/* Not the walk's: as before; the faulting load runs again there. */
+	sigaction(sig, sig == SIGSEGV ? &sp_old_segv : &sp_old_bus, NULL);
+	if (si->si_code <= 0)
+		raise(sig);	/* sent, not a fault: sent again */
+}
+
+static void sp_fault_install(void)
+{
+	struct sigaction sa = { .sa_sigaction = sp_fault,
+				.sa_flags = SA_SIGINFO | SA_ONSTACK };
+
+	if (sp_fault_set)
+		return;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &sp_old_segv))
+		return;
+	if (sigaction(SIGBUS, &sa, &sp_old_bus)) {
+		sigaction(SIGSEGV, &sp_old_segv, NULL);
+		return;
+	}
+	sp_fault_set = 1;
+}
+
+/* ktau_py_walk() under the fault guard. Async-signal-safe. */
+static int sp_walk(const void *ts, uint64_t *out, int max, unsigned int *flags)
+{
+	sigjmp_buf env;
+	unsigned int f = 0;
+	int n;
+
+	if (!sp_fault_set)
+		return ktau_py_walk(ts, out, max, flags);
+	if (sigsetjmp(env, 0)) {
+		*flags = KTAU_PYWALK_BAD | KTAU_PYWALK_FAULT;
+		return 0;
+	}
+	sp_walk_env = &env;
+	n = ktau_py_walk(ts, out, max, &f);
+	sp_walk_env = NULL;
+	*flags = f;
+	return n;
+}
+
+/*
  * Count a walk of t with flags (KTAU_PYWALK_*) and reserve words in its
  * ring: the head to write at, or UINT64_MAX when full (counted dropped).
  * Async-signal-safe.
@@ -494,11 +591,32 @@ static uint64_t sp_reserve(struct sp_thread *t, unsigned int flags, uint64_t wor
 		atomic_fetch_add_explicit(&t->bad, 1, memory_order_relaxed);
 	head = atomic_load_explicit(&t->head, memory_order_relaxed);
 	tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-	if (SP_RING_WORDS - (head - tail) < words) {
+	/* Stacks leave SP_RING_MARKERS words for the markers of dropped ones. */
+	if (SP_RING_WORDS - (head - tail) < words + (words > 2 ? SP_RING_MARKERS : 0)) {
 		atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
 		return UINT64_MAX;
 	}
 	return head;
+}
+
+/*
+ * A stack that did not fit: a marker (time, no frames) in its place when
+ * there is room for one, so that the kernel's record of that sample pairs
+ * with it (charged to "[dropped]"), not with a later stack. Async-signal-
+ * safe. 0, or -1 when not even the marker fitted (the record then stays
+ * unpaired or pairs later: counted in "dropped" all the same).
+ */
+static int sp_mark_dropped(struct sp_thread *t, uint64_t time_ns)
+{
+	uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+
+	if (SP_RING_WORDS - (head - tail) < 2)
+		return -1;
+	t->ring[head++ % SP_RING_WORDS] = KTAU_PYWALK_DROPPED;
+	t->ring[head++ % SP_RING_WORDS] = time_ns;
+	atomic_store_explicit(&t->head, head, memory_order_release);
+	return 0;
 }
 
 static void sp_handler(int sig, siginfo_t *si, void *uc)
@@ -516,10 +634,12 @@ static void sp_handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (t->ts)
-		n = ktau_py_walk(t->ts, frames, sp.depth, &flags);
+		n = sp_walk(t->ts, frames, sp.depth, &flags);
 	head = sp_reserve(t, flags, 2 + 2 * (uint64_t)n);
-	if (head == UINT64_MAX)
+	if (head == UINT64_MAX) {
+		sp_mark_dropped(t, (uint64_t)now.tv_sec * 1000000000ull + now.tv_nsec);
 		goto out;
+	}
 	t->ring[head++ % SP_RING_WORDS] = ((uint64_t)n << 32) | flags;
 	t->ring[head++ % SP_RING_WORDS] = (uint64_t)now.tv_sec * 1000000000ull + now.tv_nsec;
 	for (int i = 0; i < 2 * n; i++)
@@ -593,6 +713,7 @@ static int sp_kread_stacks(struct sp_thread *t, pid_t tid, int stop)
 			flags |= KTAU_PYWALK_BAD;
 		head = sp_reserve(t, flags, 2 + 2 * (uint64_t)n);
 		if (head == UINT64_MAX) {
+			sp_mark_dropped(t, s->time_ns);
 			w += 2 * n;
 			continue;
 		}
@@ -743,6 +864,8 @@ static PyObject *py_sample_setup(PyObject *self, PyObject *args)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPROF, &sa, NULL))
 		return PyErr_SetFromErrno(PyExc_OSError);
+	if (!sp.buffered)
+		sp_fault_install();
 	sp.handler_set = 1;
 	return PyUnicode_FromString(ktau_sample_event_name(sp.spec.event));
 }
@@ -901,6 +1024,25 @@ static PyObject *sp_code(uint64_t a)
 	return co;
 }
 
+/* Free the threads that ended and were reported whole (the drain's, under the GIL). */
+static void sp_free_gone(void)
+{
+	struct sp_thread **pp, *t;
+
+	pthread_mutex_lock(&sp.lock);
+	for (pp = &sp.threads; (t = *pp);) {
+		if (!t->gone) {
+			pp = &t->next;
+			continue;
+		}
+		*pp = t->next;
+		pthread_mutex_destroy(&t->lock);
+		free(t->krec);
+		free(t);
+	}
+	pthread_mutex_unlock(&sp.lock);
+}
+
 /*
  * Move what the handlers wrote into Python objects: a dict tid ->
  * {"stacks": [(time_ns, flags, ((code, offset), ...)), ...],
@@ -924,7 +1066,7 @@ static PyObject *py_sample_drain(PyObject *self, PyObject *args)
 	t = sp.threads;
 	pthread_mutex_unlock(&sp.lock);
 	for (; t; t = t->next) {
-		PyObject *stacks = PyList_New(0), *krec = PyList_New(0), *ent;
+		PyObject *stacks = PyList_New(0), *krec = PyList_New(0), *ent, *key;
 		uint64_t head, tail;
 
 		if (final && t == sp_self)
@@ -1007,14 +1149,51 @@ static PyObject *py_sample_drain(PyObject *self, PyObject *args)
 				    (unsigned long long)t->kst.taken, "lost",
 				    (unsigned long long)t->kst.lost, "signals",
 				    (unsigned long long)t->kst.signals, "ended", t->ended);
-		if (!ent || PyDict_SetItem(out, PyLong_FromLong(t->tid), ent) < 0) {
+		key = ent ? PyLong_FromLong(t->tid) : NULL;
+		if (!key || PyDict_SetItem(out, key, ent) < 0) {
+			Py_XDECREF(key);
 			Py_XDECREF(ent);
 			Py_DECREF(out);
 			return NULL;
 		}
+		Py_DECREF(key);
 		Py_DECREF(ent);
+		/* Ended, and all of it reported now: freed (its last stats were). */
+		if (t->detached && !t->ring && !t->sampling && !t->nk)
+			t->gone = 1;
 	}
+	sp_free_gone();
 	return out;
+}
+
+/*
+ * Tests (sample_setup(..., test=True), the calling thread sampled): one
+ * handler run whose walk faults at its first load (the thread state in a
+ * page that cannot be read), as a walk of a frame chain caught mid-update
+ * would. The process lives; the drain has a stack with BAD|FAULT.
+ */
+static PyObject *py_sample_test_fault(PyObject *self, PyObject *noargs)
+{
+	struct sp_thread *t = sp_self;
+	const void *ts;
+	void *page;
+
+	(void)self;
+	(void)noargs;
+	if (!sp_test || !t) {
+		PyErr_SetString(PyExc_RuntimeError, "sample_setup(..., test=True) and "
+				"sample_start() first");
+		return NULL;
+	}
+	page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	ts = t->ts;
+	t->ts = page;
+	raise(SIGPROF);
+	t->ts = ts;
+	munmap(page, 4096);
+	Py_RETURN_NONE;
 }
 
 /* The sampler in a forked child: nothing is sampled there. */
@@ -1056,6 +1235,8 @@ static PyMethodDef methods[] = {
 	{ "init", py_init, METH_NOARGS, "start libktau's runtime in this thread: 1 page, 0 not" },
 	{ "shared", py_shared, METH_VARARGS, "shared(on): (un)register the thread's page" },
 	{ "output", py_output, METH_VARARGS, "output(dir): libktau's exit directory (None: none)" },
+	{ "expand_path", py_expand_path, METH_VARARGS,
+	  "expand_path(template): %p, %r, %h, %% expanded as libktau does" },
 	{ "write", py_write, METH_VARARGS, "write(dir): write the TAU profile now; files" },
 	{ "stats", py_stats, METH_NOARGS, "the runtime's counters of the calling thread" },
 	{ "abi", py_abi, METH_NOARGS, "(major, minor) of the KTAU ABI, or OSError" },
@@ -1065,6 +1246,8 @@ static PyMethodDef methods[] = {
 	{ "sample_start", py_sample_start, METH_NOARGS, "sample the calling thread" },
 	{ "sample_thread_hook", py_sample_thread_hook, METH_VARARGS, "for threading.setprofile()" },
 	{ "sample_drain", py_sample_drain, METH_VARARGS, "sample_drain([final]): the samples" },
+	{ "sample_test_fault", py_sample_test_fault, METH_NOARGS,
+	  "tests: a handler run whose frame walk faults" },
 	{ "sample_forget", py_sample_forget, METH_NOARGS, "after fork: sample nothing" },
 	{ "walk_version", py_walk_version, METH_NOARGS, "the CPython version of the walker" },
 	{ "frame_incomplete", py_frame_incomplete, METH_VARARGS,

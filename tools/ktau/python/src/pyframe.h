@@ -14,6 +14,8 @@
 /* Bits of the header word of a walk. */
 #define KTAU_PYWALK_TRUNCATED	0x1u	/* deeper than max: the outermost frames are cut */
 #define KTAU_PYWALK_BAD		0x2u	/* a frame did not look like one: the walk stopped */
+#define KTAU_PYWALK_DROPPED	0x4u	/* no room for the stack: a marker, no frames */
+#define KTAU_PYWALK_FAULT	0x8u	/* a load of the walk faulted (with BAD): no frames */
 
 /*
  * Walk the frame chain of thread state ts (a PyThreadState *, as void * so

@@ -3,6 +3,7 @@
 host_tests.py CASE WORKDIR; exit 0 pass, 1 fail, 77 skip. The package must
 be importable (PYTHONPATH: the build's lib directory)."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -279,7 +280,16 @@ def case_walker(work):
         t = threading.Thread(target=in_thread)
         t.start(); t.join()
         signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        # A walk that faults (a frame chain caught mid-update): the process
+        # lives, the stack is bad, with no frames.
+        _ktau.sample_test_fault()
+        _ktau.sample_test_fault()
         d = _ktau.sample_drain(True)
+        faulted = [s for v in d.values() for s in v["stacks"] if s[1] & 0x8]
+        assert len(faulted) == 2 and all(s[1] & sample.BAD and not s[2] for s in faulted), faulted
+        assert sample.resolve((), faulted[0][1], sample.Namer()) == [("[bad stack]",) * 2]
+        for v in d.values():
+            v["stacks"] = [s for s in v["stacks"] if not s[1] & 0x8]
         namer = sample.Namer()
         tot = trunc = 0
         names = set()
@@ -306,6 +316,20 @@ def case_walker(work):
     print("# " + r.stdout.strip())
     if r.returncode:
         fail(r.stdout + r.stderr)
+    # The walk's fault guard leaves every other fault as it was: a crash.
+    s = script(work, "segv.py", """
+        import ctypes
+        from ktau import _ktau
+        _ktau.sample_setup("cpu-clock:1ms", 16, True)
+        _ktau.sample_start()
+        _ktau.sample_test_fault()
+        print("guarded", flush=True)
+        ctypes.string_at(8)
+        print("not reached", flush=True)
+    """)
+    r = subprocess.run([PY, s], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    if r.returncode != -signal.SIGSEGV or r.stdout != "guarded\n":
+        fail("a fault outside the walk: exit %s, %r %r" % (r.returncode, r.stdout, r.stderr))
 
 
 # The sample mode's TAU rows and folded stacks from made-up samples: deep
