@@ -266,6 +266,7 @@ static inline struct ktau_task *ktau_profile(struct task_struct *t)
 }
 
 void ktau_tsk_free(struct task_struct *tsk);
+void ktau_exit_user(struct task_struct *tsk);
 void ktau_exit(struct task_struct *tsk);
 
 void __ktau_start(unsigned int group, unsigned int id);
@@ -642,6 +643,7 @@ static inline int ktau_tsk_init(struct task_struct *tsk)
 
 static inline void ktau_post_fork(struct task_struct *tsk) { }
 static inline void ktau_tsk_free(struct task_struct *tsk) { }
+static inline void ktau_exit_user(struct task_struct *tsk) { }
 static inline void ktau_exit(struct task_struct *tsk) { }
 static inline void ktau_exec(void) { }
 static inline void ktau_exec_nondumpable(void) { }

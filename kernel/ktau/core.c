@@ -1055,6 +1055,22 @@ void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader)
 	}
 }
 
+/*
+ * do_exit(), before exit_mm(): KTAU stops writing into the task's user
+ * memory (its shared page) before mm_release() wakes whoever joins the
+ * thread (CLONE_CHILD_CLEARTID, pthread_join()): from then on the page is
+ * the program's to free or reuse. Later, in ktau_exit(), the task's last
+ * routines (exit_mm() itself, interrupts, being preempted) would still
+ * have been written there.
+ */
+void ktau_exit_user(struct task_struct *tsk)
+{
+	struct ktau_task *kt = ktau_profile(tsk);
+
+	if (kt)
+		ktau_shared_release(kt);
+}
+
 /* do_exit(): fold the task's totals and hand them to its collector. */
 void ktau_exit(struct task_struct *tsk)
 {

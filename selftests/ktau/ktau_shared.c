@@ -423,8 +423,12 @@ TEST_F(shared, threads)
 
 /*
  * A thread that exits with its page registered: the registration ends,
- * nothing writes the page afterwards (a memfd page, so that it outlives
- * the thread's view of it).
+ * nothing writes the page once the thread is joined (a memfd page, so
+ * that it outlives the thread's view of it). pthread_join() returns when
+ * exit_mm() clears the thread's tid, before the rest of do_exit(): seen
+ * under load (the multi-threaded TCG pass beside a kernel build), a later
+ * routine of the thread (an interrupt there) still went to the page. The
+ * window is short: 50 threads, the joiner on another CPU.
  */
 static void *exit_fn(void *p)
 {
@@ -445,15 +449,17 @@ TEST_F(shared, thread_exit_releases)
 	a.page = page_map();
 	ASSERT_NE(NULL, a.page);
 	sh = a.page;
-	ASSERT_EQ(0, pthread_create(&t, NULL, exit_fn, &a));
-	ASSERT_EQ(0, pthread_join(t, NULL));
-	ASSERT_EQ(0, a.reg);
-	seq = ktau_shared_seq(sh);
-	EXPECT_NE(0, seq);
-	EXPECT_EQ(0, seq & 1);
-	ktau_getppid_loop(LOOPS);
-	ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
-	EXPECT_EQ(seq, ktau_shared_seq(sh));
+	for (int i = 0; i < 50; i++) {
+		ASSERT_EQ(0, pthread_create(&t, NULL, exit_fn, &a));
+		ASSERT_EQ(0, pthread_join(t, NULL));
+		ASSERT_EQ(0, a.reg);
+		seq = ktau_shared_seq(sh);
+		EXPECT_NE(0, seq);
+		EXPECT_EQ(0, seq & 1);
+		ktau_getppid_loop(LOOPS);
+		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+		EXPECT_EQ(seq, ktau_shared_seq(sh)) TH_LOG("thread %d", i);
+	}
 	munmap(a.page, SHARED_SIZE);
 }
 
