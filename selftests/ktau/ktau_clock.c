@@ -60,6 +60,7 @@ struct mover {
 	int crossed;	/* the sleeper's sleeps that ended on another CPU */
 	int read_cpu[ROUNDS];	/* the CPU each read() returned on */
 	int reads;		/* read() calls returned: __atomic */
+	int slept;		/* the sleeper's sleeps that ended: __atomic */
 };
 
 /* Block, off the CPU, until the test has read the last figures. */
@@ -81,6 +82,7 @@ static void *sleeper_fn(void *p)
 
 		ktau_sleep_ns(SLEEP_NS);
 		m->crossed += sched_getcpu() != cpu;
+		__atomic_store_n(&m->slept, i + 1, __ATOMIC_RELEASE);
 	}
 	wait_done(m);
 	return NULL;
@@ -219,8 +221,14 @@ TEST(blocked_threads_moved_across_cpus)
 		prev = cur;
 		memset(&cur, 0, sizeof(cur));
 	}
-	/* The sleeper's last sleeps end after the reader's last read. */
-	usleep(ROUNDS * SLEEP_NS / 1000);
+	/*
+	 * The sleeper's last sleeps end after the reader's last read: waited
+	 * for (a loaded host stretches them; a fixed wait of ROUNDS sleeps
+	 * once saw 19 of 20 ended).
+	 */
+	for (int w = 0; w < 30000 && __atomic_load_n(&m.slept, __ATOMIC_ACQUIRE) < ROUNDS; w++)
+		usleep(1000);
+	ASSERT_EQ(ROUNDS, __atomic_load_n(&m.slept, __ATOMIC_ACQUIRE));
 	ASSERT_EQ(0, ktau_snap(fd, &cur, KTAU_SNAP_PIDS, tids, 2));
 	wall = ktau_now_ns() - t0;
 	ASSERT_EQ(2, write(m.done[1], "xx", 2));
