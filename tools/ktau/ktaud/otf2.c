@@ -546,12 +546,17 @@ int trace_location_samples(const struct ktau_trace *t, const struct ktau_trace_t
 	return 0;
 }
 
-/* Move the files of the staged archive into od. */
-static int adopt_tree(struct ktau_outdir *od, const char *stage, const char *sub)
+/*
+ * Move the files of the staged archive into od: the anchor (*.otf2, what
+ * readers open) last, so that an archive whose move failed half-way is
+ * not there to be read (anchor: 0 every other file, 1 the anchors).
+ */
+static int adopt_tree(struct ktau_outdir *od, const char *stage, const char *sub, int anchor)
 {
 	char path[PATH_MAX], name[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
+	size_t l;
 	int ret = 0;
 	DIR *d;
 
@@ -562,6 +567,9 @@ static int adopt_tree(struct ktau_outdir *od, const char *stage, const char *sub
 	while (!ret && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
+		l = strlen(de->d_name);
+		if (!sub && (l > 5 && !strcmp(de->d_name + l - 5, ".otf2")) != anchor)
+			continue;
 		snprintf(path, sizeof(path), "%s/%s%s%s", stage, sub ? sub : "", sub ? "/" : "",
 			 de->d_name);
 		snprintf(name, sizeof(name), "%s%s%s", sub ? sub : "", sub ? "/" : "", de->d_name);
@@ -571,7 +579,7 @@ static int adopt_tree(struct ktau_outdir *od, const char *stage, const char *sub
 			if (sub)
 				ret = -EINVAL;	/* OTF2 writes one level */
 			else
-				ret = adopt_tree(od, stage, de->d_name);
+				ret = adopt_tree(od, stage, de->d_name, 0);
 			rmdir(path);
 			continue;
 		}
@@ -1082,7 +1090,9 @@ close:
 	if (OTF2_Archive_Close(ar) != OTF2_SUCCESS && !ret)
 		ret = -EIO;
 	if (!ret)
-		ret = adopt_tree(od, stage, NULL);
+		ret = adopt_tree(od, stage, NULL, 0);
+	if (!ret)
+		ret = adopt_tree(od, stage, NULL, 1);
 out:
 	rm_tree(stage);
 	free(locs);

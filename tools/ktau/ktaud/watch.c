@@ -34,8 +34,9 @@ static void help(FILE *f)
 "Every interval, snapshot the given processes (all readable tasks when none\n"
 "is given) and save the change since the previous snapshot as a file\n"
 "DIR/snap-NNNNNN.ktau. The first file holds the full profiles (the\n"
-"baseline), the others deltas. At most --keep files are kept: the oldest\n"
-"are removed. SIGTERM or SIGINT stop it after the current file is complete.\n"
+"baseline), the others deltas. At most --keep files are kept: its oldest\n"
+"are removed (never an earlier watch's). SIGTERM or SIGINT stop it after\n"
+"the current file is complete.\n"
 "'ktaud export' and 'ktaud plot groups' read the directory.\n\n"
 "  -i, --interval S     seconds between snapshots (default 1; fractions ok),\n"
 "                       at fixed times: the snapshots' own time does not add up\n"
@@ -57,8 +58,12 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char * const *)a, *(char * const *)b);
 }
 
-/* Remove the oldest snap-*.ktau beyond keep. */
-static void prune(const char *dir, unsigned long keep)
+/*
+ * Remove the oldest snap-*.ktau of this session (numbered from first on)
+ * beyond keep; an earlier session's files in the directory are not ours
+ * to remove.
+ */
+static void prune(const char *dir, unsigned long keep, unsigned long first)
 {
 	char **names = NULL, **nn, path[PATH_MAX + 512];
 	size_t n = 0, cap = 0, i;
@@ -70,7 +75,8 @@ static void prune(const char *dir, unsigned long keep)
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 
-		if (strncmp(de->d_name, "snap-", 5) || l < 10 || strcmp(de->d_name + l - 5, ".ktau"))
+		if (strncmp(de->d_name, "snap-", 5) || l < 10 || strcmp(de->d_name + l - 5, ".ktau") ||
+		    strtoul(de->d_name + 5, NULL, 10) < first)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -195,7 +201,67 @@ static int write_pidfile(const char *path, struct stat *st)
 	return EX_KT_OK;
 }
 
-/* After daemon(): the pid file made by write_pidfile() gets this pid. */
+/*
+ * Into the background, as daemon(3) does (a child in a new session, in /,
+ * its standard streams on /dev/null), but the command returns only once
+ * the daemon's pid is in @pidfile (when there is one; made by
+ * write_pidfile()): a script or a service manager (systemd's
+ * Type=forking with PIDFile=) that reads the file right after finds the
+ * daemon's pid, not the command's. In the daemon: 0, or an exit code
+ * after a message (which still reaches the terminal); the command itself
+ * exits here, with the daemon's result.
+ */
+static int rewrite_pidfile(const char *path, struct stat *st);
+
+static int detach(const char *pidfile, struct stat *st)
+{
+	int p[2], fd;
+	char ok = 1;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return report(-errno, "daemon");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return report(-errno, "daemon");
+	}
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &ok, 1) != 1)
+			ok = 1;
+		_exit(ok ? EX_KT_FAIL : EX_KT_OK);
+	}
+	close(p[0]);
+	if (setsid() < 0 || chdir("/")) {
+		report(-errno, "daemon");
+		goto fail;
+	}
+	if (pidfile && rewrite_pidfile(pidfile, st)) {
+		err_msg("cannot write the daemon's pid into %s: %s", pidfile, strerror(errno));
+		goto fail;
+	}
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+		report(-errno, "daemon: /dev/null");
+		goto fail;
+	}
+	if (fd > 2)
+		close(fd);
+	ok = 0;
+	if (write(p[1], &ok, 1) != 1)
+		ok = 1;
+	close(p[1]);
+	return EX_KT_OK;
+fail:
+	/* The command says the daemon failed; it ends here too. */
+	close(p[1]);
+	return EX_KT_FAIL;
+}
+
+/* In the daemon: the pid file made by write_pidfile() gets its pid. */
 static int rewrite_pidfile(const char *path, struct stat *st)
 {
 	struct stat now;
@@ -230,7 +296,7 @@ int cmd_watch(int argc, char **argv)
 	const char *dir_arg = "ktau-watch", *pidfile_arg = NULL;
 	char *dir_own = NULL;	/* -o with %r, %p, %h expanded */
 	char dir[PATH_MAX], pidfile[PATH_MAX] = "", path[PATH_MAX + 32];
-	unsigned long keep = 600, count = 0, seq, taken = 0;
+	unsigned long keep = 600, count = 0, seq, first_seq, taken = 0;
 	struct ktau_snap *prev = NULL, *cur = NULL, *delta = NULL, *out = NULL;
 	struct ktau_registry *reg = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -361,19 +427,15 @@ int cmd_watch(int argc, char **argv)
 			goto out;
 		wrote_pidfile = 1;
 	}
-	if (daemonize && daemon(0, 0)) {
-		rc = report(-errno, "daemon");
-		goto out;
-	}
-	/* The daemon's pid in the file this process made. */
-	if (daemonize && wrote_pidfile && rewrite_pidfile(pidfile, &pid_st)) {
-		rc = EX_KT_FAIL;
-		goto out;
+	if (daemonize) {
+		rc = detach(wrote_pidfile ? pidfile : NULL, &pid_st);
+		if (rc)
+			goto out;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	seq = next_seq(dir);
+	seq = first_seq = next_seq(dir);
 	start = now_ns(CLOCK_MONOTONIC);
 	step = (uint64_t)(interval * 1e9);
 	while (!stop) {
@@ -419,7 +481,7 @@ int cmd_watch(int argc, char **argv)
 			rc = EX_KT_FAIL;
 			break;
 		}
-		prune(dir, keep);
+		prune(dir, keep, first_seq);
 		ktau_snap_free(prev);
 		ktau_snap_free(delta);
 		ktau_snap_free(out);

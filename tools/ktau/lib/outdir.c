@@ -601,11 +601,13 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 		created = 0;
 		if (node >= 0)
 			fail(ret, "another process is writing the %s output of node %d into %s right "
-			     "now: give each process its own directory (%%p, %%r or %%h in its "
-			     "name) or its own node (an MPI rank)", kind, node, dir);
+			     "now: give each process its own directory (%%r, or %%h-%%p: a pid "
+			     "is not unique across machines, in its name) or its own node (an "
+			     "MPI rank)", kind, node, dir);
 		else
 			fail(ret, "another process is writing %s output into %s right now: give each "
-			     "process its own directory (%%p or %%h in its name)", kind, dir);
+			     "process its own directory (%%h-%%p in its name: a pid is not unique "
+			     "across machines)", kind, dir);
 		goto err;
 	}
 	if (!(flags & KTAU_OUTDIR_FORCE)) {
