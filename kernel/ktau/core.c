@@ -1242,10 +1242,31 @@ static void ktau_notify_syscall_start(struct ktau_task *kt,
 }
 
 /* Drop the frame at @i of the @d open ones, which will never close. */
+/*
+ * Drop frame @i of the @d open ones. The routines that ended inside it
+ * (its child time) become the frame below's children, so that its
+ * exclusive time does not count them a second time; the dropped frame's
+ * own time stays there.
+ */
 static void ktau_drop_frame(struct ktau_task *kt, int i, unsigned int d)
 {
+	if (i > 0)
+		kt->stack[i - 1].child += kt->stack[i].child;
 	memmove(&kt->stack[i], &kt->stack[i + 1],
 		(d - i - 1) * sizeof(kt->stack[0]));
+}
+
+/*
+ * Frames [@i + 1, @d) are dropped and frame @i closes next: the routines
+ * that ended inside the dropped ones are its children (as above).
+ */
+static void ktau_drop_above(struct ktau_task *kt, int i, unsigned int d)
+{
+	unsigned int j;
+
+	ktau_count_dropped(kt, i + 1, d);
+	for (j = i + 1; j < d; j++)
+		kt->stack[i].child += kt->stack[j].child;
 }
 
 /* Open a frame for @id; interrupts off. */
@@ -1344,7 +1365,7 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 			ktau_count_unmatched(kt, 1);
 		return;
 	}
-	ktau_count_dropped(kt, i + 1, d);
+	ktau_drop_above(kt, i, d);
 	kt->depth = i + 1;
 	__ktau_pop(kt, group);
 }
@@ -1667,7 +1688,7 @@ void __ktau_stop_id(unsigned int group, u32 id)
 		ktau_count_unmatched(kt, 1);
 		goto out;
 	}
-	ktau_count_dropped(kt, i + 1, d);
+	ktau_drop_above(kt, i, d);
 	kt->depth = i + 1;
 	__ktau_pop(kt, group);
 out:

@@ -329,6 +329,8 @@ struct blocked_reader {
 	int done;
 };
 
+#define BLOCKED_NS	(200 * KTAU_NSEC_PER_MSEC)
+
 static void *blocked_reader_fn(void *arg)
 {
 	struct blocked_reader *b = arg;
@@ -352,12 +354,16 @@ static char thread_state(pid_t tid)
  * A probe removed while a task is inside the function (a reader blocked
  * in pipe_read()): that frame's exit never comes, so the function gets
  * no call; the frame is dropped and counted as unmatched when the task's
- * system call ends, and the read() itself is one call as usual.
+ * system call ends, and the read() itself is one call as usual. The
+ * reader's stay off the CPU ended inside the dropped frame: it is still
+ * the read()'s child, not read()'s exclusive time too (it was, counted
+ * twice, until the dropped frame's children went to the frame below).
  */
 TEST_F(probe, removed_while_task_inside)
 {
 	struct blocked_reader b = { 0 };
 	const struct ktau_task_rec *ra, *rb;
+	struct ktau_val rd, bl;
 	pthread_t th;
 	int id, i;
 
@@ -373,6 +379,7 @@ TEST_F(probe, removed_while_task_inside)
 	ra = ktau_snap_find(&self->a, b.tid);
 	ASSERT_NE(NULL, ra);
 	ASSERT_EQ(0, probe_remove(self->fd, "pipe_read"));
+	usleep(BLOCKED_NS / 1000);
 	ASSERT_EQ(1, write(b.p[1], "x", 1));
 	for (i = 0; i < 5000 && !__atomic_load_n(&b.done, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
@@ -388,6 +395,13 @@ TEST_F(probe, removed_while_task_inside)
 	EXPECT_EQ(0, ktau_val_delta(ra, rb, id).count);
 	EXPECT_EQ(1, ktau_val_delta(ra, rb, KTAU_ID_READ).count);
 	EXPECT_EQ(1, rb->unmatched - ra->unmatched);
+	rd = ktau_val_delta(ra, rb, KTAU_ID_READ);
+	bl = ktau_val_delta(ra, rb, KTAU_ID_SCHED_VOL);
+	TH_LOG("read: incl %llu excl %llu ns; sched_blocked: incl %llu ns",
+	       (unsigned long long)rd.incl, (unsigned long long)rd.excl,
+	       (unsigned long long)bl.incl);
+	EXPECT_LE(BLOCKED_NS, bl.incl);
+	EXPECT_GT(BLOCKED_NS / 2, rd.excl);
 	ASSERT_EQ(1, write(b.p[1], "x", 1));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	close(b.p[0]);
