@@ -222,13 +222,15 @@ TEST(blocked_threads_moved_across_cpus)
 		memset(&cur, 0, sizeof(cur));
 	}
 	/*
-	 * The sleeper's last sleeps end after the reader's last read: waited
-	 * for (a loaded host stretches them; a fixed wait of ROUNDS sleeps
-	 * once saw 19 of 20 ended).
+	 * The reader's last read and the sleeper's last sleeps end after the
+	 * last round: waited for (a loaded host stretches them; a fixed wait
+	 * of ROUNDS sleeps once saw 19 of 20 sleeps ended).
 	 */
-	for (int w = 0; w < 30000 && __atomic_load_n(&m.slept, __ATOMIC_ACQUIRE) < ROUNDS; w++)
+	for (int w = 0; w < 30000 && (__atomic_load_n(&m.slept, __ATOMIC_ACQUIRE) < ROUNDS ||
+				      __atomic_load_n(&m.reads, __ATOMIC_ACQUIRE) < ROUNDS); w++)
 		usleep(1000);
 	ASSERT_EQ(ROUNDS, __atomic_load_n(&m.slept, __ATOMIC_ACQUIRE));
+	ASSERT_EQ(ROUNDS, __atomic_load_n(&m.reads, __ATOMIC_ACQUIRE));
 	ASSERT_EQ(0, ktau_snap(fd, &cur, KTAU_SNAP_PIDS, tids, 2));
 	wall = ktau_now_ns() - t0;
 	ASSERT_EQ(2, write(m.done[1], "xx", 2));
