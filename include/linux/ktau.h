@@ -280,6 +280,17 @@ void __ktau_irq_exit(void);
 void __ktau_irq_desc(struct irq_desc *desc);
 void __ktau_sched_out(bool blocked);
 void __ktau_sched_in(void);
+#ifdef CONFIG_X86_TSC
+/* On when the TSCs of the CPUs may not agree: see ktau_rebase_in(). */
+extern struct static_key_false ktau_rebase_key;
+void __ktau_rebase_out(void);
+void __ktau_rebase_in(void);
+#define ktau_rebase_on()	static_branch_unlikely(&ktau_rebase_key)
+#else
+#define ktau_rebase_on()	false
+static inline void __ktau_rebase_out(void) { }
+static inline void __ktau_rebase_in(void) { }
+#endif
 void ktau_exec(void);
 void ktau_exec_nondumpable(void);
 void ktau_exec_leader(struct task_struct *tsk, struct task_struct *leader);
@@ -501,12 +512,20 @@ static __always_inline void ktau_sched_out(bool blocked)
 {
 	if (ktau_group_on(KTAU_GROUP_SCHED))
 		__ktau_sched_out(blocked);
+	else if (ktau_rebase_on())
+		__ktau_rebase_out();
 }
 
+/*
+ * finish_task_switch(). A task's routines of the other groups may change
+ * CPU too: the rebase does not wait for the sched group.
+ */
 static __always_inline void ktau_sched_in(void)
 {
 	if (ktau_group_on(KTAU_GROUP_SCHED))
 		__ktau_sched_in();
+	else if (ktau_rebase_on())
+		__ktau_rebase_in();
 }
 
 static __always_inline void ktau_fault_enter(bool user)

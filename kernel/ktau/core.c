@@ -47,8 +47,7 @@
 
 DEFINE_STATIC_KEY_ARRAY_TRUE(ktau_keys, KTAU_NR_GROUPS);
 #ifdef CONFIG_X86_TSC
-/* On when the TSCs of the CPUs may not agree: see ktau_rebase_in(). */
-static DEFINE_STATIC_KEY_FALSE(ktau_rebase_key);
+DEFINE_STATIC_KEY_FALSE(ktau_rebase_key);
 #endif
 /* On once a group was switched off at run time: see ktau_user_return(). */
 DEFINE_STATIC_KEY_FALSE(ktau_gap_key);
@@ -266,6 +265,8 @@ long ktau_clock_backwards(void)
 #ifdef CONFIG_X86_TSC
 /* Nanoseconds to TSC cycles, for ktau_rebase_in(). */
 static u32 ktau_ns2cyc_mult, ktau_ns2cyc_shift;
+/* The TSC may stop in deep idle states: rebase on the same CPU too. */
+static bool ktau_rebase_same_cpu __read_mostly;
 
 /* __schedule(), interrupts off: where and when the task left. */
 static void ktau_rebase_out(struct ktau_task *kt)
@@ -277,9 +278,13 @@ static void ktau_rebase_out(struct ktau_task *kt)
 
 /*
  * The task runs again, on another CPU whose TSC may not agree with the
- * one it left: move the start of its open frames by the difference, with
+ * one it left, or on the same CPU when its TSC may have stopped while it
+ * was idle: move the start of its open frames by the difference, with
  * CLOCK_MONOTONIC (the clocksource the kernel chose instead of the TSC),
- * which every CPU agrees on, as the measure of the time in between.
+ * which every CPU agrees on, as the measure of the time in between. The
+ * start of a system call that handlers heard of moves with it, so that
+ * they do not hear of it twice (ktau_notify_syscall_start()). Whatever
+ * groups are on: the task's frames of every group change CPU with it.
  * Interrupts off.
  */
 static void ktau_rebase_in(struct ktau_task *kt)
@@ -288,8 +293,12 @@ static void ktau_rebase_in(struct ktau_task *kt)
 	s64 off_ns;
 	u64 now, shift;
 
-	if (raw_smp_processor_id() == kt->out_cpu || !kt->out_tsc)
+	if (!kt->out_tsc)
 		return;
+	if (raw_smp_processor_id() == kt->out_cpu && !ktau_rebase_same_cpu) {
+		kt->out_tsc = 0;
+		return;
+	}
 	now = rdtsc();
 	off_ns = ktime_get_mono_fast_ns() - kt->out_ns;
 	if (off_ns < 0)
@@ -297,9 +306,32 @@ static void ktau_rebase_in(struct ktau_task *kt)
 	shift = now - (kt->out_tsc +
 		       mul_u64_u32_shr((u64)off_ns, ktau_ns2cyc_mult,
 				       ktau_ns2cyc_shift));
+	if (d && kt->hev_syscall_start == kt->stack[0].start)
+		kt->hev_syscall_start += shift;
 	for (i = 0; i < d; i++)
 		kt->stack[i].start += shift;
 	kt->out_tsc = 0;
+}
+
+/* The hooks of a context switch while the sched group is off. */
+void __ktau_rebase_out(void)
+{
+	struct ktau_task *kt = current->ktau;
+
+	if (kt)
+		ktau_rebase_out(kt);
+}
+
+void __ktau_rebase_in(void)
+{
+	struct ktau_task *kt = current->ktau;
+	unsigned long flags;
+
+	if (!kt)
+		return;
+	local_irq_save(flags);
+	ktau_rebase_in(kt);
+	local_irq_restore(flags);
 }
 
 /*
@@ -321,8 +353,11 @@ static void ktau_clock_watch_fn(struct work_struct *work)
 	}
 	clocks_calc_mult_shift(&ktau_ns2cyc_mult, &ktau_ns2cyc_shift,
 			       NSEC_PER_MSEC, khz, 600);
+	ktau_rebase_same_cpu = !boot_cpu_has(X86_FEATURE_NONSTOP_TSC);
 	static_branch_enable(&ktau_rebase_key);
-	pr_info("ktau: TSC marked unstable: routines that change CPU are rebased with CLOCK_MONOTONIC\n");
+	pr_info("ktau: TSC marked unstable: a task's routines are rebased with CLOCK_MONOTONIC when it %s\n",
+		ktau_rebase_same_cpu ? "runs again (the TSC may stop in idle)" :
+				       "changes CPU");
 }
 
 static int __init ktau_clock_watch_init(void)
@@ -1269,6 +1304,23 @@ static void ktau_drop_above(struct ktau_task *kt, int i, unsigned int d)
 		kt->stack[i].child += kt->stack[j].child;
 }
 
+/*
+ * A frame of group @og is that of the interrupt the CPU is in, which a
+ * routine of @group, begun or ending in that interrupt, does not reach
+ * past: the frames below it are the interrupted context's. An interrupt's
+ * frame the CPU is no longer in was left open by a group switch and is
+ * passed (and dropped). Hard interrupts do not nest: any frame of theirs
+ * is the irq group's own.
+ */
+static bool ktau_interrupt_between(unsigned int og, unsigned int group)
+{
+	if (og == group || group == KTAU_GROUP_IRQ)
+		return false;
+	if (og == KTAU_GROUP_IRQ)
+		return in_hardirq();
+	return og == KTAU_GROUP_SOFTIRQ && in_serving_softirq();
+}
+
 /* Open a frame for @id; interrupts off. */
 static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 {
@@ -1294,7 +1346,12 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	 * ending inclusive time would hide this one's. Hard interrupts
 	 * never nest (their frame closes before softirqs run), so any frame
 	 * of that group matches, whatever source it was renamed to. A
-	 * dynamic point open below is recursion.
+	 * dynamic point open below is recursion. The search for a fixed
+	 * routine's frame ends at the frame of the interrupt the CPU is in:
+	 * what is open below it belongs to the context the interrupt
+	 * stopped (a page fault taken in an interrupt, by a user access in
+	 * a sampler's overflow handler, while that context was in a page
+	 * fault of its own).
 	 */
 	for (i = d - 1; i >= 0; i--) {
 		struct ktau_frame *o = &kt->stack[i];
@@ -1304,6 +1361,9 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 			WRITE_ONCE(kt->unmatched, kt->unmatched + 1);
 			continue;
 		}
+		if (group != KTAU_GROUP_DYNAMIC &&
+		    ktau_interrupt_between(KTAU_TAG_GROUP(o->tag), group))
+			break;
 		if (group == KTAU_GROUP_IRQ ?
 		    KTAU_TAG_GROUP(o->tag) != KTAU_GROUP_IRQ :
 		    (o->tag & ~KTAU_TAG_FLAGS) != base)
@@ -1342,8 +1402,8 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 /*
  * The frame on top is not @group's: a group was switched on or off while
  * a routine was in progress, or the stack overflowed. Close @group's
- * nearest frame and drop the frames above it, or count an exit without
- * entry.
+ * nearest frame, not past the frame of the interrupt the CPU is in, and
+ * drop the frames above it, or count an exit without entry.
  */
 void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 {
@@ -1356,9 +1416,16 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 			kt->depth = d - 1;
 		return;
 	}
-	for (i = (int)d - 1; i >= 0; i--)
-		if (KTAU_TAG_GROUP(kt->stack[i].tag) == group)
+	for (i = (int)d - 1; i >= 0; i--) {
+		unsigned int og = KTAU_TAG_GROUP(kt->stack[i].tag);
+
+		if (og == group)
 			break;
+		if (ktau_interrupt_between(og, group)) {
+			i = -1;
+			break;
+		}
+	}
 	if (i < 0) {
 		if (!(group == KTAU_GROUP_SYSCALL && d == 0 &&
 		      test_and_clear_bit(KTAU_NEW, &kt->flags)))

@@ -870,6 +870,74 @@ TEST_F(sample, user_stack_chain_changing)
 	TH_LOG("%u samples while the chain changed, %u words", sr.r.nread, sr.nwords);
 }
 
+/*
+ * A page fault taken in an interrupt while the task was in a page fault
+ * of its own: the sampler's stack copy, in the hrtimer interrupt of
+ * cpu-clock, faults on a page that is not present (the descriptor points
+ * there) while the thread is in read() of /dev/zero into memory it never
+ * touched, so in page_fault_kernel most of the time. The fault in the
+ * interrupt opens a frame of the same ID above the interrupt's; the outer
+ * one stays open and closes, counted: no frame is dropped as unmatched
+ * (before, the interrupt's fault took the outer one for a frame left open
+ * by a group switch and dropped it).
+ */
+TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
+{
+	static __u64 words[1024 * 4 * 2];
+	const size_t len = 4 << 20;
+	const struct ktau_task_rec *r0, *r1;
+	struct ktau_snap s0 = { 0 }, s1 = { 0 };
+	struct ktau_sample_stack_read sr;
+	struct ktau_stack_desc d;
+	__u32 i, in_fault = 0, faulted = 0;
+	__u64 t0, unm0, rounds = 0;
+	struct ktau_val v;
+	struct spin sp;
+	void *hole;
+	int zfd = open("/dev/zero", O_RDONLY);
+
+	ASSERT_LE(0, zfd);
+	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, hole);
+	toy_desc(&d, 4);
+	d.base = (__u64)(uintptr_t)hole;
+	r0 = ktau_must_snap_self(_metadata, self->fd, &s0);
+	unm0 = r0->unmatched;
+	ASSERT_EQ(0, stack_start(self->fd, &d, 1024, 0));
+	t0 = thread_cpu_ns();
+	spin_begin(&sp);
+	do {
+		void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		ASSERT_NE(MAP_FAILED, buf);
+		ASSERT_EQ((ssize_t)len, read(zfd, buf, len));
+		munmap(buf, len);
+		rounds++;
+	} while (spin_more(&sp, t0, SPIN_NS));
+	ASSERT_EQ(0, stack_read(self->fd, self->buf, 1024, words, 1024 * 4 * 2, &sr, true));
+	r1 = ktau_must_snap_self(_metadata, self->fd, &s1);
+	for (i = 0; i < sr.r.nread; i++) {
+		faulted += !!(self->buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
+		in_fault += self->buf[i].id == KTAU_ID_FAULT_KERNEL;
+	}
+	v = ktau_val_delta(r0, r1, KTAU_ID_FAULT_KERNEL);
+	TH_LOG("%llu reads of %zu bytes: %u samples, %u with a faulting copy, %u in page_fault_kernel; %llu kernel faults, unmatched %llu -> %llu",
+	       (unsigned long long)rounds, len, sr.r.nread, faulted, in_fault,
+	       (unsigned long long)v.count, (unsigned long long)unm0,
+	       (unsigned long long)r1->unmatched);
+	/* Each copy faulted; enough of them inside an outer fault to tell. */
+	EXPECT_EQ(sr.r.nread, faulted);
+	EXPECT_LE(3, in_fault);
+	/* The interrupt's faults are counted too, beside the outer ones. */
+	EXPECT_LE(rounds * (len >> 21) + faulted, v.count);
+	EXPECT_EQ(unm0, r1->unmatched);
+	ktau_snap_free(&s0);
+	ktau_snap_free(&s1);
+	munmap(hole, 4096);
+	close(zfd);
+}
+
 /* Buffered mode: one signal per watermark samples. */
 TEST_F(sample, signal_per_watermark)
 {
