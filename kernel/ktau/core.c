@@ -313,18 +313,26 @@ static void ktau_rebase_in(struct ktau_task *kt)
 	kt->out_tsc = 0;
 }
 
-/* The hooks of a context switch while the sched group is off. */
+/*
+ * The hooks of a context switch while the sched group is off: nothing to
+ * note for a task with no frame open (nothing is pushed while it is off
+ * the CPU), nor for the tasks that share ktau_sink.
+ */
 void __ktau_rebase_out(void)
 {
-	struct ktau_task *kt = current->ktau;
+	struct ktau_task *kt = ktau_profile(current);
 
-	if (kt)
+	if (!kt)
+		return;
+	if (READ_ONCE(kt->depth))
 		ktau_rebase_out(kt);
+	else
+		kt->out_tsc = 0;
 }
 
 void __ktau_rebase_in(void)
 {
-	struct ktau_task *kt = current->ktau;
+	struct ktau_task *kt = ktau_profile(current);
 	unsigned long flags;
 
 	if (!kt)
@@ -1305,20 +1313,20 @@ static void ktau_drop_above(struct ktau_task *kt, int i, unsigned int d)
 }
 
 /*
- * A frame of group @og is that of the interrupt the CPU is in, which a
- * routine of @group, begun or ending in that interrupt, does not reach
- * past: the frames below it are the interrupted context's. An interrupt's
- * frame the CPU is no longer in was left open by a group switch and is
- * passed (and dropped). Hard interrupts do not nest: any frame of theirs
- * is the irq group's own.
+ * A routine of @group (not an interrupt's) that begins or ends in an
+ * interrupt: the frames the CPU's interrupt stopped are below, and the
+ * interrupt's own frame, when its group is on, above them.
  */
-static bool ktau_interrupt_between(unsigned int og, unsigned int group)
+static bool ktau_in_interrupt(unsigned int group)
 {
-	if (og == group || group == KTAU_GROUP_IRQ)
-		return false;
-	if (og == KTAU_GROUP_IRQ)
-		return in_hardirq();
-	return og == KTAU_GROUP_SOFTIRQ && in_serving_softirq();
+	return group != KTAU_GROUP_IRQ && group != KTAU_GROUP_SOFTIRQ &&
+	       (in_hardirq() || in_serving_softirq());
+}
+
+static bool ktau_interrupt_frame(u64 tag)
+{
+	return KTAU_TAG_GROUP(tag) == KTAU_GROUP_IRQ ||
+	       KTAU_TAG_GROUP(tag) == KTAU_GROUP_SOFTIRQ;
 }
 
 /* Open a frame for @id; interrupts off. */
@@ -1346,14 +1354,15 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 	 * ending inclusive time would hide this one's. Hard interrupts
 	 * never nest (their frame closes before softirqs run), so any frame
 	 * of that group matches, whatever source it was renamed to. A
-	 * dynamic point open below is recursion. The search for a fixed
-	 * routine's frame ends at the frame of the interrupt the CPU is in:
-	 * what is open below it belongs to the context the interrupt
-	 * stopped (a page fault taken in an interrupt, by a user access in
-	 * a sampler's overflow handler, while that context was in a page
-	 * fault of its own).
+	 * dynamic point open below is recursion. In an interrupt, a fixed
+	 * routine of another group matches nothing: what is open of it
+	 * belongs to the context the interrupt stopped (a page fault taken
+	 * in an interrupt, by a user access in a sampler's overflow handler,
+	 * while that context was in a page fault of its own), whether or not
+	 * the interrupt's group gave it a frame to stop at.
 	 */
-	for (i = d - 1; i >= 0; i--) {
+	i = group != KTAU_GROUP_DYNAMIC && ktau_in_interrupt(group) ? -1 : (int)d - 1;
+	for (; i >= 0; i--) {
 		struct ktau_frame *o = &kt->stack[i];
 
 		if (unlikely(ktau_frame_stale(o->tag))) {
@@ -1361,9 +1370,6 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 			WRITE_ONCE(kt->unmatched, kt->unmatched + 1);
 			continue;
 		}
-		if (group != KTAU_GROUP_DYNAMIC &&
-		    ktau_interrupt_between(KTAU_TAG_GROUP(o->tag), group))
-			break;
 		if (group == KTAU_GROUP_IRQ ?
 		    KTAU_TAG_GROUP(o->tag) != KTAU_GROUP_IRQ :
 		    (o->tag & ~KTAU_TAG_FLAGS) != base)
@@ -1402,13 +1408,13 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 /*
  * The frame on top is not @group's: a group was switched on or off while
  * a routine was in progress, or the stack overflowed. Close @group's
- * nearest frame, not past the frame of the interrupt the CPU is in, and
- * drop the frames above it, or count an exit without entry.
+ * nearest frame of the context the CPU is in and drop the frames above
+ * it, or count an exit without entry.
  */
 void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 {
 	unsigned int d = kt->depth;
-	int i;
+	int i, lo = 0;
 
 	if (d > KTAU_STACK_DEPTH) {
 		/* A task that folded at exit stays dead: see ktau_exit(). */
@@ -1416,17 +1422,21 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 			kt->depth = d - 1;
 		return;
 	}
-	for (i = (int)d - 1; i >= 0; i--) {
-		unsigned int og = KTAU_TAG_GROUP(kt->stack[i].tag);
-
-		if (og == group)
-			break;
-		if (ktau_interrupt_between(og, group)) {
-			i = -1;
-			break;
-		}
+	/*
+	 * In an interrupt, only the frames above the interrupt's own: none
+	 * when its group gave it no frame, which could be told from those of
+	 * the context it stopped.
+	 */
+	if (ktau_in_interrupt(group)) {
+		for (lo = (int)d - 1; lo >= 0; lo--)
+			if (ktau_interrupt_frame(kt->stack[lo].tag))
+				break;
+		lo = lo < 0 ? (int)d : lo + 1;
 	}
-	if (i < 0) {
+	for (i = (int)d - 1; i >= lo; i--)
+		if (KTAU_TAG_GROUP(kt->stack[i].tag) == group)
+			break;
+	if (i < lo) {
 		if (!(group == KTAU_GROUP_SYSCALL && d == 0 &&
 		      test_and_clear_bit(KTAU_NEW, &kt->flags)))
 			ktau_count_unmatched(kt, 1);

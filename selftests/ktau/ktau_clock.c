@@ -166,7 +166,6 @@ static void moved_across_cpus(struct __test_metadata *_metadata)
 	int fd, moves = 0, asleep = 0;
 	bool wall_ok;
 
-	ktau_must_have_ktau(_metadata);
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs (the 2-CPU pass runs it)");
 	fd = ktau_must_open_profiles(_metadata);
@@ -291,6 +290,7 @@ static void moved_across_cpus(struct __test_metadata *_metadata)
 
 TEST(blocked_threads_moved_across_cpus)
 {
+	ktau_must_have_ktau(_metadata);
 	moved_across_cpus(_metadata);
 }
 
@@ -313,20 +313,24 @@ FIXTURE_SETUP(sched_off)
 		SKIP(return, "switching a group needs root");
 	if (ktau_no_switch_pass())
 		SKIP(return, "no group switches in this pass (ktauhold)");
+	if (ktau_group_state("sched") != 1)
+		SKIP(return, "the sched group is off already");
 	ASSERT_EQ(0, ktau_control("sched off"));
 	self->switched = true;
 }
 
 FIXTURE_TEARDOWN(sched_off)
 {
+	/* On again: it was on before the setup switched it off. */
 	if (self->switched)
-		ktau_control("sched on");
+		EXPECT_EQ(0, ktau_control("sched on"));
 }
 
 TEST_F(sched_off, blocked_threads_moved_across_cpus)
 {
 	EXPECT_EQ(0, ktau_group_state("sched"));
 	moved_across_cpus(_metadata);
+	EXPECT_EQ(0, ktau_group_state("sched")) TH_LOG("the sched group came on meanwhile");
 }
 
 TEST_HARNESS_MAIN

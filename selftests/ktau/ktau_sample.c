@@ -159,6 +159,7 @@ FIXTURE(sample) {
 	int fd;
 	struct ktau_sample *buf;
 	int paranoid, kptr;
+	bool irq_off;	/* switched off by the test: on again at teardown */
 };
 
 FIXTURE_SETUP(sample)
@@ -178,6 +179,8 @@ FIXTURE_TEARDOWN(sample)
 	struct ktau_sample_read r;
 
 	ktau_sample_read(self->fd, 0, NULL, 0, &r, true);
+	if (self->irq_off)
+		EXPECT_EQ(0, ktau_control("irq on"));
 	if (self->paranoid != NO_SYSCTL)
 		write_sysctl(PARANOID, self->paranoid);
 	if (self->kptr >= 0)
@@ -876,12 +879,14 @@ TEST_F(sample, user_stack_chain_changing)
  * cpu-clock, faults on a page that is not present (the descriptor points
  * there) while the thread is in read() of /dev/zero into memory it never
  * touched, so in page_fault_kernel most of the time. The fault in the
- * interrupt opens a frame of the same ID above the interrupt's; the outer
- * one stays open and closes, counted: no frame is dropped as unmatched
- * (before, the interrupt's fault took the outer one for a frame left open
- * by a group switch and dropped it).
+ * interrupt opens a frame of the same ID above the interrupt's (or above
+ * the outer fault's, with the irq group off); the outer one stays open
+ * and closes, counted: no frame is dropped as unmatched (before, the
+ * interrupt's fault took the outer one for a frame left open by a group
+ * switch and dropped it).
  */
-TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
+static void fault_in_interrupt(struct __test_metadata *_metadata, int fd,
+			       struct ktau_sample *buf, const char *how)
 {
 	static __u64 words[1024 * 4 * 2];
 	const size_t len = 4 << 20;
@@ -901,9 +906,9 @@ TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
 	ASSERT_NE(MAP_FAILED, hole);
 	toy_desc(&d, 4);
 	d.base = (__u64)(uintptr_t)hole;
-	r0 = ktau_must_snap_self(_metadata, self->fd, &s0);
+	r0 = ktau_must_snap_self(_metadata, fd, &s0);
 	unm0 = r0->unmatched;
-	ASSERT_EQ(0, stack_start(self->fd, &d, 1024, 0));
+	ASSERT_EQ(0, stack_start(fd, &d, 1024, 0));
 	t0 = thread_cpu_ns();
 	spin_begin(&sp);
 	do {
@@ -915,17 +920,18 @@ TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
 		munmap(buf, len);
 		rounds++;
 	} while (spin_more(&sp, t0, SPIN_NS));
-	ASSERT_EQ(0, stack_read(self->fd, self->buf, 1024, words, 1024 * 4 * 2, &sr, true));
-	r1 = ktau_must_snap_self(_metadata, self->fd, &s1);
+	ASSERT_EQ(0, stack_read(fd, buf, 1024, words, 1024 * 4 * 2, &sr, true));
+	r1 = ktau_must_snap_self(_metadata, fd, &s1);
 	for (i = 0; i < sr.r.nread; i++) {
-		faulted += !!(self->buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
-		in_fault += self->buf[i].id == KTAU_ID_FAULT_KERNEL;
+		faulted += !!(buf[i].flags & KTAU_SAMPLE_STACK_FAULT);
+		in_fault += buf[i].id == KTAU_ID_FAULT_KERNEL;
 	}
 	v = ktau_val_delta(r0, r1, KTAU_ID_FAULT_KERNEL);
-	TH_LOG("%llu reads of %zu bytes: %u samples, %u with a faulting copy, %u in page_fault_kernel; %llu kernel faults, unmatched %llu -> %llu",
-	       (unsigned long long)rounds, len, sr.r.nread, faulted, in_fault,
-	       (unsigned long long)v.count, (unsigned long long)unm0,
-	       (unsigned long long)r1->unmatched);
+	TH_LOG("%s: %llu reads of %zu bytes, %llu kernel faults, unmatched %llu -> %llu",
+	       how, (unsigned long long)rounds, len, (unsigned long long)v.count,
+	       (unsigned long long)unm0, (unsigned long long)r1->unmatched);
+	TH_LOG("%u samples, %u with a faulting copy, %u in page_fault_kernel",
+	       sr.r.nread, faulted, in_fault);
 	/* Each copy faulted; enough of them inside an outer fault to tell. */
 	EXPECT_EQ(sr.r.nread, faulted);
 	EXPECT_LE(3, in_fault);
@@ -936,6 +942,19 @@ TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
 	ktau_snap_free(&s1);
 	munmap(hole, 4096);
 	close(zfd);
+}
+
+TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
+{
+	if (ktau_group_state("fault") != 1 || ktau_group_state("irq") != 1)
+		SKIP(return, "the fault or irq group is off");
+	fault_in_interrupt(_metadata, self->fd, self->buf, "irq group on");
+	/* The interrupt then has no frame of its own to stop a search at. */
+	if (geteuid() || ktau_no_switch_pass())
+		return;
+	ASSERT_EQ(0, ktau_control("irq off"));
+	self->irq_off = true;
+	fault_in_interrupt(_metadata, self->fd, self->buf, "irq group off");
 }
 
 /* Buffered mode: one signal per watermark samples. */
