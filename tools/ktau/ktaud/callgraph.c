@@ -27,6 +27,7 @@ static void help(FILE *f)
 "  -o, --output FILE    write the call graph file to FILE (default: stdout)\n"
 "      --callees FUNC   print the callees of FUNC instead, one a line\n"
 "                       (may be repeated)\n"
+"      --force          replace an existing FILE that ktaud did not write\n"
 "  -q, --quiet          no summary on stderr\n"
 "  -h, --help           this help\n");
 }
@@ -62,6 +63,7 @@ int cmd_callgraph(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "callees", required_argument, NULL, 'C' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -78,6 +80,7 @@ int cmd_callgraph(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:cqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'F': out_force = 1; break;
 		case 'c': free(funcs); return moved_short("callgraph", c, "--callees");
 		case 'C': funcs[nfuncs++] = optarg; break;
 		case 'q': quiet = 1; break;

@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -342,14 +344,89 @@ static int rank_unique(const char *tmpl)
 	return EX_KT_USAGE;
 }
 
+/*
+ * Single output files that ktaud wrote carry this extended attribute, so
+ * that a later run may replace them; any other existing file with
+ * something in it is left alone unless --force (out_force) is given.
+ */
+#define OUT_FILE_XATTR	"user.ktau.output"
+int out_force;
+
+/* Whether @path (a regular file) is one ktaud wrote; errno ENOTSUP: cannot tell. */
+static bool out_file_ours(const char *path)
+{
+	char v[8];
+
+	return lgetxattr(path, OUT_FILE_XATTR, v, sizeof(v)) >= 0;
+}
+
+/*
+ * Whether @path may be written: EX_KT_OK, with *@direct set for a device
+ * or FIFO (written as it is), or an exit code after a message.
+ */
+static int out_path_check(const char *path, bool *direct)
+{
+	struct stat st, to;
+
+	*direct = false;
+	if (lstat(path, &st))
+		return EX_KT_OK;
+	/* Through a link only to a device or FIFO (/dev/stdout). */
+	to = st;
+	if (S_ISLNK(st.st_mode) && stat(path, &to))
+		to.st_mode = S_IFLNK;
+	if (S_ISCHR(to.st_mode) || S_ISFIFO(to.st_mode)) {
+		/* /dev/null, /dev/stdout, a pipe. */
+		*direct = true;
+		return EX_KT_OK;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err_msg("%s exists and is %s: nothing was written; name a file", path,
+			S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ?
+			"a symbolic link (not written through)" : "not a regular file");
+		return EX_KT_FAIL;
+	}
+	if (st.st_size && !out_force && !out_file_ours(path)) {
+		int e = errno;
+
+		err_msg("%s exists and ktaud did not write it: nothing was written; "
+			"remove it, name another file, or give --force to replace it%s",
+			path, e == ENOTSUP ? " (its file system keeps no extended "
+			"attributes, by which ktaud knows its own files)" : "");
+		return EX_KT_USAGE;
+	}
+	return EX_KT_OK;
+}
+
+int out_file_check(const char *tmpl)
+{
+	bool direct;
+	char *path;
+	int ret;
+
+	if (!tmpl || !strcmp(tmpl, "-") || !strcmp(tmpl, "/dev/stdout") ||
+	    !strcmp(tmpl, "/dev/fd/1"))
+		return EX_KT_OK;
+	ret = rank_unique(tmpl);
+	if (ret)
+		return ret;
+	path = output_path(tmpl);
+	if (!path)
+		return EX_KT_FAIL;
+	ret = out_path_check(path, &direct);
+	free(path);
+	return ret;
+}
+
 int out_file_open(struct out_file *of, const char *tmpl)
 {
-	struct stat st;
 	char *slash;
+	bool direct;
 	int fd, ret;
 
 	memset(of, 0, sizeof(*of));
-	if (!strcmp(tmpl, "-")) {
+	/* Standard output by its names too: a file it goes to is the shell's. */
+	if (!strcmp(tmpl, "-") || !strcmp(tmpl, "/dev/stdout") || !strcmp(tmpl, "/dev/fd/1")) {
 		of->f = stdout;
 		return EX_KT_OK;
 	}
@@ -359,23 +436,18 @@ int out_file_open(struct out_file *of, const char *tmpl)
 	of->path = output_path(tmpl);
 	if (!of->path)
 		return EX_KT_FAIL;
-	if (!lstat(of->path, &st)) {
-		if (S_ISLNK(st.st_mode) && stat(of->path, &st))
-			st.st_mode = S_IFLNK;
-		if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-			/* /dev/null, /dev/stdout, a pipe: written as it is. */
-			of->f = fopen(of->path, "w");
-			if (of->f)
-				return EX_KT_OK;
-			err_msg("cannot write %s: %s", of->path, strerror(errno));
-			goto fail;
-		}
-		if (!lstat(of->path, &st) && !S_ISREG(st.st_mode)) {
-			err_msg("%s exists and is %s: nothing was written; name a file", of->path,
-				S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ?
-				"a symbolic link (not written through)" : "not a regular file");
-			goto fail;
-		}
+	ret = out_path_check(of->path, &direct);
+	if (ret) {
+		free(of->path);
+		of->path = NULL;
+		return ret;
+	}
+	if (direct) {
+		of->f = fopen(of->path, "w");
+		if (of->f)
+			return EX_KT_OK;
+		err_msg("cannot write %s: %s", of->path, strerror(errno));
+		goto fail;
 	}
 	/* Beside it, so that the rename at the end stays in one file system. */
 	slash = strrchr(of->path, '/');
@@ -420,6 +492,9 @@ int out_file_close(struct out_file *of, int err, const char *what)
 	/* The writers say -EIO for any failed write: the stream knows why. */
 	if (ret == -EIO && ferror(of->f) && e > 0 && e != EIO)
 		ret = -e;
+	/* Ours, for the next run (best effort: not every file system can). */
+	if (!ret && of->tmp)
+		(void)fsetxattr(fileno(of->f), OUT_FILE_XATTR, "1", 1, 0);
 	if (of->f == stdout) {
 		if ((fflush(stdout) || ferror(stdout)) && !ret)
 			ret = -(errno ? errno : EIO);
@@ -440,18 +515,38 @@ int out_file_close(struct out_file *of, int err, const char *what)
 	return ret ? EX_KT_FAIL : EX_KT_OK;
 }
 
+void out_file_discard(struct out_file *of)
+{
+	if (of->f && of->f != stdout)
+		fclose(of->f);
+	if (of->tmp)
+		unlink(of->tmp);
+	free(of->tmp);
+	free(of->path);
+	memset(of, 0, sizeof(*of));
+}
+
 int expand_outputs(struct out_opts *o)
 {
 	const char **paths[4] = { &o->tau_dir, &o->json_path, &o->folded_path, &o->save_path };
 	size_t i;
 
 	for (i = 0; i < 4; i++) {
-		/* Refused before anything runs (the TAU directory has its node). */
+		int ret;
+
+		/*
+		 * Refused before anything runs (the TAU directory has its
+		 * node); --json and --folded FILE, expanded as they are
+		 * written, checked as out_file_open() will.
+		 */
+		if (i == 1 || i == 2) {
+			ret = *paths[i] ? out_file_check(*paths[i]) : EX_KT_OK;
+			if (ret)
+				return ret;
+			continue;
+		}
 		if (i && *paths[i] && rank_unique(*paths[i]))
 			return EX_KT_USAGE;
-		/* --json and --folded FILE: expanded as they are written. */
-		if (i == 1 || i == 2)
-			continue;
 		if (!*paths[i] || !strcmp(*paths[i], "-") || !strchr(*paths[i], '%'))
 			continue;
 		o->owned[i] = output_path(*paths[i]);

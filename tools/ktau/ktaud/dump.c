@@ -29,7 +29,8 @@ static void help(FILE *f)
 "                       tables, or into FILE\n"
 "  -T, --tau DIR        also write a TAU profile directory\n"
 "      --force          write the TAU directory among files dump did not\n"
-"                       write (none of them is replaced)\n"
+"                       write (none of them is replaced), and replace an\n"
+"                       existing FILE that ktaud did not write\n"
 "      --save FILE      also save a snapshot file (for 'ktaud export')\n"
 "      --raw FILE       also write the binary records (ABI of <linux/ktau.h>)\n"
 "  -q, --quiet          no tables\n"
@@ -130,7 +131,7 @@ int cmd_dump(int argc, char **argv)
 		case 'T': oo.tau_dir = optarg; break;
 		case 'S': oo.save_path = optarg; break;
 		case 'R': raw = optarg; break;
-		case 'f': oo.force = 1; break;
+		case 'f': oo.force = out_force = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("dump", "bad option");

@@ -33,7 +33,8 @@ static void help(FILE *f)
 "  -P, --processes      sum threads into processes\n"
 "      --deltas-only    skip files that are not deltas (the baseline)\n"
 "  -f, --force          write the TAU directory among files export did not\n"
-"                       write (none of them is replaced)\n"
+"                       write (none of them is replaced), and replace an\n"
+"                       existing FILE that ktaud did not write\n"
 "  -h, --help           this help\n\n"
 "Without an output option, tables are printed.\n");
 }
@@ -246,7 +247,7 @@ int cmd_export(int argc, char **argv)
 		case 't': procs = 0; tset |= 1; break;
 		case 'P': procs = 1; tset |= 2; break;
 		case 'd': deltas = 1; break;
-		case 'f': oo.force = 1; break;
+		case 'f': oo.force = out_force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("export", "bad option");
 		}

@@ -106,8 +106,14 @@ struct out_file {
 	char *path;
 	char *tmp;
 };
+/* --force: an existing single output file ktaud did not write is replaced. */
+extern int out_force;
 int out_file_open(struct out_file *of, const char *tmpl);
+/* Whether out_file_open() would refuse @tmpl, before a command runs: an exit code. */
+int out_file_check(const char *tmpl);
 int out_file_close(struct out_file *of, int err, const char *what);
+/* Give up an opened output file: nothing is left of it, nothing said. */
+void out_file_discard(struct out_file *of);
 /* The -o DIR of a command, its %r, %p, %h expanded (NULL: no memory, said). */
 char *output_path(const char *tmpl);
 int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,

@@ -33,6 +33,8 @@ static void help(FILE *f)
 "  -p, --pid PID        the process (or thread) to show from saved files\n"
 "      --script FILE    write the gnuplot script there; do not run gnuplot\n"
 "      --title TEXT     the chart's title\n"
+"      --force          replace an existing FILE (or script) that ktaud did\n"
+"                       not write\n"
 "  -h, --help           this help\n\n"
 "Needs gnuplot (apt-get install gnuplot-nox) unless --script is given.\n");
 }
@@ -59,9 +61,23 @@ static const char *terminal(const char *out)
 	return NULL;
 }
 
+/*
+ * The output of a script: gnuplot's variable ktau_output when it is set
+ * (ktaud sets it to a new file beside @out, renamed to @out when gnuplot
+ * is done: see finish()), else @out, for a saved script run elsewhere.
+ */
+static void gp_output(FILE *f, const char *out)
+{
+	fprintf(f, "if (!exists(\"ktau_output\")) ktau_output = ");
+	gp_string(f, out);
+	fprintf(f, "\nset output ktau_output\n");
+}
+
 /* Run the script through gnuplot, or save it. Returns an exit code. */
 static int finish(char *script, size_t len, const char *script_path, const char *out)
 {
+	struct out_file chart;
+	char *name;
 	FILE *f;
 	int st;
 
@@ -78,25 +94,43 @@ static int finish(char *script, size_t len, const char *script_path, const char 
 			script_path, script_path, out);
 		return EX_KT_OK;
 	}
+	/* Never over a file ktaud did not write; complete, or not at all. */
+	st = out_file_open(&chart, out);
+	if (st)
+		return st;
+	if (!chart.path) {
+		out_file_discard(&chart);
+		return usage_err("plot", "gnuplot writes charts into a file, not to standard output");
+	}
 	fflush(NULL);
 	f = popen("gnuplot", "w");
 	if (!f) {
 		err_msg("cannot start gnuplot: %s", strerror(errno));
+		out_file_discard(&chart);
 		return EX_KT_FAIL;
 	}
+	fprintf(f, "ktau_output = ");
+	gp_string(f, chart.tmp ? chart.tmp : chart.path);
+	fputc('\n', f);
 	fwrite(script, 1, len, f);
 	st = pclose(f);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) == 127) {
 		err_msg("gnuplot is needed to draw charts: apt-get install gnuplot-nox "
 			"(or use --script FILE and run it elsewhere)");
+		out_file_discard(&chart);
 		return EX_KT_FAIL;
 	}
 	if (WEXITSTATUS(st)) {
-		err_msg("gnuplot failed (exit %d) drawing %s", WEXITSTATUS(st), out);
+		err_msg("gnuplot failed (exit %d) drawing %s", WEXITSTATUS(st), chart.path);
+		out_file_discard(&chart);
 		return EX_KT_FAIL;
 	}
-	fprintf(stderr, "%s: wrote %s\n", prog, out);
-	return EX_KT_OK;
+	name = strdup(chart.path);
+	st = out_file_close(&chart, 0, "the chart");
+	if (!st)
+		fprintf(stderr, "%s: wrote %s\n", prog, name ? name : out);
+	free(name);
+	return st;
 }
 
 static int cmp_excl(const void *a, const void *b)
@@ -138,9 +172,9 @@ static int plot_top(const struct ktau_task *t, const struct ktau_registry *reg,
 		free(e);
 		return report(-errno, "plot");
 	}
-	fprintf(f, "set terminal %s\nset termoption noenhanced\nset output ", terminal(out));
-	gp_string(f, out);
-	fprintf(f, "\nset title ");
+	fprintf(f, "set terminal %s\nset termoption noenhanced\n", terminal(out));
+	gp_output(f, out);
+	fprintf(f, "set title ");
 	gp_string(f, title);
 	fprintf(f, "\nset style data histograms\nset style fill solid 0.8 border -1\n"
 		   "set boxwidth 0.8\nset xtics rotate by -40 left\nset ylabel \"exclusive time (ms)\"\n"
@@ -171,9 +205,9 @@ static int plot_groups(const struct series *s, pid_t pid, const char *out,
 	f = open_memstream(&script, &len);
 	if (!f)
 		return report(-errno, "plot");
-	fprintf(f, "set terminal %s\nset termoption noenhanced\nset output ", terminal(out));
-	gp_string(f, out);
-	fprintf(f, "\nset title ");
+	fprintf(f, "set terminal %s\nset termoption noenhanced\n", terminal(out));
+	gp_output(f, out);
+	fprintf(f, "set title ");
 	gp_string(f, title ? title : pid ? "KTAU: kernel time per group (one process)"
 					 : "KTAU: kernel time per group");
 	fprintf(f, "\nset xlabel \"time (s)\"\nset ylabel \"kernel time per interval (ms)\"\n"
@@ -228,6 +262,7 @@ int cmd_plot(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "script", required_argument, NULL, 's' },
 		{ "title", required_argument, NULL, 'T' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -265,6 +300,7 @@ int cmd_plot(int argc, char **argv)
 			break;
 		case 's': script = optarg; break;
 		case 'T': title = optarg; break;
+		case 'F': out_force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("plot", "bad option");
 		}

@@ -36,7 +36,9 @@ static void help(FILE *f)
 "  -o, --output DIR     the TAU profile directory (default: ktau-profile); %%r\n"
 "                       the MPI rank, %%p ktaud's pid, %%h the host name\n"
 "  -f, --force          write DIR even when it holds files ktaud did not write\n"
-"                       (none of them is replaced)\n"
+"                       (none of them is replaced), and replace an existing\n"
+"                       FILE of --json, --folded or --sample-folded that\n"
+"                       ktaud did not write\n"
 "  -j, --json[=FILE]    also write JSON on stdout, or into FILE\n"
 "                       (--json=FILE, -jFILE)\n"
 "      --folded[=FILE]  also write folded stacks (alone: on stdout)\n"
@@ -167,7 +169,7 @@ int run_output_option(struct run_args *ra, int c, const char *arg)
 			return usage_err(ra->cmd_name, "bad --top '%s': a number", arg);
 		break;
 	case 'q': ra->quiet = 1; break;
-	case 'f': ra->oo.force = 1; break;
+	case 'f': ra->oo.force = out_force = 1; break;
 	default: return -1;
 	}
 	return 0;
@@ -228,6 +230,8 @@ int cmd_run(int argc, char **argv)
 		return ret;
 	ra.cmd = argv + optind;
 	ret = prepare_outputs(&ra.oo);
+	if (!ret)
+		ret = out_file_check(ra.sample_folded);
 	if (!ret && spec)
 		ret = ssess_new("run", spec, interval, 0, lines, &ra.ss);
 	if (!ret)

@@ -913,7 +913,8 @@ static void help(FILE *f)
 "                       the MPI rank, %%p ktaud's pid, %%h the host name; under\n"
 "                       an MPI launcher files are on node RANK (as 'ktaud run')\n"
 "  -f, --force          write DIR even when it holds files ktaud did not write\n"
-"                       (none of them is replaced)\n"
+"                       (none of them is replaced), and replace an existing\n"
+"                       FILE that ktaud did not write\n"
 "      --folded[=FILE]  folded stacks of the samples (default DIR/samples.folded,\n"
 "                       DIR/samples.RANK.folded under an MPI launcher;\n"
 "                       alone: stdout): \"comm;function N\" for user code,\n"
@@ -1529,7 +1530,7 @@ int cmd_sample(int argc, char **argv)
 		ret = usage_err("sample", "--tid and --duration go with -p");
 	else if ((ret = json_folded_to_stdout("sample", ra.oo.json_path, ra.sample_folded, &c)))
 		;
-	else if (!(ret = prepare_outputs(&ra.oo)))
+	else if (!(ret = prepare_outputs(&ra.oo)) && !(ret = out_file_check(ra.sample_folded)))
 		ret = ssess_new("sample", spec, interval, capacity, lines, &s);
 	if (!ret) {
 		if (aa.nids) {

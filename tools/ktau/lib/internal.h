@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -39,6 +40,15 @@ int ktau__write_all(int fd, const void *buf, size_t len);
 uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift);
 /* asprintf()'s string; NULL when out of memory. */
 char *ktau__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A calling thread's last message, in *@why: @size bytes made at its
+ * first one and kept for the thread's life. Not an array in thread-local
+ * storage: the Python extension, loaded with dlopen(), has its
+ * thread-local storage in the static block (initial-exec), whose few
+ * spare bytes other libraries loaded later need too. Returns @err.
+ */
+int ktau__why_set(char **why, size_t size, int err, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 /*
  * The process's umask, read without changing it (umask() would, for an
  * instant, in every thread): for files made by mkstemp() (mode 0600) that

@@ -337,6 +337,15 @@ char *ktau__strfmt(const char *fmt, ...)
 	return r < 0 ? NULL : s;
 }
 
+int ktau__why_set(char **why, size_t size, int err, const char *fmt, va_list ap)
+{
+	if (!*why)
+		*why = malloc(size);
+	if (*why)
+		vsnprintf(*why, size, fmt, ap);
+	return err;
+}
+
 static int cmp_task_ptr(const void *a, const void *b)
 {
 	const struct ktau_task *x = *(const struct ktau_task * const *)a;

@@ -148,13 +148,7 @@ _Static_assert(KTAU_LIB_TRACE_INHERIT == KTAU_TRACE_INHERIT && KTAU_LIB_TRACE_AL
 	       "attach flags");
 _Static_assert(KTAU_LIB_TRACE_MAX_CAPACITY == KTAU_TRACE_MAX_CAPACITY, "capacity");
 
-/*
- * The calling thread's last message: WHY_SIZE bytes made at its first one
- * (kept for the thread's life). Not an array in thread-local storage: the
- * Python extension, loaded with dlopen(), has its thread-local storage in
- * the static block (initial-exec), whose few spare bytes other libraries
- * loaded later need too.
- */
+/* The calling thread's last message (ktau__why_set()). */
 #define WHY_SIZE	512
 static __thread char *why;
 
@@ -174,12 +168,8 @@ static int fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!why)
-		why = malloc(WHY_SIZE);
-	if (!why)
-		return err;
 	va_start(ap, fmt);
-	vsnprintf(why, WHY_SIZE, fmt, ap);
+	err = ktau__why_set(&why, WHY_SIZE, err, fmt, ap);
 	va_end(ap);
 	return err;
 }

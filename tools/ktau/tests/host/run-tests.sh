@@ -245,11 +245,27 @@ c_plot() {
 	grep -q '"getppid"' "$W/top.gp" || return 1
 	"$KTAUD" plot groups --script "$W/g.gp" -o "$W/g.svg" "$FIXTURES/watch" >"$LOG" 2>&1 ||
 		return 1
-	command -v gnuplot >/dev/null || { echo "# no gnuplot: scripts only"; return 0; }
-	"$KTAUD" plot top --from -o "$W/top.png" "$FIXTURES/process.ktau" >"$LOG" 2>&1 || return 1
-	"$KTAUD" plot groups -o "$W/g.svg" "$FIXTURES/watch" >"$LOG" 2>&1 || return 1
-	head -c 8 "$W/top.png" | od -An -c | grep -q 'P   N   G' || { echo "# not a PNG"; return 1; }
-	grep -q '<svg' "$W/g.svg"
+	command -v gnuplot >/dev/null ||
+		{ SKIP="no gnuplot (apt-get install gnuplot-nox): the scripts were checked"; return 77; }
+	rm -rf "$W/pl" && mkdir "$W/pl" || return 1
+	"$KTAUD" plot top --from -o "$W/pl/top.png" "$FIXTURES/process.ktau" >"$LOG" 2>&1 || return 1
+	"$KTAUD" plot groups -o "$W/pl/g.svg" "$FIXTURES/watch" >"$LOG" 2>&1 || return 1
+	head -c 8 "$W/pl/top.png" | od -An -c | grep -q 'P   N   G' || { echo "# not a PNG"; return 1; }
+	grep -q '<svg' "$W/pl/g.svg" || return 1
+	# Its own chart is replaced; a file ktaud did not write is not (gnuplot
+	# writes a file beside it, renamed when complete), but with --force.
+	"$KTAUD" plot top --from -o "$W/pl/top.png" "$FIXTURES/process.ktau" >"$LOG" 2>&1 ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	echo theirs >"$W/pl/theirs.svg"
+	expect_rc 2 "$KTAUD" plot groups -o "$W/pl/theirs.svg" "$FIXTURES/watch" || return 1
+	grep -q "theirs.svg exists and ktaud did not write it: nothing was written; remove it, name another file, or give --force" "$LOG" &&
+	[ "$(cat "$W/pl/theirs.svg")" = theirs ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" plot groups --force -o "$W/pl/theirs.svg" "$FIXTURES/watch" >"$LOG" 2>&1 &&
+	grep -q '<svg' "$W/pl/theirs.svg" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# gnuplot failing (a title it cannot parse is quoted; a bad terminal
+	# size is not reachable): nothing is left beside the outputs.
+	[ "$(ls -A "$W/pl" | tr '\n' ' ')" = "g.svg theirs.svg top.png " ] ||
+		{ echo "# left: $(ls -A "$W/pl")"; return 1; }
 }
 
 # The call graph command on the test program (the decoder's own tests are
@@ -632,6 +648,10 @@ c_single_file_outputs() {
 	[ $rc = 1 ] && grep -q "cannot write JSON to stdout: No space left on device" "$LOG" ||
 		{ echo "# exit $rc"; sed 's/^/#   /' "$LOG"; return 1; }
 	"$KTAUD" export --json=/dev/null "$R" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	# /dev/stdout is standard output, also when it goes to a file (it was
+	# refused as a symbolic link).
+	"$KTAUD" export --json=/dev/stdout "$R" >"$IN/sf.so.json" 2>"$LOG" &&
+	cmp -s "$IN/sf.so.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
 	# Every rank of a job would write one file: %r is needed.
 	for a in --json= --folded= --save=; do
 		expect_rc 2 env PMI_RANK=3 "$KTAUD" export "$a$IN/sf/r" "$R" || return 1
@@ -642,6 +662,38 @@ c_single_file_outputs() {
 	cmp -s "$IN/sf/r.3.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
 	expect_rc 1 "$KTAUD" export --folded="$IN/sf/link.json" "$R" || return 1
 	[ "$(cat "$IN/sf/target")" = theirs ] || return 1
+	# A regular file ktaud did not write is not replaced (exit 2), but
+	# with --force; its own files are (an extended attribute marks them);
+	# an empty file is taken.
+	echo theirs >"$IN/sf/user.json"
+	for a in --json= --folded=; do
+		expect_rc 2 "$KTAUD" export "$a$IN/sf/user.json" "$R" || return 1
+		grep -q "sf/user.json exists and ktaud did not write it: nothing was written; remove it, name another file, or give --force to replace it" "$LOG" &&
+		[ "$(cat "$IN/sf/user.json")" = theirs ] || { sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	"$KTAUD" export --force --json="$IN/sf/user.json" "$R" >"$LOG" 2>&1 &&
+	cmp -s "$IN/sf/user.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" export --folded="$IN/sf/user.json" "$R" >"$LOG" 2>&1 &&
+	! cmp -s "$IN/sf/user.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# Refused before the command runs, as is an --sample-folded FILE
+	# without %r under a launcher.
+	echo theirs >"$IN/sf/user2.json"
+	expect_rc 2 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" run --json="$IN/sf/user2.json" \
+		-- sh -c 'echo RAN' || return 1
+	! grep -q RAN "$LOG" && grep -q "user2.json exists and ktaud did not write it" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	expect_rc 2 env PMI_RANK=3 LD_PRELOAD="$FAKE_KTAU" "$KTAUD" run --sample cpu-clock \
+		--sample-folded="$IN/sf/sfold" -- sh -c 'echo RAN' || return 1
+	! grep -q RAN "$LOG" && grep -q "sf/sfold would be written by every MPI rank" "$LOG" ||
+		{ sed 's/^/#   /' "$LOG"; return 1; }
+	: >"$IN/sf/empty.json"
+	"$KTAUD" export --json="$IN/sf/empty.json" "$R" >"$LOG" 2>&1 &&
+	cmp -s "$IN/sf/empty.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
+	echo theirs >"$IN/sf/cg"
+	expect_rc 2 "$KTAUD" callgraph -o "$IN/sf/cg" "$CG_SAMPLE" || return 1
+	[ "$(cat "$IN/sf/cg")" = theirs ] || return 1
+	"$KTAUD" callgraph -q --force -o "$IN/sf/cg" "$CG_SAMPLE" >"$LOG" 2>&1 &&
+	head -1 "$IN/sf/cg" | grep -q '^# ktau-callgraph 1$' || { sed 's/^/#   /' "$LOG"; return 1; }
 }
 
 # A directory into which 'ktaud watch' was started twice: two baselines.
@@ -1837,8 +1889,10 @@ c_trace_sample_pid_fake() {
 	"$KTAUD" trace --check "$W/trace-fsp" >"$LOG" 2>&1 &&
 	grep -q "samples: $n in the archive, $n in the raw trace, of 3 sampled threads; 0 problems" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
-	# A process that exits after 0.3 s of a 5 s run: the run ends, checked.
-	sleep 0.3 &
+	# A process that exits after 1 s of a 5 s run: the run ends, checked
+	# (it was 0.3 s: on a loaded host ktaud's start took most of it, and
+	# the 0.05 s traced gave no sample).
+	sleep 1 &
 	sp=$!
 	LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp -d 5 --sample cpu-clock:1ms \
 		-o "$W/trace-fsp2" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
@@ -1961,6 +2015,16 @@ c_trace_sample_all_bound() {
 # ends 'ktaud trace -p --sample' early with the sampler stopped and the
 # products written; under nohup (SIGHUP ignored) a hangup does not stop
 # it, SIGTERM then does.
+# Wait (at most 20 s) until FILE has N lines matching RE.
+wait_lines() {
+	local i
+	for i in $(seq 200); do
+		[ "$(grep -c "$1" "$2" 2>/dev/null)" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 c_trace_sample_signals_fake() {
 	local sp tp rc
 	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
@@ -1970,7 +2034,9 @@ c_trace_sample_signals_fake() {
 	FAKE_KTAU_LOG="$IN/fsh.log" LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp \
 		-d 30 --sample cpu-clock:1ms -o "$W/trace-fsh" >"$LOG" 2>&1 &
 	tp=$!
-	sleep 0.7
+	# Once it samples (a fixed 0.7 s was not always enough on a loaded
+	# host: SIGHUP came before its handler, exit 129).
+	wait_lines " sample start $sp\$" "$IN/fsh.log" 1
 	kill -HUP $tp
 	wait $tp
 	rc=$?
@@ -1980,7 +2046,7 @@ c_trace_sample_signals_fake() {
 		LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp -d 30 --sample cpu-clock:1ms \
 		-o "$W/trace-fsh2" >"$LOG" 2>&1 &
 	tp=$!
-	sleep 0.7
+	wait_lines " sample start $sp\$" "$IN/fsh.log" 2
 	kill -HUP $tp
 	sleep 0.5
 	kill -0 $tp 2>/dev/null || { echo "# a hangup under nohup stopped it"; kill $sp; return 1; }
