@@ -345,39 +345,57 @@ static int rank_unique(const char *tmpl)
 }
 
 /*
- * Single output files that ktaud wrote carry this extended attribute, so
- * that a later run may replace them; any other existing file with
- * something in it is left alone unless --force (out_force) is given.
+ * Single output files that ktaud wrote carry this extended attribute, its
+ * value the file's inode, size and modification time when it was
+ * written: a later run may replace such a file while it is as ktaud left
+ * it. Any other existing file with something in it (a user's, a copy, one
+ * appended to since) is left alone unless --force (out_force) is given.
  */
 #define OUT_FILE_XATTR	"user.ktau.output"
 int out_force;
 
-/* Whether @path (a regular file) is one ktaud wrote; errno ENOTSUP: cannot tell. */
-static bool out_file_ours(const char *path)
+bool is_stdout_name(const char *path)
 {
-	char v[8];
+	return !strcmp(path, "-") || !strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/fd/1");
+}
 
-	return lgetxattr(path, OUT_FILE_XATTR, v, sizeof(v)) >= 0;
+static int out_mark(char *buf, size_t len, const struct stat *st)
+{
+	return snprintf(buf, len, "%llu:%lld:%lld.%09ld", (unsigned long long)st->st_ino,
+			(long long)st->st_size, (long long)st->st_mtim.tv_sec,
+			st->st_mtim.tv_nsec);
+}
+
+/* Whether @path (a regular file, @st) is as ktaud left it; errno ENOTSUP: cannot tell. */
+static bool out_file_ours(const char *path, const struct stat *st)
+{
+	char v[96], want[96];
+	ssize_t n = lgetxattr(path, OUT_FILE_XATTR, v, sizeof(v) - 1);
+
+	if (n < 0)
+		return false;
+	v[n] = '\0';
+	out_mark(want, sizeof(want), st);
+	return !strcmp(v, want);
 }
 
 /*
- * Whether @path may be written: EX_KT_OK, with *@direct set for a device
- * or FIFO (written as it is), or an exit code after a message.
+ * Whether @path may be written: EX_KT_OK, with of->direct set for a device
+ * or FIFO (written as it is) and of->existed, of->dev and of->ino for a
+ * file that is there; or an exit code after a message.
  */
-static int out_path_check(const char *path, bool *direct)
+static int out_path_check(const char *path, struct out_file *of)
 {
 	struct stat st, to;
 
-	*direct = false;
 	if (lstat(path, &st))
 		return EX_KT_OK;
-	/* Through a link only to a device or FIFO (/dev/stdout). */
+	/* Through a link only to a device or FIFO (/dev/stderr, a pipe). */
 	to = st;
 	if (S_ISLNK(st.st_mode) && stat(path, &to))
 		to.st_mode = S_IFLNK;
 	if (S_ISCHR(to.st_mode) || S_ISFIFO(to.st_mode)) {
-		/* /dev/null, /dev/stdout, a pipe. */
-		*direct = true;
+		of->direct = true;
 		return EX_KT_OK;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -386,26 +404,42 @@ static int out_path_check(const char *path, bool *direct)
 			"a symbolic link (not written through)" : "not a regular file");
 		return EX_KT_FAIL;
 	}
-	if (st.st_size && !out_force && !out_file_ours(path)) {
+	if (st.st_size && !out_force && !out_file_ours(path, &st)) {
 		int e = errno;
 
-		err_msg("%s exists and ktaud did not write it: nothing was written; "
-			"remove it, name another file, or give --force to replace it%s",
-			path, e == ENOTSUP ? " (its file system keeps no extended "
+		err_msg("%s exists and is not a file ktaud wrote (or it changed since): nothing "
+			"was written; remove it, name another file, or give --force to replace "
+			"it%s", path, e == ENOTSUP ? " (its file system keeps no extended "
 			"attributes, by which ktaud knows its own files)" : "");
-		return EX_KT_USAGE;
+		return EX_KT_FAIL;
 	}
+	of->existed = true;
+	of->dev = st.st_dev;
+	of->ino = st.st_ino;
 	return EX_KT_OK;
+}
+
+/*
+ * The file at @path is still the one out_path_check() let ktaud replace:
+ * the same inode, and (without --force) still empty or still as ktaud
+ * left it (someone may have written into it meanwhile).
+ */
+static bool out_still_as_seen(const char *path, const struct out_file *of)
+{
+	struct stat st;
+
+	if (lstat(path, &st) || st.st_dev != of->dev || st.st_ino != of->ino)
+		return false;
+	return out_force || !st.st_size || out_file_ours(path, &st);
 }
 
 int out_file_check(const char *tmpl)
 {
-	bool direct;
+	struct out_file of = { 0 };
 	char *path;
 	int ret;
 
-	if (!tmpl || !strcmp(tmpl, "-") || !strcmp(tmpl, "/dev/stdout") ||
-	    !strcmp(tmpl, "/dev/fd/1"))
+	if (!tmpl || is_stdout_name(tmpl))
 		return EX_KT_OK;
 	ret = rank_unique(tmpl);
 	if (ret)
@@ -413,20 +447,39 @@ int out_file_check(const char *tmpl)
 	path = output_path(tmpl);
 	if (!path)
 		return EX_KT_FAIL;
-	ret = out_path_check(path, &direct);
+	ret = out_path_check(path, &of);
 	free(path);
 	return ret;
+}
+
+/* A device or FIFO, opened without creating or truncating anything. */
+static int out_open_direct(struct out_file *of)
+{
+	struct stat st;
+	int fd = open(of->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+		close(fd);
+		return -EEXIST;
+	}
+	of->f = fdopen(fd, "w");
+	if (!of->f) {
+		close(fd);
+		return -errno;
+	}
+	return 0;
 }
 
 int out_file_open(struct out_file *of, const char *tmpl)
 {
 	char *slash;
-	bool direct;
 	int fd, ret;
 
 	memset(of, 0, sizeof(*of));
 	/* Standard output by its names too: a file it goes to is the shell's. */
-	if (!strcmp(tmpl, "-") || !strcmp(tmpl, "/dev/stdout") || !strcmp(tmpl, "/dev/fd/1")) {
+	if (is_stdout_name(tmpl)) {
 		of->f = stdout;
 		return EX_KT_OK;
 	}
@@ -436,17 +489,18 @@ int out_file_open(struct out_file *of, const char *tmpl)
 	of->path = output_path(tmpl);
 	if (!of->path)
 		return EX_KT_FAIL;
-	ret = out_path_check(of->path, &direct);
+	ret = out_path_check(of->path, of);
 	if (ret) {
 		free(of->path);
 		of->path = NULL;
 		return ret;
 	}
-	if (direct) {
-		of->f = fopen(of->path, "w");
-		if (of->f)
+	if (of->direct) {
+		ret = out_open_direct(of);
+		if (!ret)
 			return EX_KT_OK;
-		err_msg("cannot write %s: %s", of->path, strerror(errno));
+		err_msg("cannot write %s: %s", of->path, ret == -EEXIST ?
+			"it is no longer a device or FIFO" : strerror(-ret));
 		goto fail;
 	}
 	/* Beside it, so that the rename at the end stays in one file system. */
@@ -482,10 +536,49 @@ fail:
 	return EX_KT_FAIL;
 }
 
+/*
+ * The complete temporary file takes FILE's name, atomically, only if FILE
+ * is still what out_path_check() saw: absent (RENAME_NOREPLACE, or link()
+ * where the file system has no renameat2() flags), or the same file
+ * (RENAME_EXCHANGE, the one swapped out checked and swapped back when it
+ * is another). -EEXIST: someone else's file took the name meanwhile.
+ */
+static int out_publish(const struct out_file *of)
+{
+	if (!of->existed) {
+		if (!renameat2(AT_FDCWD, of->tmp, AT_FDCWD, of->path, RENAME_NOREPLACE))
+			return 0;
+		if (errno != EINVAL && errno != ENOSYS)
+			return -errno;
+		if (link(of->tmp, of->path))
+			return -errno;
+		unlink(of->tmp);
+		return 0;
+	}
+	if (!renameat2(AT_FDCWD, of->tmp, AT_FDCWD, of->path, RENAME_EXCHANGE)) {
+		if (out_still_as_seen(of->tmp, of)) {
+			unlink(of->tmp);
+			return 0;
+		}
+		(void)renameat2(AT_FDCWD, of->tmp, AT_FDCWD, of->path, RENAME_EXCHANGE);
+		return -EEXIST;
+	}
+	if (errno == ENOENT)	/* removed meanwhile: as if never there */
+		return renameat2(AT_FDCWD, of->tmp, AT_FDCWD, of->path, RENAME_NOREPLACE) ?
+		       -errno : 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (!out_still_as_seen(of->path, of))
+		return -EEXIST;
+	return rename(of->tmp, of->path) ? -errno : 0;
+}
+
 int out_file_close(struct out_file *of, int err, const char *what)
 {
 	const char *name = of->path ? of->path : "stdout";
 	int ret = err, e = errno;
+	struct stat st;
+	char mark[96];
 
 	if (!of->f)
 		return EX_KT_FAIL;
@@ -493,8 +586,16 @@ int out_file_close(struct out_file *of, int err, const char *what)
 	if (ret == -EIO && ferror(of->f) && e > 0 && e != EIO)
 		ret = -e;
 	/* Ours, for the next run (best effort: not every file system can). */
-	if (!ret && of->tmp)
-		(void)fsetxattr(fileno(of->f), OUT_FILE_XATTR, "1", 1, 0);
+	if (!ret && of->tmp) {
+		if (fflush(of->f))
+			ret = -errno;
+		else if (!fstat(fileno(of->f), &st) && out_mark(mark, sizeof(mark), &st) > 0 &&
+			 fsetxattr(fileno(of->f), OUT_FILE_XATTR, mark, strlen(mark), 0) &&
+			 errno != ENOTSUP)
+			fprintf(stderr, "%s: warning: cannot mark %s as ktaud's (%s): a later "
+				"run will need --force to replace it\n", prog, of->path,
+				strerror(errno));
+	}
 	if (of->f == stdout) {
 		if ((fflush(stdout) || ferror(stdout)) && !ret)
 			ret = -(errno ? errno : EIO);
@@ -502,8 +603,17 @@ int out_file_close(struct out_file *of, int err, const char *what)
 		ret = -errno;
 	}
 	of->f = NULL;
-	if (!ret && of->tmp && rename(of->tmp, of->path))
-		ret = -errno;
+	if (!ret && of->tmp) {
+		ret = out_publish(of);
+		if (ret == -EEXIST) {
+			err_msg("%s appeared or changed while ktaud wrote %s: not replaced; "
+				"ktaud's output is in %s", of->path, what, of->tmp);
+			free(of->tmp);
+			free(of->path);
+			of->tmp = of->path = NULL;
+			return EX_KT_FAIL;
+		}
+	}
 	if (ret && of->tmp)
 		unlink(of->tmp);
 	if (ret)
@@ -680,7 +790,7 @@ int write_json_folded(const struct ktau_snap *snap, const struct ktau_registry *
 int json_folded_to_stdout(const char *cmd, const char *json_path, const char *folded_path,
 			  int *to_stdout)
 {
-	int j = json_path && !strcmp(json_path, "-"), f = folded_path && !strcmp(folded_path, "-");
+	int j = json_path && is_stdout_name(json_path), f = folded_path && is_stdout_name(folded_path);
 
 	if (j && f)
 		return usage_err(cmd, "--json and --folded both write to stdout: choose one, "

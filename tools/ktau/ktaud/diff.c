@@ -33,6 +33,7 @@ static void help(FILE *f)
 "      --callpaths      also the callpath rows of TAU profiles (A => B)\n"
 "  -j, --json[=FILE]    the whole comparison as JSON on stdout instead of the\n"
 "                       table, or into FILE (--json=FILE, -jFILE)\n"
+"      --force          replace an existing FILE that ktaud did not write\n"
 "  -h, --help           this help\n\n"
 "Exit status: 0, 1 when a side cannot be read, 2 for a usage error.\n");
 }
@@ -286,10 +287,10 @@ static json_object *row_json(const struct drow *r)
 static int write_json(const char *path, const struct dset *d, const struct dside ds[2])
 {
 	json_object *top = json_object_new_object(), *arr = json_object_new_array();
+	struct out_file of;
 	const char *text;
-	FILE *f;
 	size_t i;
-	int ret = 0;
+	int ret;
 
 	json_object_object_add(top, "format", json_object_new_string("ktau-diff"));
 	json_object_object_add(top, "a", json_object_new_string(ds[0].path));
@@ -298,17 +299,9 @@ static int write_json(const char *path, const struct dset *d, const struct dside
 		json_object_array_add(arr, row_json(&d->r[i]));
 	json_object_object_add(top, "routines", arr);
 	text = json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY);
-	f = strcmp(path, "-") ? fopen(path, "wx") : stdout;
-	if (!f && errno == EEXIST) {
-		err_msg("%s exists: ktaud diff does not replace files; give another name", path);
-		ret = EX_KT_FAIL;
-	} else if (!f) {
-		ret = report(-errno, path);
-	} else {
-		fprintf(f, "%s\n", text);
-		if ((f != stdout && fclose(f)) || (f == stdout && fflush(f)))
-			ret = report(-errno, path);
-	}
+	ret = out_file_open(&of, path);
+	if (!ret)
+		ret = out_file_close(&of, fprintf(of.f, "%s\n", text) < 0 ? -EIO : 0, "the diff");
 	json_object_put(top);
 	return ret;
 }
@@ -320,6 +313,7 @@ int cmd_diff(int argc, char **argv)
 		{ "sort", required_argument, NULL, 's' },
 		{ "callpaths", no_argument, NULL, 'C' },
 		{ "json", optional_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -358,6 +352,7 @@ int cmd_diff(int argc, char **argv)
 			json = optarg ? optarg : "-";
 			bare = !optarg;
 			break;
+		case 'F': out_force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("diff", "bad option");
 		}

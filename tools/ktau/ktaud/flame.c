@@ -30,11 +30,13 @@ static void help(FILE *f)
 "kernel profile: task, class, routine), or a TAU profile directory (its\n"
 "callpaths, exclusive time: the kernel routines above the user routines\n"
 "that caused them); - reads folded stacks from stdin.\n\n"
-"  -o, --output FILE    the SVG (default flame.svg; an existing file is kept)\n"
+"  -o, --output FILE    the SVG (default flame.svg; an existing file that ktaud\n"
+"                       did not write is kept)\n"
 "      --title TEXT     the title (default: the input's name)\n"
 "  -w, --width PX       the width (default 1200)\n"
 "  -u, --unit NAME      what the values count (default: samples for folded\n"
 "                       stacks, ns for snapshots, us for TAU profiles)\n"
+"      --force          replace an existing FILE that ktaud did not write\n"
 "  -h, --help           this help\n\n"
 "Exit status: 0, 1 when the input cannot be read or the SVG written, 2 for a\n"
 "usage error.\n");
@@ -339,20 +341,12 @@ static int write_svg(const char *path, const struct flame *fl, const char *title
 		     const char *unit, int width)
 {
 	struct draw d = { .frame_h = 16, .min_px = 0.1, .unit = unit };
-	int fd;
+	struct out_file of;
+	int ret = out_file_open(&of, path);
 
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST) {
-		err_msg("%s exists: ktaud flame does not replace files; give another -o", path);
-		return EX_KT_FAIL;
-	}
-	if (fd < 0)
-		return report(-errno, path);
-	d.f = fdopen(fd, "w");
-	if (!d.f) {
-		close(fd);
-		return report(-errno, path);
-	}
+	if (ret)
+		return ret;
+	d.f = of.f;
 	d.height = (int)(fl->depth + 1) * d.frame_h + 70;
 	d.total = fl->root.value;
 	d.scale = fl->root.value > 0 ? (width - 20) / fl->root.value : 0;
@@ -368,9 +362,7 @@ static int write_svg(const char *path, const struct flame *fl, const char *title
 	fprintf(d.f, "<text x=\"10\" y=\"%d\" font-size=\"11\">%zu frames, %.6g %s in all"
 		"%s</text>\n</svg>\n", d.height - 10, d.drawn, d.total, unit,
 		d.hidden ? "; frames narrower than 0.1 px left out" : "");
-	if (fclose(d.f))
-		return report(-errno, path);
-	return 0;
+	return out_file_close(&of, ferror(d.f) ? -EIO : 0, "the flame graph");
 }
 
 int cmd_flame(int argc, char **argv)
@@ -380,6 +372,7 @@ int cmd_flame(int argc, char **argv)
 		{ "title", required_argument, NULL, 'T' },
 		{ "width", required_argument, NULL, 'w' },
 		{ "unit", required_argument, NULL, 'u' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -403,6 +396,7 @@ int cmd_flame(int argc, char **argv)
 						 "not '%s'", optarg);
 			break;
 		case 'u': unit = optarg; break;
+		case 'F': out_force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("flame", "bad option");
 		}

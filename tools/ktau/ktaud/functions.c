@@ -18,6 +18,7 @@ static void help(FILE *f)
 "                       softirq, sched, fault, signal, dynamic, kvm; as\n"
 "                       'ktaud trace -g'); --group is the same\n"
 "  -j, --json[=FILE]    a JSON array on stdout instead of the table, or into FILE\n"
+"      --force          replace an existing FILE that ktaud did not write\n"
 "  -h, --help           this help\n");
 }
 
@@ -27,6 +28,7 @@ int cmd_functions(int argc, char **argv)
 		{ "groups", required_argument, NULL, 'g' },
 		{ "group", required_argument, NULL, 'g' },
 		{ "json", optional_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -65,6 +67,7 @@ int cmd_functions(int argc, char **argv)
 			/* JSON on stdout takes the table's place. */
 			table = optarg && strcmp(optarg, "-");
 			break;
+		case 'F': out_force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("functions", "bad option");
 		}

@@ -4,6 +4,7 @@
 #define KTAUD_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -105,7 +106,13 @@ struct out_file {
 	FILE *f;
 	char *path;
 	char *tmp;
+	bool direct;	/* a device or FIFO, written as it is */
+	bool existed;	/* path was this file (dev, ino) when opened */
+	dev_t dev;
+	ino_t ino;
 };
+/* "-", /dev/stdout, /dev/fd/1: standard output. */
+bool is_stdout_name(const char *path);
 /* --force: an existing single output file ktaud did not write is replaced. */
 extern int out_force;
 int out_file_open(struct out_file *of, const char *tmpl);

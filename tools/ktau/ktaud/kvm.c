@@ -29,6 +29,7 @@ static void help(FILE *f)
 "      --input FILE     a snapshot saved with 'ktaud dump --save' or\n"
 "                       'ktaud run --save' (on this machine or another)\n"
 "  -j, --json[=FILE]    JSON on stdout instead of the tables, or into FILE\n"
+"      --force          replace an existing FILE that ktaud did not write\n"
 "  -h, --help           this help\n\n"
 "Exit: 0 ok, 1 no vCPU thread found or an unreadable input, 2 bad argument,\n"
 "3 no KTAU, 4 not permitted, 5 no such process.\n");
@@ -181,6 +182,7 @@ int cmd_kvm(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'I' },
 		{ "json", optional_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -205,6 +207,7 @@ int cmd_kvm(int argc, char **argv)
 			/* JSON on stdout takes the tables' place. */
 			table = optarg && strcmp(optarg, "-");
 			break;
+		case 'F': out_force = 1; break;
 		case 'h': help(stdout); return EX_KT_OK;
 		default: return usage_err("kvm", "bad option");
 		}

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "ktaud.h"
@@ -73,10 +74,19 @@ static void gp_output(FILE *f, const char *out)
 	fprintf(f, "\nset output ktau_output\n");
 }
 
-/* Run the script through gnuplot, or save it. Returns an exit code. */
+/* -o as given (%r, %p, %h not expanded): what out_file_open() takes. */
+static const char *out_template;
+/* -o expanded, as the scripts and messages name it (kept to the end). */
+static char *out_expanded;
+
+/*
+ * Run the script through gnuplot, or save it. @out is the chart's name
+ * with %r, %p and %h expanded. Returns an exit code.
+ */
 static int finish(char *script, size_t len, const char *script_path, const char *out)
 {
 	struct out_file chart;
+	struct stat st_chart;
 	char *name;
 	FILE *f;
 	int st;
@@ -85,17 +95,18 @@ static int finish(char *script, size_t len, const char *script_path, const char 
 		struct out_file of;
 
 		st = out_file_open(&of, script_path);
+		name = !st && of.path ? strdup(of.path) : NULL;
 		if (!st)
 			st = out_file_close(&of, fwrite(script, 1, len, of.f) != len ? -EIO : 0,
 					    "the gnuplot script");
-		if (st)
-			return st;
-		fprintf(stderr, "%s: gnuplot script in %s (gnuplot %s makes %s)\n", prog,
-			script_path, script_path, out);
-		return EX_KT_OK;
+		if (!st)
+			fprintf(stderr, "%s: gnuplot script in %s (gnuplot %s makes %s)\n", prog,
+				name ? name : script_path, name ? name : script_path, out);
+		free(name);
+		return st;
 	}
 	/* Never over a file ktaud did not write; complete, or not at all. */
-	st = out_file_open(&chart, out);
+	st = out_file_open(&chart, out_template ? out_template : out);
 	if (st)
 		return st;
 	if (!chart.path) {
@@ -122,6 +133,12 @@ static int finish(char *script, size_t len, const char *script_path, const char 
 	}
 	if (WEXITSTATUS(st)) {
 		err_msg("gnuplot failed (exit %d) drawing %s", WEXITSTATUS(st), chart.path);
+		out_file_discard(&chart);
+		return EX_KT_FAIL;
+	}
+	/* gnuplot wrote into another file (a name it could not take): nothing here. */
+	if (chart.tmp && (fstat(fileno(chart.f), &st_chart) || !st_chart.st_size)) {
+		err_msg("gnuplot wrote nothing into %s: nothing was written", chart.path);
 		out_file_discard(&chart);
 		return EX_KT_FAIL;
 	}
@@ -309,6 +326,13 @@ int cmd_plot(int argc, char **argv)
 		out = !strcmp(what, "top") ? "ktau-top.png" : "ktau-groups.png";
 	if (!terminal(out))
 		return usage_err("plot", "the output '%s' must end in .png or .svg", out);
+	for (i = 0; out[i]; i++)
+		if ((unsigned char)out[i] < 0x20)
+			return usage_err("plot", "the output name has a control character");
+	out_template = out;
+	out = out_expanded = output_path(out);
+	if (!out)
+		return EX_KT_FAIL;
 	if (optind >= argc)
 		return usage_err("plot", !strcmp(what, "top") && !from ?
 				 "give a pid (or --from FILE)" : "give snapshot files or a directory");

@@ -252,20 +252,39 @@ c_plot() {
 	"$KTAUD" plot groups -o "$W/pl/g.svg" "$FIXTURES/watch" >"$LOG" 2>&1 || return 1
 	head -c 8 "$W/pl/top.png" | od -An -c | grep -q 'P   N   G' || { echo "# not a PNG"; return 1; }
 	grep -q '<svg' "$W/pl/g.svg" || return 1
-	# Its own chart is replaced; a file ktaud did not write is not (gnuplot
-	# writes a file beside it, renamed when complete), but with --force.
-	"$KTAUD" plot top --from -o "$W/pl/top.png" "$FIXTURES/process.ktau" >"$LOG" 2>&1 ||
-		{ sed 's/^/#   /' "$LOG"; return 1; }
+	# A file ktaud did not write is not replaced (gnuplot writes a file
+	# beside it, renamed when complete), but with --force.
 	echo theirs >"$W/pl/theirs.svg"
-	expect_rc 2 "$KTAUD" plot groups -o "$W/pl/theirs.svg" "$FIXTURES/watch" || return 1
-	grep -q "theirs.svg exists and ktaud did not write it: nothing was written; remove it, name another file, or give --force" "$LOG" &&
+	expect_rc 1 "$KTAUD" plot groups -o "$W/pl/theirs.svg" "$FIXTURES/watch" || return 1
+	grep -q "theirs.svg exists and is not a file ktaud wrote (or it changed since): nothing was written; remove it, name another file, or give --force" "$LOG" &&
 	[ "$(cat "$W/pl/theirs.svg")" = theirs ] || { sed 's/^/#   /' "$LOG"; return 1; }
 	"$KTAUD" plot groups --force -o "$W/pl/theirs.svg" "$FIXTURES/watch" >"$LOG" 2>&1 &&
 	grep -q '<svg' "$W/pl/theirs.svg" || { sed 's/^/#   /' "$LOG"; return 1; }
-	# gnuplot failing (a title it cannot parse is quoted; a bad terminal
-	# size is not reachable): nothing is left beside the outputs.
+	xattr_ok "$W" || { SKIP="$W's file system keeps no user extended attributes"; return 77; }
+	# With a gnuplot that fails, nothing is left beside the outputs; with
+	# one during whose run another writer takes the chart's name (new, or
+	# written into), that writer's file stays and ktaud's output is kept
+	# beside it (exit 1).
+	mkdir -p "$W/pl-bin" && cat >"$W/pl-bin/gnuplot" <<'STUB'
+#!/bin/sh
+out=$(head -1 | sed -n 's/^ktau_output = "\(.*\)"$/\1/p')
+echo "<svg/>" >"$out"
+[ -n "$RACE" ] && echo precious >"$RACE"
+exit ${STUB_RC:-0}
+STUB
+	chmod +x "$W/pl-bin/gnuplot" || return 1
+	expect_rc 1 env PATH="$W/pl-bin:$PATH" STUB_RC=1 "$KTAUD" plot groups -o "$W/pl/n.svg" \
+		"$FIXTURES/watch" || return 1
 	[ "$(ls -A "$W/pl" | tr '\n' ' ')" = "g.svg theirs.svg top.png " ] ||
 		{ echo "# left: $(ls -A "$W/pl")"; return 1; }
+	for f in new.svg g.svg; do
+		expect_rc 1 env PATH="$W/pl-bin:$PATH" RACE="$W/pl/$f" "$KTAUD" plot groups \
+			-o "$W/pl/$f" "$FIXTURES/watch" || return 1
+		grep -q "$f appeared or changed while ktaud wrote the chart: not replaced; ktaud's output is in $W/pl/.$f." "$LOG" &&
+		[ "$(cat "$W/pl/$f")" = precious ] && [ "$(cat "$W/pl/.$f".*)" = "<svg/>" ] ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+		rm "$W/pl/.$f".*
+	done
 }
 
 # The call graph command on the test program (the decoder's own tests are
@@ -619,8 +638,18 @@ c_save_and_watch_keep() {
 # written whole or not at all (a failed write leaves the file as it was
 # and no temporary file), a symbolic link not written through, stdout
 # checked, and under an MPI launcher one name per rank.
+# Whether DIR's file system keeps user extended attributes (ktaud marks its
+# single output files with one).
+xattr_ok() {
+	touch "$1/xattr-probe" &&
+	"$PYTHON" -c 'import os, sys; os.setxattr(sys.argv[1], "user.ktau.probe", b"1")' \
+		"$1/xattr-probe" 2>/dev/null
+}
+
 c_single_file_outputs() {
 	R=$FIXTURES/run.ktau
+	# ktaud knows its own files by a user extended attribute.
+	xattr_ok "$IN" || { SKIP="$IN's file system keeps no user extended attributes"; return 77; }
 	rm -rf "$IN/sf" && mkdir -p "$IN/sf" || return 1
 	echo "theirs" >"$IN/sf/target" && ln -s "$IN/sf/target" "$IN/sf/link.json" || return 1
 	expect_rc 1 "$KTAUD" export --json="$IN/sf/link.json" "$R" || return 1
@@ -667,20 +696,29 @@ c_single_file_outputs() {
 	# an empty file is taken.
 	echo theirs >"$IN/sf/user.json"
 	for a in --json= --folded=; do
-		expect_rc 2 "$KTAUD" export "$a$IN/sf/user.json" "$R" || return 1
-		grep -q "sf/user.json exists and ktaud did not write it: nothing was written; remove it, name another file, or give --force to replace it" "$LOG" &&
+		expect_rc 1 "$KTAUD" export "$a$IN/sf/user.json" "$R" || return 1
+		grep -q "sf/user.json exists and is not a file ktaud wrote (or it changed since): nothing was written; remove it, name another file, or give --force to replace it" "$LOG" &&
 		[ "$(cat "$IN/sf/user.json")" = theirs ] || { sed 's/^/#   /' "$LOG"; return 1; }
 	done
 	"$KTAUD" export --force --json="$IN/sf/user.json" "$R" >"$LOG" 2>&1 &&
 	cmp -s "$IN/sf/user.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
 	"$KTAUD" export --folded="$IN/sf/user.json" "$R" >"$LOG" 2>&1 &&
 	! cmp -s "$IN/sf/user.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
+	# A file of ktaud's that was written to since, or copied with its
+	# attributes, is no longer taken for ktaud's.
+	echo "my note" >>"$IN/sf/user.json"
+	expect_rc 1 "$KTAUD" export --json="$IN/sf/user.json" "$R" || return 1
+	tail -1 "$IN/sf/user.json" | grep -q "my note" || return 1
+	if command -v cp >/dev/null && cp --preserve=xattr "$IN/sf/p.json" "$IN/sf/copy.json" 2>/dev/null; then
+		expect_rc 1 "$KTAUD" export --folded="$IN/sf/copy.json" "$R" || return 1
+		cmp -s "$IN/sf/copy.json" "$IN/sf/p.json" || return 1
+	fi
 	# Refused before the command runs, as is an --sample-folded FILE
 	# without %r under a launcher.
 	echo theirs >"$IN/sf/user2.json"
-	expect_rc 2 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" run --json="$IN/sf/user2.json" \
+	expect_rc 1 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" run --json="$IN/sf/user2.json" \
 		-- sh -c 'echo RAN' || return 1
-	! grep -q RAN "$LOG" && grep -q "user2.json exists and ktaud did not write it" "$LOG" ||
+	! grep -q RAN "$LOG" && grep -q "user2.json exists and is not a file ktaud wrote" "$LOG" ||
 		{ sed 's/^/#   /' "$LOG"; return 1; }
 	expect_rc 2 env PMI_RANK=3 LD_PRELOAD="$FAKE_KTAU" "$KTAUD" run --sample cpu-clock \
 		--sample-folded="$IN/sf/sfold" -- sh -c 'echo RAN' || return 1
@@ -690,10 +728,28 @@ c_single_file_outputs() {
 	"$KTAUD" export --json="$IN/sf/empty.json" "$R" >"$LOG" 2>&1 &&
 	cmp -s "$IN/sf/empty.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
 	echo theirs >"$IN/sf/cg"
-	expect_rc 2 "$KTAUD" callgraph -o "$IN/sf/cg" "$CG_SAMPLE" || return 1
+	expect_rc 1 "$KTAUD" callgraph -o "$IN/sf/cg" "$CG_SAMPLE" || return 1
 	[ "$(cat "$IN/sf/cg")" = theirs ] || return 1
 	"$KTAUD" callgraph -q --force -o "$IN/sf/cg" "$CG_SAMPLE" >"$LOG" 2>&1 &&
 	head -1 "$IN/sf/cg" | grep -q '^# ktau-callgraph 1$' || { sed 's/^/#   /' "$LOG"; return 1; }
+	"$KTAUD" callgraph -q -o "$IN/sf/cg" "$CG_SAMPLE" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	# diff --json=FILE and flame -o, which refused their own earlier files:
+	# replaced now, and a file of someone else's is not.
+	for i in 1 2; do
+		"$KTAUD" diff -j"$IN/sf/d.json" "$R" "$FIXTURES/process.ktau" >/dev/null 2>"$LOG" ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	echo theirs >"$IN/sf/d2.json"
+	expect_rc 1 "$KTAUD" diff -j"$IN/sf/d2.json" "$R" "$FIXTURES/process.ktau" || return 1
+	[ "$(cat "$IN/sf/d2.json")" = theirs ] || return 1
+	"$KTAUD" export --folded="$IN/sf/st.folded" "$R" >"$LOG" 2>&1 || return 1
+	for i in 1 2; do
+		"$KTAUD" flame -o "$IN/sf/fl.svg" "$IN/sf/st.folded" >"$LOG" 2>&1 ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	grep -q '<svg' "$IN/sf/fl.svg" || return 1
+	# Both on standard output, by any of its names: refused.
+	expect_rc 2 "$KTAUD" export --json=/dev/stdout --folded=- "$R" || return 1
 }
 
 # A directory into which 'ktaud watch' was started twice: two baselines.
@@ -1155,7 +1211,10 @@ PY
 	expect_rc 2 "$KTAUD" diff "$FIXTURES/run.ktau" || return 1
 	expect_rc 1 "$KTAUD" diff "$FIXTURES/run.ktau" "$W/no-such-run" || return 1
 	expect_rc 1 "$KTAUD" diff "$FIXTURES/run.ktau" "$FIXTURES/functions.txt" || return 1
-	expect_rc 1 "$KTAUD" diff -j"$W/diff1.json" "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" || return 1
+	echo mine >"$W/diff-mine.json"
+	expect_rc 1 "$KTAUD" diff -j"$W/diff-mine.json" "$FIXTURES/run.ktau" "$FIXTURES/run.ktau" ||
+		return 1
+	[ "$(cat "$W/diff-mine.json")" = mine ] || return 1
 	expect_rc 2 "$KTAUD" diff -s bogus "$FIXTURES/run.ktau" "$FIXTURES/run.ktau"
 }
 
@@ -1208,7 +1267,11 @@ for line in open(w + "/flame-demo/profile.0.0.0"):
 mains = [v for n, v, *_ in d if n == "main"]
 assert incl and len(mains) == 1 and abs(mains[0] - incl) <= 0.001 * incl, (mains, incl)
 PY
-	expect_rc 1 "$KTAUD" flame -o "$W/f.svg" "$W/f.folded" || return 1
+	# Its own SVG is replaced; another file is not.
+	"$KTAUD" flame -o "$W/f.svg" "$W/f.folded" >"$LOG" 2>&1 || { sed 's/^/#   /' "$LOG"; return 1; }
+	echo mine >"$W/f-mine.svg"
+	expect_rc 1 "$KTAUD" flame -o "$W/f-mine.svg" "$W/f.folded" || return 1
+	[ "$(cat "$W/f-mine.svg")" = mine ] || return 1
 	printf 'main;compute\n' >"$W/bad.folded"
 	expect_rc 1 "$KTAUD" flame -o "$W/bad.svg" "$W/bad.folded" || return 1
 	[ ! -e "$W/bad.svg" ] || { echo "# bad.svg written"; return 1; }
@@ -2011,10 +2074,6 @@ c_trace_sample_all_bound() {
 		{ echo "# spinner $sp"; grep "bound\|samples (" "$LOG" | sed 's/^/#   /'; return 1; }
 }
 
-# A sampler ends only with its thread: SIGHUP (as SIGINT and SIGTERM)
-# ends 'ktaud trace -p --sample' early with the sampler stopped and the
-# products written; under nohup (SIGHUP ignored) a hangup does not stop
-# it, SIGTERM then does.
 # Wait (at most 20 s) until FILE has N lines matching RE.
 wait_lines() {
 	local i
@@ -2025,6 +2084,10 @@ wait_lines() {
 	return 1
 }
 
+# A sampler ends only with its thread: SIGHUP (as SIGINT and SIGTERM)
+# ends 'ktaud trace -p --sample' early with the sampler stopped and the
+# products written; under nohup (SIGHUP ignored) a hangup does not stop
+# it, SIGTERM then does.
 c_trace_sample_signals_fake() {
 	local sp tp rc
 	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
@@ -2036,7 +2099,8 @@ c_trace_sample_signals_fake() {
 	tp=$!
 	# Once it samples (a fixed 0.7 s was not always enough on a loaded
 	# host: SIGHUP came before its handler, exit 129).
-	wait_lines " sample start $sp\$" "$IN/fsh.log" 1
+	wait_lines " sample start $sp\$" "$IN/fsh.log" 1 ||
+		{ echo "# no sampling after 20 s"; kill $tp $sp; return 1; }
 	kill -HUP $tp
 	wait $tp
 	rc=$?
@@ -2046,7 +2110,8 @@ c_trace_sample_signals_fake() {
 		LD_PRELOAD="$FAKE_SAMPLE $FAKE_KTAU" "$KTAUD" trace -p $sp -d 30 --sample cpu-clock:1ms \
 		-o "$W/trace-fsh2" >"$LOG" 2>&1 &
 	tp=$!
-	wait_lines " sample start $sp\$" "$IN/fsh.log" 2
+	wait_lines " sample start $sp\$" "$IN/fsh.log" 2 ||
+		{ echo "# no sampling after 20 s"; kill $tp $sp; return 1; }
 	kill -HUP $tp
 	sleep 0.5
 	kill -0 $tp 2>/dev/null || { echo "# a hangup under nohup stopped it"; kill $sp; return 1; }
