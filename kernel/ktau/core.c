@@ -1315,12 +1315,15 @@ static void ktau_drop_above(struct ktau_task *kt, int i, unsigned int d)
 /*
  * A routine of @group (not an interrupt's) that begins or ends in an
  * interrupt: the frames the CPU's interrupt stopped are below, and the
- * interrupt's own frame, when its group is on, above them.
+ * interrupt's own frame, when its group is on, above them. Not the
+ * scheduler's (PREEMPT_RT schedules inside a softirq handler, which runs
+ * in task context there): a sched frame open below a running task is
+ * always a leftover.
  */
 static bool ktau_in_interrupt(unsigned int group)
 {
 	return group != KTAU_GROUP_IRQ && group != KTAU_GROUP_SOFTIRQ &&
-	       (in_hardirq() || in_serving_softirq());
+	       group != KTAU_GROUP_SCHED && (in_hardirq() || in_serving_softirq());
 }
 
 static bool ktau_interrupt_frame(u64 tag)

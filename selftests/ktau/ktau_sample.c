@@ -912,12 +912,12 @@ static void fault_in_interrupt(struct __test_metadata *_metadata, int fd,
 	t0 = thread_cpu_ns();
 	spin_begin(&sp);
 	do {
-		void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *fresh = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		ASSERT_NE(MAP_FAILED, buf);
-		ASSERT_EQ((ssize_t)len, read(zfd, buf, len));
-		munmap(buf, len);
+		ASSERT_NE(MAP_FAILED, fresh);
+		ASSERT_EQ((ssize_t)len, read(zfd, fresh, len));
+		munmap(fresh, len);
 		rounds++;
 	} while (spin_more(&sp, t0, SPIN_NS));
 	ASSERT_EQ(0, stack_read(fd, buf, 1024, words, 1024 * 4 * 2, &sr, true));
@@ -944,7 +944,8 @@ static void fault_in_interrupt(struct __test_metadata *_metadata, int fd,
 	close(zfd);
 }
 
-TEST_F(sample, fault_in_interrupt_keeps_outer_fault)
+/* Two runs of up to 3.2 s of CPU time each: a timeout would skip the teardown. */
+TEST_F_TIMEOUT(sample, fault_in_interrupt_keeps_outer_fault, 120)
 {
 	if (ktau_group_state("fault") != 1 || ktau_group_state("irq") != 1)
 		SKIP(return, "the fault or irq group is off");
