@@ -539,21 +539,30 @@ fail:
 /*
  * The complete temporary file takes FILE's name, atomically, only if FILE
  * is still what out_path_check() saw: absent (RENAME_NOREPLACE, or link()
- * where the file system has no renameat2() flags), or the same file
+ * where the file system has no renameat2() flags, or a check and rename
+ * where it has no hard links either), or the same file
  * (RENAME_EXCHANGE, the one swapped out checked and swapped back when it
  * is another). -EEXIST: someone else's file took the name meanwhile.
  */
 static int out_publish(const struct out_file *of)
 {
+	struct stat st;
+
 	if (!of->existed) {
 		if (!renameat2(AT_FDCWD, of->tmp, AT_FDCWD, of->path, RENAME_NOREPLACE))
 			return 0;
 		if (errno != EINVAL && errno != ENOSYS)
 			return -errno;
-		if (link(of->tmp, of->path))
+		if (!link(of->tmp, of->path)) {
+			unlink(of->tmp);
+			return 0;
+		}
+		if (errno != EPERM && errno != ENOTSUP && errno != ENOSYS)
 			return -errno;
-		unlink(of->tmp);
-		return 0;
+		/* Neither (vfat, some FUSE): check, then rename. */
+		if (!lstat(of->path, &st))
+			return -EEXIST;
+		return rename(of->tmp, of->path) ? -errno : 0;
 	}
 	if (!renameat2(AT_FDCWD, of->tmp, AT_FDCWD, of->path, RENAME_EXCHANGE)) {
 		if (out_still_as_seen(of->tmp, of)) {

@@ -750,6 +750,18 @@ c_single_file_outputs() {
 	grep -q '<svg' "$IN/sf/fl.svg" || return 1
 	# Both on standard output, by any of its names: refused.
 	expect_rc 2 "$KTAUD" export --json=/dev/stdout --folded=- "$R" || return 1
+	# A file system with neither renameat2() flags nor hard links (vfat;
+	# faked): a new FILE and ktaud's own are written, another is not (a
+	# new FILE failed with EPERM from link()).
+	: "${FAKE_OLDFS:?}"
+	for i in 1 2; do
+		env LD_PRELOAD="$FAKE_OLDFS" "$KTAUD" export --json="$IN/sf/oldfs.json" "$R" >"$LOG" 2>&1 &&
+		cmp -s "$IN/sf/oldfs.json" "$IN/sf/p.json" || { sed 's/^/#   /' "$LOG"; return 1; }
+	done
+	echo theirs >"$IN/sf/oldfs2.json"
+	expect_rc 1 env LD_PRELOAD="$FAKE_OLDFS" "$KTAUD" export --json="$IN/sf/oldfs2.json" "$R" ||
+		return 1
+	[ "$(cat "$IN/sf/oldfs2.json")" = theirs ] || return 1
 }
 
 # A directory into which 'ktaud watch' was started twice: two baselines.
