@@ -1284,7 +1284,6 @@ static void ktau_notify_syscall_start(struct ktau_task *kt,
 		      ktau_frame_id(f->tag, KTAU_GROUP_SYSCALL), f->start, 0);
 }
 
-/* Drop the frame at @i of the @d open ones, which will never close. */
 /*
  * Drop frame @i of the @d open ones. The routines that ended inside it
  * (its child time) become the frame below's children, so that its
@@ -1928,16 +1927,8 @@ void __ktau_sched_out(bool blocked)
  */
 void __ktau_sched_in(void)
 {
-#ifdef CONFIG_X86_TSC
-	struct ktau_task *kt = current->ktau;
-	unsigned long flags;
-
-	if (static_branch_unlikely(&ktau_rebase_key) && kt) {
-		local_irq_save(flags);
-		ktau_rebase_in(kt);
-		local_irq_restore(flags);
-	}
-#endif
+	if (ktau_rebase_on())
+		__ktau_rebase_in();
 	ktau_stop_if_top(KTAU_GROUP_SCHED);
 }
 
