@@ -48,14 +48,18 @@ if [ -z "${KTAU_IMAGE:-}" ] && [ -d "$KTAU_OUT/guest/root/ktau" ]; then
 fi
 
 # Modules must be those of the kernel booted (the image has the ktau
-# kernel's): the example modules of samples/ktau go in a second archive,
-# which the kernel unpacks over the first.
+# kernel's): the example modules of samples/ktau and the test module of
+# kernel/ktau go in a second archive, which the kernel unpacks over the
+# first.
 mods=$KTAU_BUILD/$kname/samples/ktau
 if [ -z "${KTAU_IMAGE:-}" ] && ls "$mods"/*.ko >/dev/null 2>&1; then
 	m=$out/modules-root
 	rm -rf "$m"
 	mkdir -p "$m/ktau/modules"
 	cp "$mods"/*.ko "$m/ktau/modules/"
+	if ls "$KTAU_BUILD/$kname/kernel/ktau"/*.ko >/dev/null 2>&1; then
+		cp "$KTAU_BUILD/$kname/kernel/ktau"/*.ko "$m/ktau/modules/"
+	fi
 	{ cat "$img"; (cd "$m" && find . | sort | cpio -o -H newc --quiet -R 0:0 | gzip -1); } >"$out/initramfs.cpio.gz"
 	img=$out/initramfs.cpio.gz
 fi

@@ -75,7 +75,22 @@ struct ktau_frame {
 #define KTAU_GEN_MASK		((1U << CONFIG_KTAU_GEN_BITS) - 1)
 #define KTAU_TAG_GEN_SHIFT	48
 #define KTAU_TAG_GEN(tag)	((unsigned int)((tag) >> KTAU_TAG_GEN_SHIFT) & KTAU_GEN_MASK)
+/*
+ * The context the frame was opened in: the task's own, a softirq handler
+ * or a hard interrupt (the innermost; see ktau_ctx()). An exit closes only
+ * a frame of the context it runs in.
+ */
+#define KTAU_TAG_CTX_SHIFT	43
+#define KTAU_CTX_TASK		0
+#define KTAU_CTX_SOFTIRQ	1
+#define KTAU_CTX_HARDIRQ	2
+#define KTAU_TAG_CTX(ctx)	((u64)(ctx) << KTAU_TAG_CTX_SHIFT)
+#define KTAU_TAG_CTX_MASK	KTAU_TAG_CTX(3)
+/* What an exit of a group compares: the group and the context. */
+#define KTAU_TAG_GROUP_CTX	(0xffULL << 32 | KTAU_TAG_CTX_MASK)
+/* The bits that are not the routine's identity (group and ID). */
 #define KTAU_TAG_FLAGS		(KTAU_TAG_RECURSIVE | KTAU_TAG_HASREC | \
+				 KTAU_TAG_CTX_MASK | \
 				 ((u64)KTAU_GEN_MASK << KTAU_TAG_GEN_SHIFT))
 
 /*
@@ -271,7 +286,7 @@ void ktau_exit(struct task_struct *tsk);
 
 void __ktau_start(unsigned int group, unsigned int id);
 void __ktau_stop(unsigned int group);
-void __ktau_stop_id(unsigned int group, u32 id);
+void __ktau_stop_id(unsigned int group, u32 id, u64 ctx);
 void __ktau_event(unsigned int group, u32 id);
 void __ktau_pop_slow(struct ktau_task *kt, unsigned int group);
 struct ktau_slot *__ktau_slot_slow(struct ktau_task *kt, u32 id);
@@ -334,14 +349,39 @@ static __always_inline u32 ktau_frame_id(u64 tag, unsigned int group)
 						 KTAU_ID_SYSCALL_BAD;
 }
 
+/*
+ * The context the CPU is in for a routine of @group, as tag bits: a hard
+ * interrupt, a softirq handler (PREEMPT_RT runs those, and may schedule,
+ * in task context), or the task's own. System calls begin and end in the
+ * task's, as KVM's guest entries and exits; an interrupt's hooks run in
+ * the interrupt. Never an NMI: KTAU opens no frame there.
+ */
+static __always_inline u64 ktau_ctx(unsigned int group)
+{
+	if (group == KTAU_GROUP_SYSCALL || group == KTAU_GROUP_KVM)
+		return KTAU_TAG_CTX(KTAU_CTX_TASK);
+	if (group == KTAU_GROUP_IRQ || in_hardirq())
+		return KTAU_TAG_CTX(KTAU_CTX_HARDIRQ);
+	if (in_serving_softirq())
+		return KTAU_TAG_CTX(KTAU_CTX_SOFTIRQ);
+	return KTAU_TAG_CTX(KTAU_CTX_TASK);
+}
+
+/* @tag is a frame of @group opened in the context the CPU is in now. */
+static __always_inline bool ktau_tag_is(u64 tag, unsigned int group)
+{
+	return (tag & KTAU_TAG_GROUP_CTX) == (KTAU_TAG(group, 0) | ktau_ctx(group));
+}
+
 void __ktau_pop_extra(struct ktau_task *kt, struct ktau_slot *s,
 		      struct ktau_frame *f, unsigned int group, u64 incl,
 		      u64 excl);
 u64 __ktau_pop_recursive(struct ktau_task *kt, unsigned int d, u64 incl);
 
 /*
- * Close the frame on top of the stack, which must belong to @group, and
- * charge it to its slot. Interrupts must be off.
+ * Close the frame on top of the stack, which must be @group's, opened in
+ * the context the CPU is in, and charge it to its slot. Interrupts must be
+ * off.
  */
 static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 {
@@ -357,7 +397,7 @@ static __always_inline void __ktau_pop(struct ktau_task *kt, unsigned int group)
 	}
 	f = &kt->stack[d];
 	tag = f->tag;
-	if (unlikely(KTAU_TAG_GROUP(tag) != group)) {
+	if (unlikely(!ktau_tag_is(tag, group))) {
 		__ktau_pop_slow(kt, group);
 		return;
 	}

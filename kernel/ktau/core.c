@@ -71,6 +71,7 @@ static atomic_long_t ktau_unprofiled = ATOMIC_LONG_INIT(0);
  * writes stay inside it. Nothing reads it: ktau_profile() is NULL for it.
  */
 struct ktau_task *ktau_sink;
+EXPORT_SYMBOL_GPL(ktau_sink);	/* for ktau_profile() */
 /* Deltas of the clock that came out negative, clamped to 0. */
 static atomic_long_t ktau_backwards = ATOMIC_LONG_INIT(0);
 bool ktau_ready;		/* every task from now on has a profile */
@@ -1312,20 +1313,15 @@ static void ktau_drop_above(struct ktau_task *kt, int i, unsigned int d)
 }
 
 /*
- * A routine of @group (not an interrupt's) that begins or ends in an
- * interrupt: the frames the CPU's interrupt stopped are below, and the
- * interrupt's own frame, when its group is on, above them. Not the
- * scheduler's (PREEMPT_RT schedules inside a softirq handler, which runs
- * in task context there): a sched frame open below a running task is
- * always a leftover.
+ * Contexts nest: a softirq handler runs on top of a task, a hard interrupt
+ * on top of either, and each ends before what it stopped goes on. So while
+ * the CPU is in one context, a frame of a deeper one on the stack is left
+ * from an interrupt that is over (its exit ran with its group off), and so
+ * is a frame of the same context below the interrupt's own frame, which
+ * opened that context: hard interrupts do not nest, nor do softirq
+ * handlers.
  */
-static bool ktau_in_interrupt(unsigned int group)
-{
-	return group != KTAU_GROUP_IRQ && group != KTAU_GROUP_SOFTIRQ &&
-	       group != KTAU_GROUP_SCHED && (in_hardirq() || in_serving_softirq());
-}
-
-static bool ktau_interrupt_frame(u64 tag)
+static bool ktau_entry_frame(u64 tag)
 {
 	return KTAU_TAG_GROUP(tag) == KTAU_GROUP_IRQ ||
 	       KTAU_TAG_GROUP(tag) == KTAU_GROUP_SOFTIRQ;
@@ -1335,58 +1331,66 @@ static bool ktau_interrupt_frame(u64 tag)
 static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 {
 	unsigned int d = kt->depth;
-	u64 base = KTAU_TAG(group, id), tag = base;
+	u64 ctx = ktau_ctx(group), base = KTAU_TAG(group, id), tag = base | ctx;
+	bool entry = ctx && ktau_entry_frame(base);
 	struct ktau_frame *f;
 	int i;
 
-	if (unlikely(d >= KTAU_STACK_DEPTH)) {
-		/* Keep counting depth so that the exits still match. */
-		kt->depth = d + 1;
-		if (d < KTAU_DEPTH_DEAD)
-			kt->stack_overflows++;
-		return;
-	}
 	if (group == KTAU_GROUP_DYNAMIC)
 		tag |= (u64)READ_ONCE(ktau_funcs[id].gen) << KTAU_TAG_GEN_SHIFT;
 	/*
-	 * Frames that will never close go first: stale dynamic ones, and a
-	 * frame of the same group and ID (system call frames never match,
-	 * group 0) for the fixed routines, which do not recurse: that one
-	 * was left open when its group was switched off, and its never
-	 * ending inclusive time would hide this one's. Hard interrupts
-	 * never nest (their frame closes before softirqs run), so any frame
-	 * of that group matches, whatever source it was renamed to. A
-	 * dynamic point open below is recursion. In an interrupt, a fixed
-	 * routine of another group matches nothing: what is open of it
-	 * belongs to the context the interrupt stopped (a page fault taken
-	 * in an interrupt, by a user access in a sampler's overflow handler,
-	 * while that context was in a page fault of its own), whether or not
-	 * the interrupt's group gave it a frame to stop at.
+	 * Frames that will never close go first: stale dynamic ones, those
+	 * of interrupts that are over (above; the interrupt's entry drops
+	 * the fixed routines' frames of its own context, not the dynamic
+	 * points', whose functions may have entered that context before it:
+	 * PREEMPT_RT's handle_softirqs()), and a frame of the same fixed
+	 * routine and context (system call frames never match, group 0):
+	 * fixed routines do not recurse within a context, so that one was
+	 * left open when its group was switched off, and its never ending
+	 * inclusive time would hide this one's. In an interrupt, a frame of
+	 * the same routine in the context it stopped is its own instance,
+	 * nested (a page fault taken in an interrupt, by a user access in a
+	 * sampler's overflow handler, while the task was in a page fault of
+	 * its own): as a dynamic point open below, recursion, so that the
+	 * routine's inclusive time counts the inner one once. Beyond the
+	 * stack only the count goes on, after that cleaning made no room.
 	 */
-	i = group != KTAU_GROUP_DYNAMIC && ktau_in_interrupt(group) ? -1 : (int)d - 1;
-	for (; i >= 0; i--) {
+	for (i = d <= KTAU_STACK_DEPTH ? (int)d - 1 : -1; i >= 0; i--) {
 		struct ktau_frame *o = &kt->stack[i];
+		u64 octx = o->tag & KTAU_TAG_CTX_MASK;
 
 		if (unlikely(ktau_frame_stale(o->tag))) {
 			ktau_drop_frame(kt, i, d--);
 			WRITE_ONCE(kt->unmatched, kt->unmatched + 1);
 			continue;
 		}
-		if (group == KTAU_GROUP_IRQ ?
-		    KTAU_TAG_GROUP(o->tag) != KTAU_GROUP_IRQ :
-		    (o->tag & ~KTAU_TAG_FLAGS) != base)
+		if (unlikely(octx > ctx ||
+			     (entry && octx == ctx &&
+			      KTAU_TAG_GROUP(o->tag) != KTAU_GROUP_DYNAMIC))) {
+			ktau_drop_frame(kt, i, d--);
+			ktau_count_unmatched(kt, 1);
 			continue;
-		if (group == KTAU_GROUP_DYNAMIC) {
-			tag |= KTAU_TAG_RECURSIVE;
-			if (!(o->tag & KTAU_TAG_HASREC)) {
-				o->dup = 0;
-				o->tag |= KTAU_TAG_HASREC;
-			}
-			break;
 		}
-		ktau_drop_frame(kt, i, d--);
-		ktau_count_unmatched(kt, 1);
+		if ((o->tag & ~KTAU_TAG_FLAGS) != base)
+			continue;
+		if (group != KTAU_GROUP_DYNAMIC && octx == ctx) {
+			ktau_drop_frame(kt, i, d--);
+			ktau_count_unmatched(kt, 1);
+			continue;
+		}
+		tag |= KTAU_TAG_RECURSIVE;
+		if (!(o->tag & KTAU_TAG_HASREC)) {
+			o->dup = 0;
+			o->tag |= KTAU_TAG_HASREC;
+		}
 		break;
+	}
+	if (unlikely(d >= KTAU_STACK_DEPTH)) {
+		/* Keep counting depth so that the exits still match. */
+		kt->depth = d + 1;
+		if (d < KTAU_DEPTH_DEAD)
+			kt->stack_overflows++;
+		return;
 	}
 	f = &kt->stack[d];
 	f->tag = tag;
@@ -1408,15 +1412,43 @@ static void ktau_push(struct ktau_task *kt, unsigned int group, u32 id)
 }
 
 /*
- * The frame on top is not @group's: a group was switched on or off while
- * a routine was in progress, or the stack overflowed. Close @group's
- * nearest frame of the context the CPU is in and drop the frames above
- * it, or count an exit without entry.
+ * The open frame an exit in context @ctx closes, the nearest whose bits
+ * under @mask are @want: one of that context, above the frames of the
+ * context an interrupt stopped and not below the interrupt's own frame.
+ * Frames of deeper contexts are passed over (they are left from
+ * interrupts that are over). -1: none.
+ */
+static int ktau_find_open(struct ktau_task *kt, unsigned int d, u64 want,
+			  u64 mask, u64 ctx)
+{
+	int i;
+
+	for (i = (int)d - 1; i >= 0; i--) {
+		u64 tag = kt->stack[i].tag, octx = tag & KTAU_TAG_CTX_MASK;
+
+		if (octx > ctx)
+			continue;
+		if (octx < ctx)
+			break;
+		if ((tag & mask) == want)
+			return i;
+		if (ctx && ktau_entry_frame(tag))
+			break;
+	}
+	return -1;
+}
+
+/*
+ * The frame on top is not @group's of the context the CPU is in: a group
+ * was switched on or off while a routine was in progress, or the stack
+ * overflowed. Close @group's frame that ktau_find_open() finds and drop
+ * the frames above it, or count an exit without entry.
  */
 void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 {
 	unsigned int d = kt->depth;
-	int i, lo = 0;
+	u64 ctx = ktau_ctx(group);
+	int i;
 
 	if (d > KTAU_STACK_DEPTH) {
 		/* A task that folded at exit stays dead: see ktau_exit(). */
@@ -1424,21 +1456,9 @@ void __ktau_pop_slow(struct ktau_task *kt, unsigned int group)
 			kt->depth = d - 1;
 		return;
 	}
-	/*
-	 * In an interrupt, only the frames above the interrupt's own: none
-	 * when its group gave it no frame, which could be told from those of
-	 * the context it stopped.
-	 */
-	if (ktau_in_interrupt(group)) {
-		for (lo = (int)d - 1; lo >= 0; lo--)
-			if (ktau_interrupt_frame(kt->stack[lo].tag))
-				break;
-		lo = lo < 0 ? (int)d : lo + 1;
-	}
-	for (i = (int)d - 1; i >= lo; i--)
-		if (KTAU_TAG_GROUP(kt->stack[i].tag) == group)
-			break;
-	if (i < lo) {
+	i = ktau_find_open(kt, d, KTAU_TAG(group, 0) | ctx, KTAU_TAG_GROUP_CTX,
+			   ctx);
+	if (i < 0) {
 		if (!(group == KTAU_GROUP_SYSCALL && d == 0 &&
 		      test_and_clear_bit(KTAU_NEW, &kt->flags)))
 			ktau_count_unmatched(kt, 1);
@@ -1552,23 +1572,47 @@ slow:
 }
 
 /*
- * Close the frame on top if it is @group's. For exits whose entry may not
- * have happened: a task's first run (it never entered the scheduler), a
- * return to user space that delivered no signal.
+ * Close the frame on top if it is @group's, past (dropping) frames left
+ * from interrupts that are over; interrupts off.
+ */
+static void ktau_pop_if_top(struct ktau_task *kt, unsigned int group)
+{
+	unsigned int d = kt->depth;
+	u64 ctx = ktau_ctx(group);
+	int i;
+
+	if (!d)
+		return;
+	if (d > KTAU_STACK_DEPTH) {
+		__ktau_pop(kt, group);
+		return;
+	}
+	for (i = (int)d - 1; i >= 0; i--)
+		if ((kt->stack[i].tag & KTAU_TAG_CTX_MASK) <= ctx)
+			break;
+	if (i < 0 || !ktau_tag_is(kt->stack[i].tag, group))
+		return;
+	if (i != (int)d - 1) {
+		ktau_drop_above(kt, i, d);
+		kt->depth = i + 1;
+	}
+	__ktau_pop(kt, group);
+}
+
+/*
+ * For exits whose entry may not have happened: a task's first run (it
+ * never entered the scheduler), a return to user space that delivered no
+ * signal.
  */
 static void ktau_stop_if_top(unsigned int group)
 {
 	struct ktau_task *kt = current->ktau;
 	unsigned long flags;
-	unsigned int d;
 
 	if (unlikely(!kt))
 		return;
 	local_irq_save(flags);
-	d = kt->depth;
-	if (d && (d > KTAU_STACK_DEPTH ||
-		  KTAU_TAG_GROUP(kt->stack[d - 1].tag) == group))
-		__ktau_pop(kt, group);
+	ktau_pop_if_top(kt, group);
 	local_irq_restore(flags);
 }
 
@@ -1739,16 +1783,19 @@ __ktau_syscall_pop_extra(struct ktau_task *kt, struct ktau_slot *s, u64 incl,
 }
 
 /*
- * Close the nearest frame of (@group, @id) and drop the frames above it,
- * which were left open: for exits that know which routine ends, such as
- * a dynamic probe's return.
+ * Close the nearest frame of (@group, @id) opened in context @ctx (what
+ * ktau_ctx() gave at the routine's entry) and drop the frames above it,
+ * which were left open: for exits that know which routine ends, such as a
+ * dynamic probe's return. The routine may end in another context than it
+ * began in (__local_bh_disable_ip() enters the task's and returns in the
+ * softirq handling it began).
  */
-void __ktau_stop_id(unsigned int group, u32 id)
+void __ktau_stop_id(unsigned int group, u32 id, u64 ctx)
 {
 	struct ktau_task *kt = current->ktau;
-	u64 tag = KTAU_TAG(group, id);
 	unsigned long flags;
 	unsigned int d;
+	u64 cur;
 	int i;
 
 	if (unlikely(!kt) || in_nmi())
@@ -1760,15 +1807,19 @@ void __ktau_stop_id(unsigned int group, u32 id)
 			kt->depth = d - 1;
 		goto out;
 	}
-	for (i = (int)d - 1; i >= 0; i--)
-		if ((kt->stack[i].tag & ~KTAU_TAG_FLAGS) == tag)
-			break;
+	i = ktau_find_open(kt, d, KTAU_TAG(group, id) | ctx,
+			   ~KTAU_TAG_FLAGS | KTAU_TAG_CTX_MASK, ctx);
 	if (i < 0) {
 		ktau_count_unmatched(kt, 1);
 		goto out;
 	}
 	ktau_drop_above(kt, i, d);
 	kt->depth = i + 1;
+	/* Closed as a frame of the context it ends in. */
+	cur = ktau_ctx(group);
+	if (cur != ctx)
+		WRITE_ONCE(kt->stack[i].tag,
+			   (kt->stack[i].tag & ~KTAU_TAG_CTX_MASK) | cur);
 	__ktau_pop(kt, group);
 out:
 	local_irq_restore(flags);
@@ -1897,8 +1948,11 @@ static void ktau_irq_name(u32 id)
 		return;
 	d = kt->depth;
 	if (d && d <= KTAU_STACK_DEPTH &&
-	    kt->stack[d - 1].tag == KTAU_TAG(KTAU_GROUP_IRQ, KTAU_ID_IRQ))
-		WRITE_ONCE(kt->stack[d - 1].tag, KTAU_TAG(KTAU_GROUP_IRQ, id));
+	    kt->stack[d - 1].tag == (KTAU_TAG(KTAU_GROUP_IRQ, KTAU_ID_IRQ) |
+				     KTAU_TAG_CTX(KTAU_CTX_HARDIRQ)))
+		WRITE_ONCE(kt->stack[d - 1].tag,
+			   KTAU_TAG(KTAU_GROUP_IRQ, id) |
+			   KTAU_TAG_CTX(KTAU_CTX_HARDIRQ));
 }
 
 void __ktau_irq_desc(struct irq_desc *desc)
@@ -1944,11 +1998,7 @@ static_assert(KTAU_KVM_CODES == 0x200);
 /* Close the KVM frame on top, guest mode or an exit, if there is one. */
 static void ktau_kvm_pop(struct ktau_task *kt)
 {
-	unsigned int d = kt->depth;
-
-	if (d && (d > KTAU_STACK_DEPTH ||
-		  KTAU_TAG_GROUP(kt->stack[d - 1].tag) == KTAU_GROUP_KVM))
-		__ktau_pop(kt, KTAU_GROUP_KVM);
+	ktau_pop_if_top(kt, KTAU_GROUP_KVM);
 }
 
 /* The index of exit @code in ids[], or KTAU_KVM_CODES: none. */
@@ -2009,7 +2059,7 @@ static __always_inline bool ktau_kvm_switch(struct ktau_task *kt, u32 next)
 	if (unlikely(d >= KTAU_STACK_DEPTH) || ktau_extra_on())
 		return false;
 	f = &kt->stack[d];
-	if (unlikely(KTAU_TAG_GROUP(f->tag) != KTAU_GROUP_KVM))
+	if (unlikely(!ktau_tag_is(f->tag, KTAU_GROUP_KVM)))
 		return false;
 	now = ktau_clock();
 	incl = now - f->start;

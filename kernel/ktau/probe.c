@@ -76,6 +76,8 @@ static int ktau_probe_entry(struct fprobe *fp, unsigned long ip,
 	/* Nonzero: no exit handler call for this entry. */
 	if (!ktau_group_on(KTAU_GROUP_DYNAMIC) || !current->ktau || in_nmi())
 		return 1;
+	/* The context of the entry, for the exit: see __ktau_stop_id(). */
+	*(u64 *)data = ktau_ctx(KTAU_GROUP_DYNAMIC);
 	__ktau_start(KTAU_GROUP_DYNAMIC, p->id);
 	return 0;
 }
@@ -86,7 +88,7 @@ static void ktau_probe_exit(struct fprobe *fp, unsigned long ip,
 {
 	struct ktau_probe *p = container_of(fp, struct ktau_probe, fp);
 
-	__ktau_stop_id(KTAU_GROUP_DYNAMIC, p->id);
+	__ktau_stop_id(KTAU_GROUP_DYNAMIC, p->id, *(u64 *)data);
 }
 
 static struct ktau_probe *ktau_probe_find(const char *name, int id)
@@ -197,6 +199,7 @@ static long ktau_probe_add(struct file *file, struct ktau_probe_req *req, u64 *s
 	p->owner = file;
 	p->fp.entry_handler = ktau_probe_entry;
 	p->fp.exit_handler = ktau_probe_exit;
+	p->fp.entry_data_size = sizeof(u64);
 	p->fp.nr_maxactive = KTAU_PROBE_ACTIVE;
 
 	mutex_lock(&ktau_probe_lock);

@@ -751,4 +751,72 @@ TEST(probe_goes_with_module)
 	ktau_snap_free(&b);
 }
 
+/*
+ * Frame matching across contexts: the ktau_test module (kernel/ktau)
+ * makes, on loading, the entries without exits and the exits without
+ * entries a group switch leaves in a task, a softirq handler and a hard
+ * interrupt, and checks its loader's profile; it fails to load when a
+ * check fails. With every group on, and with the interrupts' own frames
+ * missing (irq off; irq and softirq off): several cases pass with those
+ * frames in place whatever the matching does.
+ */
+FIXTURE(frames) {
+	bool irq_off;
+	bool softirq_off;
+};
+
+FIXTURE_VARIANT(frames) {
+	bool irq_off;
+	bool softirq_off;
+};
+
+FIXTURE_VARIANT_ADD(frames, all_on) {};
+
+FIXTURE_VARIANT_ADD(frames, irq_off) {
+	.irq_off = true,
+};
+
+FIXTURE_VARIANT_ADD(frames, irq_softirq_off) {
+	.irq_off = true,
+	.softirq_off = true,
+};
+
+FIXTURE_SETUP(frames)
+{
+	ktau_must_have_ktau(_metadata);
+	if (!variant->irq_off)
+		return;
+	if (geteuid())
+		SKIP(return, "switching a group needs root");
+	if (ktau_no_switch_pass())
+		SKIP(return, "no group switches in this pass (ktauhold)");
+	ASSERT_EQ(0, ktau_control("irq off"));
+	self->irq_off = true;
+	if (variant->softirq_off) {
+		ASSERT_EQ(0, ktau_control("softirq off"));
+		self->softirq_off = true;
+	}
+}
+
+FIXTURE_TEARDOWN(frames)
+{
+	/* On again, as ktau_must_have_ktau() left them. */
+	if (self->irq_off)
+		EXPECT_EQ(0, ktau_control("irq on"));
+	if (self->softirq_off)
+		EXPECT_EQ(0, ktau_control("softirq on"));
+}
+
+TEST_F(frames, exits_match_entries_of_their_context)
+{
+	int ret;
+
+	EXPECT_EQ(variant->irq_off ? 0 : 1, ktau_group_state("irq"));
+	EXPECT_EQ(variant->softirq_off ? 0 : 1, ktau_group_state("softirq"));
+	ret = ktau_mod_load("ktau_test", "");
+	/* The kernel log's ktau_test lines say which case failed. */
+	ASSERT_EQ(0, ret) TH_LOG("loading %s/ktau_test.ko: %s", ktau_mod_dir(), strerror(-ret));
+	EXPECT_EQ(0, ktau_mod_unload("ktau_test"));
+}
+
 TEST_HARNESS_MAIN

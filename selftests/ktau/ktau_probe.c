@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "ktau_util.h"
 
 #define PROBE_CALLS		1000
@@ -137,6 +139,53 @@ TEST_F(probe, times_function_exactly)
 	ktau_getppid_loop(100);
 	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
 	EXPECT_EQ(0, ktau_val_delta(ra, rb, id).count);
+}
+
+/*
+ * A function that returns in another context than it was entered in:
+ * __local_bh_disable_ip(), out of line with CONFIG_TRACE_IRQFLAGS (the
+ * debug kernel), enters in the task's context and returns in the softirq
+ * handling it begins whenever a softirq runs on top of the task (here
+ * NET_RX, run at the loopback send's local_bh_enable()). Each return
+ * closes its own frame: no exit unmatched, no frame left for the next
+ * call to take for recursion.
+ */
+TEST_F(probe, function_returning_in_another_context)
+{
+	struct sockaddr_in addr = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	const struct ktau_task_rec *ra, *rb;
+	socklen_t alen = sizeof(addr);
+	char msg[64] = "ktau";
+	int rx, tx, i, id;
+
+	id = probe_add(self->fd, "__local_bh_disable_ip");
+	/* Out of line only with CONFIG_TRACE_IRQFLAGS. */
+	if (id == -ENOENT)
+		SKIP(return, "__local_bh_disable_ip is inline in this kernel");
+	ASSERT_LT(0, id) TH_LOG("add: %s", strerror(-id));
+	rx = socket(AF_INET, SOCK_DGRAM, 0);
+	tx = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_LE(0, rx);
+	ASSERT_LE(0, tx);
+	ASSERT_EQ(0, bind(rx, (struct sockaddr *)&addr, sizeof(addr)));
+	ASSERT_EQ(0, getsockname(rx, (struct sockaddr *)&addr, &alen));
+	ra = ktau_must_snap_self(_metadata, self->pfd, &self->a);
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(sizeof(msg), sendto(tx, msg, sizeof(msg), 0,
+					      (struct sockaddr *)&addr, sizeof(addr)))
+			TH_LOG("loopback send: %s (is lo up?)", strerror(errno));
+		ASSERT_EQ(sizeof(msg), recv(rx, msg, sizeof(msg), 0));
+	}
+	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
+	close(rx);
+	close(tx);
+	EXPECT_LE(200, ktau_val_delta(ra, rb, id).count);
+	EXPECT_EQ(ra->unmatched, rb->unmatched);
+	EXPECT_EQ(ra->stack_overflows, rb->stack_overflows);
+	EXPECT_EQ(0, probe_remove(self->fd, "__local_bh_disable_ip"));
 }
 
 /* A probed function's inclusive time in the thread's shared page, in ns. */
