@@ -163,18 +163,31 @@ static void ktau_test_nested_hard(void)
 	ktau_test_stop();
 }
 
-static void ktau_test_nested_soft(void)
+static void ktau_test_nested_hard_long(void)
 {
 	ktau_test_start();
-	ktau_test_in_hardirq(ktau_test_nested_hard);
+	udelay(KTAU_TEST_WAIT_US / 2);
 	ktau_test_stop();
 }
 
+static void ktau_test_nested_soft(void)
+{
+	ktau_test_start();
+	ktau_test_in_hardirq(ktau_test_nested_hard_long);
+	ktau_test_stop();
+}
+
+/*
+ * The same routine in each: recursion, so its inclusive time counts the
+ * inner instances once, not more than the outer one's time.
+ */
 static unsigned int ktau_test_nested(void)
 {
+	ktau_test_t0 = ktau_clock();
 	ktau_test_start();
 	ktau_test_in_softirq(ktau_test_nested_soft);
 	ktau_test_stop();
+	ktau_test_t1 = ktau_clock();
 	return 3;
 }
 
@@ -273,10 +286,11 @@ struct ktau_test_case {
 	unsigned int (*run)(void);	/* the calls of the routine it makes */
 	unsigned int unmatched;
 	bool timed;		/* a frame's time covers ktau_test_t0..t1 */
+	bool bounded;		/* all the time is within ktau_test_t0..t1 */
 };
 
 static const struct ktau_test_case ktau_test_cases[] = {
-	{ "nested", ktau_test_nested, 0, false },
+	{ "nested", ktau_test_nested, 0, false, true },
 	{ "hard_exit", ktau_test_hard_exit, 1, true },
 	{ "hard_exit_in_soft", ktau_test_hard_exit_in_soft, 1, true },
 	{ "soft_leftover", ktau_test_soft_leftover, 2, true },
@@ -307,6 +321,11 @@ static bool ktau_test_run(const struct ktau_test_case *c)
 		       c->name, b.count - a.count, calls, b.unmatched - a.unmatched,
 		       c->unmatched, a.depth, b.depth,
 		       b.stack_overflows - a.stack_overflows);
+		ok = false;
+	}
+	if (c->bounded && b.incl - a.incl > ktau_test_t1 - ktau_test_t0) {
+		pr_err("%s: inclusive time %llu, more than the routine's %llu (clock units)\n",
+		       c->name, b.incl - a.incl, ktau_test_t1 - ktau_test_t0);
 		ok = false;
 	}
 	if (c->timed && b.incl - a.incl < ktau_test_t1 - ktau_test_t0) {
