@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include "ktau_util.h"
 
@@ -98,29 +95,17 @@ static int read_proc_interrupts(const char *tag, unsigned long long *count)
 /* 200 rounds of a 1 ms sleep and a UDP datagram over loopback. */
 static void timer_and_net_load(struct __test_metadata *_metadata)
 {
-	struct sockaddr_in addr = {
-		.sin_family = AF_INET,
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	};
-	socklen_t alen = sizeof(addr);
-	char msg[256] = "ktau";
-	int rx, tx, i;
+	struct ktau_udp u;
+	int i, ret;
 
-	rx = socket(AF_INET, SOCK_DGRAM, 0);
-	tx = socket(AF_INET, SOCK_DGRAM, 0);
-	ASSERT_LE(0, rx);
-	ASSERT_LE(0, tx);
-	ASSERT_EQ(0, bind(rx, (struct sockaddr *)&addr, sizeof(addr)));
-	ASSERT_EQ(0, getsockname(rx, (struct sockaddr *)&addr, &alen));
+	ret = ktau_udp_open(&u);
+	ASSERT_EQ(0, ret) TH_LOG("loopback UDP sockets: %s", strerror(-ret));
 	for (i = 0; i < N_ROUNDS; i++) {
 		ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
-		ASSERT_EQ(sizeof(msg), sendto(tx, msg, sizeof(msg), 0,
-					      (struct sockaddr *)&addr, sizeof(addr)))
-			TH_LOG("loopback send: %s (is lo up?)", strerror(errno));
-		ASSERT_EQ(sizeof(msg), recv(rx, msg, sizeof(msg), 0));
+		ret = ktau_udp_roundtrip(&u, 256);
+		ASSERT_EQ(0, ret) TH_LOG("loopback UDP: %s (is lo up?)", strerror(-ret));
 	}
-	close(rx);
-	close(tx);
+	ktau_udp_close(&u);
 }
 
 /*

@@ -9,8 +9,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include "ktau_util.h"
 
 #define PROBE_CALLS		1000
@@ -152,36 +150,24 @@ TEST_F(probe, times_function_exactly)
  */
 TEST_F(probe, function_returning_in_another_context)
 {
-	struct sockaddr_in addr = {
-		.sin_family = AF_INET,
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	};
 	const struct ktau_task_rec *ra, *rb;
-	socklen_t alen = sizeof(addr);
-	char msg[64] = "ktau";
-	int rx, tx, i, id;
+	struct ktau_udp u;
+	int i, id, ret;
 
 	id = probe_add(self->fd, "__local_bh_disable_ip");
 	/* Out of line only with CONFIG_TRACE_IRQFLAGS. */
 	if (id == -ENOENT)
 		SKIP(return, "__local_bh_disable_ip is inline in this kernel");
 	ASSERT_LT(0, id) TH_LOG("add: %s", strerror(-id));
-	rx = socket(AF_INET, SOCK_DGRAM, 0);
-	tx = socket(AF_INET, SOCK_DGRAM, 0);
-	ASSERT_LE(0, rx);
-	ASSERT_LE(0, tx);
-	ASSERT_EQ(0, bind(rx, (struct sockaddr *)&addr, sizeof(addr)));
-	ASSERT_EQ(0, getsockname(rx, (struct sockaddr *)&addr, &alen));
+	ret = ktau_udp_open(&u);
+	ASSERT_EQ(0, ret) TH_LOG("loopback UDP sockets: %s", strerror(-ret));
 	ra = ktau_must_snap_self(_metadata, self->pfd, &self->a);
 	for (i = 0; i < 200; i++) {
-		ASSERT_EQ(sizeof(msg), sendto(tx, msg, sizeof(msg), 0,
-					      (struct sockaddr *)&addr, sizeof(addr)))
-			TH_LOG("loopback send: %s (is lo up?)", strerror(errno));
-		ASSERT_EQ(sizeof(msg), recv(rx, msg, sizeof(msg), 0));
+		ret = ktau_udp_roundtrip(&u, 64);
+		ASSERT_EQ(0, ret) TH_LOG("loopback UDP: %s (is lo up?)", strerror(-ret));
 	}
 	rb = ktau_must_snap_self(_metadata, self->pfd, &self->b);
-	close(rx);
-	close(tx);
+	ktau_udp_close(&u);
 	EXPECT_LE(200, ktau_val_delta(ra, rb, id).count);
 	EXPECT_EQ(ra->unmatched, rb->unmatched);
 	EXPECT_EQ(ra->stack_overflows, rb->stack_overflows);

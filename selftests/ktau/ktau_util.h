@@ -23,6 +23,9 @@
 #include <unistd.h>
 #include <grp.h>
 #include <poll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -92,6 +95,60 @@ static inline void ktau_sleep_ns(__u64 ns)
 	};
 
 	nanosleep(&ts, NULL);
+}
+
+/*
+ * Two UDP sockets over loopback, @rx bound to a free port: each datagram
+ * from @tx to @addr goes through the NET_RX softirq and back to @rx.
+ */
+struct ktau_udp {
+	int rx, tx;
+	struct sockaddr_in addr;
+};
+
+static inline void ktau_udp_close(struct ktau_udp *u)
+{
+	if (u->rx >= 0)
+		close(u->rx);
+	if (u->tx >= 0)
+		close(u->tx);
+	u->rx = -1;
+	u->tx = -1;
+}
+
+/* 0, or -errno with nothing left open. */
+static inline int ktau_udp_open(struct ktau_udp *u)
+{
+	socklen_t alen = sizeof(u->addr);
+	int ret = 0;
+
+	memset(&u->addr, 0, sizeof(u->addr));
+	u->addr.sin_family = AF_INET;
+	u->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	u->rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	u->tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (u->rx < 0 || u->tx < 0 ||
+	    bind(u->rx, (struct sockaddr *)&u->addr, sizeof(u->addr)) ||
+	    getsockname(u->rx, (struct sockaddr *)&u->addr, &alen))
+		ret = -errno;
+	if (ret)
+		ktau_udp_close(u);
+	return ret;
+}
+
+/* One datagram of @len (at most 256) bytes there and back: 0 or -errno. */
+static inline int ktau_udp_roundtrip(struct ktau_udp *u, size_t len)
+{
+	char msg[256] = "ktau";
+
+	if (len > sizeof(msg))
+		return -EINVAL;
+	if (sendto(u->tx, msg, len, 0, (struct sockaddr *)&u->addr,
+		   sizeof(u->addr)) != (ssize_t)len)
+		return errno ? -errno : -EIO;
+	if (recv(u->rx, msg, len, 0) != (ssize_t)len)
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
 /* n calls of getppid(), straight to the kernel (no libc caching). */

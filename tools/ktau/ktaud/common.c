@@ -366,17 +366,105 @@ static int out_mark(char *buf, size_t len, const struct stat *st)
 			st->st_mtim.tv_nsec);
 }
 
-/* Whether @path (a regular file, @st) is as ktaud left it; errno ENOTSUP: cannot tell. */
+/*
+ * Where the file system keeps no user extended attributes (NFSv3, vfat),
+ * the mark is a small file beside FILE instead: ".NAME.ktau-mark", holding
+ * OUT_MARK_HEAD and the mark. It is written only where no such file is or
+ * where it is one of these, and read only when the attribute cannot be.
+ */
+#define OUT_MARK_SUFFIX	".ktau-mark"
+#define OUT_MARK_HEAD	"ktau-output 1 "
+
+static char *out_mark_path(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? ktau__strfmt("%.*s/.%s" OUT_MARK_SUFFIX, (int)(slash - path), path,
+				    slash + 1)
+		     : ktau__strfmt(".%s" OUT_MARK_SUFFIX, path);
+}
+
+/* The mark file's content in @buf: its length, or -1 (none, or not one). */
+static ssize_t out_mark_read(const char *mpath, char *buf, size_t len)
+{
+	int fd = open(mpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	ssize_t n = -1;
+
+	if (fd < 0)
+		return -1;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return strncmp(buf, OUT_MARK_HEAD, strlen(OUT_MARK_HEAD)) ? -1 : n;
+}
+
+/* Whether @path (a regular file, @st) is as ktaud left it; errno ENOTSUP: no attributes. */
 static bool out_file_ours(const char *path, const struct stat *st)
 {
-	char v[96], want[96];
+	char v[128], want[96], line[128], *mpath;
 	ssize_t n = lgetxattr(path, OUT_FILE_XATTR, v, sizeof(v) - 1);
 
-	if (n < 0)
-		return false;
-	v[n] = '\0';
 	out_mark(want, sizeof(want), st);
-	return !strcmp(v, want);
+	if (n >= 0) {
+		v[n] = '\0';
+		return !strcmp(v, want);
+	}
+	if (errno != ENOTSUP)
+		return false;
+	/* No attributes here: the mark file, "ktau-output 1 MARK\n". */
+	mpath = out_mark_path(path);
+	n = mpath ? out_mark_read(mpath, v, sizeof(v)) : -1;
+	free(mpath);
+	snprintf(line, sizeof(line), OUT_MARK_HEAD "%s\n", want);
+	if (n > 0 && !strcmp(v, line))
+		return true;
+	errno = ENOTSUP;	/* for the message: the attributes could not tell */
+	return false;
+}
+
+/*
+ * Where the file system keeps no attributes, the mark file of @path
+ * (published by then) with @mark: 0 or -errno.
+ */
+static int out_mark_file_write(const char *path, const char *mark)
+{
+	char old[128], *mpath = out_mark_path(path);
+	int mfd, ret = 0;
+	FILE *f;
+
+	if (!mpath)
+		return -ENOMEM;
+	/* Someone else's file of that name is left as it is. */
+	if (!access(mpath, F_OK) && out_mark_read(mpath, old, sizeof(old)) < 0) {
+		free(mpath);
+		return -EEXIST;
+	}
+	mfd = open(mpath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	free(mpath);
+	if (mfd < 0)
+		return -errno;
+	f = fdopen(mfd, "w");
+	if (!f) {
+		ret = -errno;
+		close(mfd);
+		return ret;
+	}
+	if (fprintf(f, OUT_MARK_HEAD "%s\n", mark) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static void out_mark_warn(const char *path, int err)
+{
+	fprintf(stderr, "%s: warning: cannot mark %s as ktaud's (%s): a later run will need "
+		"--force to replace it\n", prog, path, err == -EEXIST ? "a file of another's "
+		"has the name of its mark file" : strerror(-err));
 }
 
 /*
@@ -585,7 +673,7 @@ static int out_publish(const struct out_file *of)
 int out_file_close(struct out_file *of, int err, const char *what)
 {
 	const char *name = of->path ? of->path : "stdout";
-	int ret = err, e = errno;
+	int ret = err, e = errno, mret;
 	struct stat st;
 	char mark[96];
 
@@ -594,16 +682,21 @@ int out_file_close(struct out_file *of, int err, const char *what)
 	/* The writers say -EIO for any failed write: the stream knows why. */
 	if (ret == -EIO && ferror(of->f) && e > 0 && e != EIO)
 		ret = -e;
-	/* Ours, for the next run (best effort: not every file system can). */
+	/*
+	 * Ours, for the next run (best effort: a later run then needs
+	 * --force). Without attributes the mark file is written once the
+	 * file has its name: before, it would still describe the file that
+	 * the publishing checks for being as ktaud left it.
+	 */
+	mark[0] = '\0';
 	if (!ret && of->tmp) {
-		if (fflush(of->f))
+		if (fflush(of->f) || fstat(fileno(of->f), &st))
 			ret = -errno;
-		else if (!fstat(fileno(of->f), &st) && out_mark(mark, sizeof(mark), &st) > 0 &&
-			 fsetxattr(fileno(of->f), OUT_FILE_XATTR, mark, strlen(mark), 0) &&
-			 errno != ENOTSUP)
-			fprintf(stderr, "%s: warning: cannot mark %s as ktaud's (%s): a later "
-				"run will need --force to replace it\n", prog, of->path,
-				strerror(errno));
+		else if (out_mark(mark, sizeof(mark), &st) > 0 &&
+			 !fsetxattr(fileno(of->f), OUT_FILE_XATTR, mark, strlen(mark), 0))
+			mark[0] = '\0';
+		else if (errno != ENOTSUP)
+			out_mark_warn(of->path, -errno), mark[0] = '\0';
 	}
 	if (of->f == stdout) {
 		if ((fflush(stdout) || ferror(stdout)) && !ret)
@@ -614,6 +707,8 @@ int out_file_close(struct out_file *of, int err, const char *what)
 	of->f = NULL;
 	if (!ret && of->tmp) {
 		ret = out_publish(of);
+		if (!ret && mark[0] && (mret = out_mark_file_write(of->path, mark)))
+			out_mark_warn(of->path, mret);
 		if (ret == -EEXIST) {
 			err_msg("%s appeared or changed while ktaud wrote %s: not replaced; "
 				"ktaud's output is in %s", of->path, what, of->tmp);
