@@ -12,6 +12,7 @@
 #include <linux/fs.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/string_helpers.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/uaccess.h>
@@ -130,27 +131,50 @@ static void ktau_read_unlock(struct task_struct *task)
 	up_read(&task->signal->exec_update_lock);
 }
 
+/*
+ * Per-source interrupt names and times need CAP_PERFMON (or
+ * CAP_SYS_ADMIN) of both the reader and the file's opener, so that a
+ * descriptor passed to a privileged reader or from a privileged opener
+ * does not carry them to a caller without it.
+ */
+static bool ktau_file_detail_hidden(const struct file *file)
+{
+	bool opener = file_ns_capable(file, &init_user_ns, CAP_PERFMON) ||
+		      file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
+
+	return ktau_irq_detail_hidden(opener && perfmon_capable());
+}
+
+/* The task's name as /proc/PID/status shows it: newlines escaped. */
+static void ktau_show_comm(struct seq_file *m, struct task_struct *task)
+{
+	char comm[TASK_COMM_LEN];
+
+	get_task_comm(comm, task);
+	seq_escape_str(m, comm, ESCAPE_SPACE | ESCAPE_SPECIAL, "\n\\");
+}
+
 static int ktau_show_task(struct seq_file *m, struct pid_namespace *ns,
 			  struct task_struct *task)
 {
 	struct ktau_task *kt = ktau_profile(task);
-	char comm[TASK_COMM_LEN];
 	struct ktau_entry *e;
 	struct ktau_conv cv;
 	unsigned int n;
 
-	get_task_comm(comm, task);
-	seq_printf(m, "# tid %d pid %d comm %s\n", task_pid_nr_ns(task, ns),
-		   task_tgid_nr_ns(task, ns), comm);
+	seq_printf(m, "# tid %d pid %d comm ", task_pid_nr_ns(task, ns),
+		   task_tgid_nr_ns(task, ns));
+	ktau_show_comm(m, task);
+	seq_putc(m, '\n');
 	if (!kt)
 		return 0;
 	e = kvmalloc_array(kt->mask + 1 + KTAU_SAMPLE_EXTRA, sizeof(*e),
-			   GFP_KERNEL);
+			   GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return -ENOMEM;
 	ktau_conv_get(&cv);
 	n = ktau_copy_entries(kt, e, kt->mask + 1 + KTAU_SAMPLE_EXTRA, &cv,
-			      ktau_irq_detail_hidden(perfmon_capable()));
+			      ktau_file_detail_hidden(m->file));
 	ktau_show_overflows(m, READ_ONCE(kt->stack_overflows),
 			    READ_ONCE(kt->table_overflows),
 			    READ_ONCE(kt->unmatched));
@@ -176,11 +200,10 @@ int proc_tid_ktau(struct seq_file *m, struct pid_namespace *ns,
 int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 		   struct pid *pid, struct task_struct *task)
 {
-	char comm[TASK_COMM_LEN];
 	struct ktau_totals *tot;
 	int ret;
 
-	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
+	tot = kvzalloc(sizeof(*tot), GFP_KERNEL_ACCOUNT);
 	if (!tot)
 		return -ENOMEM;
 	ret = ktau_read_lock(task, PTRACE_MODE_READ_FSCREDS);
@@ -194,10 +217,11 @@ int proc_tgid_ktau(struct seq_file *m, struct pid_namespace *ns,
 		kvfree(tot);
 		return ret;
 	}
-	get_task_comm(comm, task);
-	seq_printf(m, "# pid %d threads %u comm %s\n", task_tgid_nr_ns(task, ns),
-		   tot->nr_tasks, comm);
-	ret = ktau_show_totals(m, tot, ktau_irq_detail_hidden(perfmon_capable()));
+	seq_printf(m, "# pid %d threads %u comm ", task_tgid_nr_ns(task, ns),
+		   tot->nr_tasks);
+	ktau_show_comm(m, task);
+	seq_putc(m, '\n');
+	ret = ktau_show_totals(m, tot, ktau_file_detail_hidden(m->file));
 	ktau_read_unlock(task);
 	kvfree(tot);
 	return ret;
@@ -461,13 +485,16 @@ static struct task_struct **ktau_snap_gather(struct ktau_snap_ctx *ctx,
 	struct task_struct **v, *p, *t;
 
 	cap = pids && !process ? npids : READ_ONCE(nr_threads) + 64;
-	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+	v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL_ACCOUNT);
 	if (!v)
 		return ERR_PTR(-ENOMEM);
 	rcu_read_lock();
 	if (!pids) {
 		/* Threads created since nr_threads was read: count, not lose. */
 		for_each_process_thread(p, t) {
+			/* Not in the reader's PID namespace: not there for it. */
+			if (!task_pid_nr_ns(t, ctx->ns))
+				continue;
 			if (n == cap) {
 				ctx->req.nmissing++;
 				continue;
@@ -560,13 +587,14 @@ static long ktau_snapshot(struct file *file, struct ktau_snapshot __user *ureq)
 	ctx.ubuf = u64_to_user_ptr(req->buf);
 	ctx.max_entries = max_t(unsigned int, ktau_nr_slots, KTAU_MAX_IDS);
 	ctx.rec = kvmalloc(sizeof(*ctx.rec) +
-			   ctx.max_entries * sizeof(struct ktau_entry), GFP_KERNEL);
+			   ctx.max_entries * sizeof(struct ktau_entry),
+			   GFP_KERNEL_ACCOUNT);
 	if (!ctx.rec) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	ktau_conv_get(&ctx.cv);
-	ctx.coarse = ktau_irq_detail_hidden(perfmon_capable());
+	ctx.coarse = ktau_file_detail_hidden(file);
 
 	if (req->flags & KTAU_SNAP_SELF)
 		ret = ktau_snap_task(&ctx, current, PTRACE_MODE_READ_FSCREDS);

@@ -386,4 +386,140 @@ TEST_F_TIMEOUT(irq, sources_follow_perf_paranoid, 60)
 	sysctl_rw(PARANOID, old);
 }
 
+/* The whole of a text view through @fd (from its start), or NULL. */
+static char *read_view(int fd)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf || lseek(fd, 0, SEEK_SET))
+		goto fail;
+	while ((n = read(fd, buf + len, cap - 1 - len)) > 0) {
+		len += n;
+		if (len == cap - 1)
+			goto fail;
+	}
+	if (n < 0)
+		goto fail;
+	buf[len] = '\0';
+	return buf;
+fail:
+	free(buf);
+	return NULL;
+}
+
+static bool view_has_sources(const char *text)
+{
+	return strstr(text, " softirq_") || strstr(text, "TIMER");
+}
+
+/* Source entries of thread @tid in a snapshot through @fd, or -errno. */
+static int snap_sources(int fd, pid_t tid)
+{
+	struct ktau_funcs fs = { 0 };
+	struct ktau_snap s = { 0 };
+	const struct ktau_task_rec *r;
+	const struct ktau_entry *e;
+	int n = 0, ret;
+	__u32 i;
+
+	ret = ktau_snap(fd, &s, KTAU_SNAP_PIDS, &tid, 1);
+	if (!ret)
+		ret = ktau_funcs_load(&fs);
+	r = ret ? NULL : ktau_snap_find(&s, tid);
+	if (!ret && !r)
+		ret = -ESRCH;
+	for (i = 0; r && i < r->nentries; i++) {
+		const struct ktau_func *f;
+
+		e = ktau_rec_entries(r);
+		f = ktau_func_by_id(&fs, e[i].id);
+		if (f && (!strcmp(f->group, "irq") || !strcmp(f->group, "softirq")) &&
+		    e[i].id != KTAU_ID_IRQ && e[i].id != KTAU_ID_SOFTIRQ)
+			n++;
+	}
+	ktau_funcs_free(&fs);
+	ktau_snap_free(&s);
+	return ret ? ret : n;
+}
+
+/*
+ * A descriptor keeps its opener's view (ABI 1.13): at perf_event_paranoid
+ * 2, an unprivileged thread's /proc/thread-self/ktau and
+ * /proc/ktau/profiles, handed to root, show root its interrupts as "irq"
+ * and "softirq" only (before, the view was the reader's: per source),
+ * while root's own descriptors of the same thread show the sources.
+ */
+TEST_F_TIMEOUT(irq, passed_descriptor_keeps_opener_view, 60)
+{
+	int old = sysctl_rw(PARANOID, -100), sv[2], go[2], tfd, pfd, fd, status, r;
+	char path[64], *text;
+	pid_t pid;
+
+	ASSERT_LE(-1, old) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
+	ASSERT_EQ(old, sysctl_rw(PARANOID, 2));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		__u64 end;
+		struct ktau_udp u;
+		char c;
+		int i;
+
+		if (ktau_become(KTAU_USER_ID, 0) || ktau_udp_open(&u))
+			_exit(1);
+		for (i = 0; i < 100; i++) {
+			ktau_sleep_ns(KTAU_NSEC_PER_MSEC);
+			if (ktau_udp_roundtrip(&u, 256))
+				_exit(2);
+		}
+		end = ktau_now_ns() + 200 * KTAU_NSEC_PER_MSEC;
+		while (ktau_now_ns() < end)
+			;
+		tfd = open("/proc/thread-self/ktau", O_RDONLY);
+		pfd = open(KTAU_PROFILES_PATH, O_RDONLY);
+		if (tfd < 0 || pfd < 0 || ktau_send_fd(sv[1], tfd) || ktau_send_fd(sv[1], pfd))
+			_exit(3);
+		/* Alive until root has read. */
+		_exit(read(go[0], &c, 1) == 1 ? 0 : 4);
+	}
+	close(go[0]);
+	tfd = ktau_recv_fd(sv[0]);
+	pfd = ktau_recv_fd(sv[0]);
+	ASSERT_LE(0, tfd);
+	ASSERT_LE(0, pfd);
+	/* Root's own view of the thread: interrupts by source. */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/ktau", pid, pid);
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+	text = read_view(fd);
+	ASSERT_NE(NULL, text);
+	EXPECT_TRUE(view_has_sources(text)) TH_LOG("no interrupt source in %s", path);
+	free(text);
+	close(fd);
+	fd = ktau_must_open_profiles(_metadata);
+	r = snap_sources(fd, pid);
+	EXPECT_LT(0, r) TH_LOG("root's snapshot: %d", r);
+	close(fd);
+	/* Through the descriptors the thread opened: no source. */
+	text = read_view(tfd);
+	ASSERT_NE(NULL, text);
+	EXPECT_FALSE(view_has_sources(text)) TH_LOG("sources through the passed descriptor");
+	free(text);
+	r = snap_sources(pfd, pid);
+	EXPECT_EQ(0, r) TH_LOG("snapshot through the passed descriptor: %d", r);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child: %#x", status);
+	close(tfd);
+	close(pfd);
+	close(go[1]);
+	close(sv[0]);
+	close(sv[1]);
+	sysctl_rw(PARANOID, old);
+}
+
 TEST_HARNESS_MAIN

@@ -428,7 +428,7 @@ static const struct pm_row pm_rows[] = {
 	{ "read own text profile",
 	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_read_own },
 	{ "read another task's text profile",
-	  { "yes", "yes [#d]_", "EACCES", "EACCES", "EACCES", "yes" }, op_read_other },
+	  { "yes", "yes [#d]_", "EACCES", "EACCES", "EACCES", "EACCES [#o]_" }, op_read_other },
 	{ "snapshot self (``KTAU_SNAP_SELF``)",
 	  { "yes", "yes", "yes", "yes", "yes", "yes" }, op_snap_self },
 	{ "snapshot another task",
@@ -621,44 +621,6 @@ static void pm_target_end(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-/* Hand a descriptor to the other end of a unix socket. */
-static int pm_send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b = 'f';
-	struct iovec iov = { &b, 1 };
-	struct msghdr m = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		.msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &m, 0) == 1 ? 0 : -errno;
-}
-
-static int pm_recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b;
-	struct iovec iov = { &b, 1 };
-	struct msghdr m = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		.msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &m, 0) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&m);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /*
  * The collect row, in the test process: a collector opened by the caller
  * (cfd), a member that joins it and exits as @uid, not dumpable unless
@@ -716,7 +678,7 @@ static void pm_caller(struct pm_ctx *c, int *out)
 			out[i] = pm_rows[i].fn(c);
 	/* The collector: opened here, used by the test process. */
 	cfd = open(KTAU_COLLECT_PATH, O_RDONLY);
-	if (pm_send_fd(c->sock, cfd < 0 ? open("/dev/null", O_RDONLY) : cfd))
+	if (ktau_send_fd(c->sock, cfd < 0 ? open("/dev/null", O_RDONLY) : cfd))
 		_exit(1);
 	_exit(cfd < 0 ? 2 : 0);
 }
@@ -842,7 +804,7 @@ static void pm_run(struct __test_metadata *_metadata, const struct pm_env *env,
 		pm_caller(&c, out);
 	}
 	close(sv[1]);
-	cfd = pm_recv_fd(sv[0]);
+	cfd = ktau_recv_fd(sv[0]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("caller died of signal %d", WTERMSIG(status));
 	ASSERT_NE(1, WEXITSTATUS(status));

@@ -495,4 +495,29 @@ TEST(non_leader_exec_keeps_exited_threads)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 }
 
+/*
+ * A task name with a newline cannot make a line of its own in the text
+ * views (ABI 1.13): it is escaped as /proc/PID/status escapes it ("\n",
+ * "\\"). Before, "a\nb" began a line "b...".
+ */
+TEST(text_views_escape_the_name)
+{
+	static const char * const paths[] = { "/proc/thread-self/ktau", "/proc/self/ktau" };
+	char *text, *line;
+	size_t i;
+
+	ASSERT_EQ(0, prctl(PR_SET_NAME, "a\nb\\c", 0, 0, 0));
+	for (i = 0; i < 2; i++) {
+		text = ktau_slurp(paths[i], NULL);
+		ASSERT_NE(NULL, text) TH_LOG("%s: %s", paths[i], strerror(errno));
+		line = strchr(text, '\n');
+		ASSERT_NE(NULL, line);
+		*line = '\0';
+		TH_LOG("%s: %s", paths[i], text);
+		EXPECT_NE(NULL, strstr(text, " comm a\\nb\\\\c")) TH_LOG("%s", paths[i]);
+		EXPECT_NE('b', line[1]);
+		free(text);
+	}
+}
+
 TEST_HARNESS_MAIN

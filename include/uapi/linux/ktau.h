@@ -19,7 +19,7 @@
  * the minor number when something is added.
  */
 #define KTAU_ABI_VERSION_MAJOR	1
-#define KTAU_ABI_VERSION_MINOR	12
+#define KTAU_ABI_VERSION_MINOR	13
 
 /* Instrumentation groups, as named in /proc/ktau/control and functions. */
 #define KTAU_GROUP_SYSCALL	0	/* "syscall" */
@@ -122,8 +122,8 @@ struct ktau_task_rec {
  * written one after the other to buf. If they do not fit, the call fails
  * with ENOSPC and sets used to a size that would have been enough at the
  * time of the call. Tasks that do not exist or that the caller may not
- * read (ptrace read access, as for /proc/PID/stack) are counted in
- * nmissing, not returned.
+ * read (ptrace read access, PTRACE_MODE_READ_FSCREDS, as for
+ * /proc/PID/io) are counted in nmissing, not returned.
  */
 struct ktau_snapshot {
 	__u32 size;		/* in: sizeof(struct ktau_snapshot) */
@@ -428,7 +428,7 @@ struct ktau_probe_req {
  * in the session until read; its last chunk has KTAU_TRACE_EXITED.
  *
  * Attaching another thread needs the permission that reading its profile
- * needs (ptrace read access, as for /proc/PID/stack, or CAP_PERFMON).
+ * needs (ptrace read access, as for /proc/PID/io, or CAP_PERFMON).
  *
  * KTAU_TRACE_ALL (ABI 1.6, tid 0, CAP_PERFMON or CAP_SYS_ADMIN, else
  * EPERM): the whole system, every user thread of the opener's pid
