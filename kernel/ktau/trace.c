@@ -353,7 +353,8 @@ static void ktau_trace_drop(struct task_struct *t, struct ktau_task *kt)
 	task_unlock(t);
 	if (!b)
 		return;
-	WRITE_ONCE(b->stopped, true);
+	/* After its last record: pairs with the reader's acquire. */
+	smp_store_release(&b->stopped, true);
 	ktau_tbuf_put(b);
 }
 
@@ -572,8 +573,10 @@ void ktau_trace_stop(struct ktau_task *kt)
 {
 	struct ktau_tbuf *b = READ_ONCE(kt->trace);
 
-	if (b)
-		WRITE_ONCE(b->stopped, true);
+	if (!b)
+		return;
+	/* After its last record: pairs with the reader's acquire. */
+	smp_store_release(&b->stopped, true);
 }
 
 /*
@@ -598,7 +601,8 @@ void ktau_trace_exit(struct task_struct *tsk, struct ktau_task *kt)
 	if (!b)
 		return;
 	s = b->s;
-	WRITE_ONCE(b->stopped, true);
+	/* After its last record: pairs with the reader's acquire. */
+	smp_store_release(&b->stopped, true);
 	ktau_tbuf_name(s, b, tsk);
 	smp_store_release(&b->exited, true);	/* the names before */
 	ktau_trace_drop(tsk, kt);
@@ -618,6 +622,12 @@ void ktau_trace_exec_nondumpable(struct ktau_task *kt)
 	if (!b || b->s->privileged)
 		return;
 	s = b->s;
+	/*
+	 * No record after this one, set by the thread itself: its hooks,
+	 * and its interrupts, see it. Then the reader ends the buffer with
+	 * a last chunk and retires it, as it does an exited thread's.
+	 */
+	smp_store_release(&b->stopped, true);
 	mutex_lock(&s->lock);
 	s->denied++;
 	b->detached = true;
@@ -1063,7 +1073,8 @@ static ssize_t ktau_trace_chunk(struct ktau_tbuf *b, const struct ktau_tbuf_name
 		return 0;
 	/* Pairs with the release in ktau_trace_exit(): no record after. */
 	exited = smp_load_acquire(&b->exited);
-	last = (exited || nm->detached) && READ_ONCE(b->stopped);
+	/* Pairs with the releases after the thread's last record. */
+	last = (exited || nm->detached) && smp_load_acquire(&b->stopped);
 	/*
 	 * Records lost after the thread's last one: no record that found
 	 * room again reports them, so its trace ends with their LOST record.
@@ -1176,8 +1187,12 @@ static ssize_t ktau_trace_read(struct file *file, char __user *ubuf,
 		} while (r > 0 && !b->reported);
 		mutex_lock(&s->lock);
 		n = list_is_last(&b->node, &s->bufs) ? NULL : list_next_entry(b, node);
-		/* Pairs with the release in ktau_trace_exit(). */
-		if (b->reported && smp_load_acquire(&b->exited)) {
+		/*
+		 * Its thread let go of it: exited, or a program that is not
+		 * dumpable (both name it first; pairs with the release in
+		 * ktau_tbuf_name()).
+		 */
+		if (b->reported && smp_load_acquire(&b->named)) {
 			list_move(&b->node, &gone);
 			s->nbufs--;
 			s->bytes -= (size_t)(b->mask + 1) * sizeof(struct ktau_trec);

@@ -979,6 +979,85 @@ static ssize_t trace_read_others(int fd, char *buf, size_t cap)
 	return len;
 }
 
+/*
+ * As KTAU_USER_ID, traced with inheritance in rings of the largest
+ * capacity: NONDUMP_ROUNDS children, one at a time, each execs @path
+ * (set-user-ID root) and is read to its end before the next. The stats
+ * go to @st. 0, or the step that failed.
+ */
+#define NONDUMP_ROUNDS	12
+
+static int run_nondumpable_rounds(const char *path, char *buf, struct ktau_trace_stats *st)
+{
+	static char env[] = EXEC_ENV "=1";
+	char *argv[2] = { (char *)path, NULL }, *envp[2] = { env, NULL };
+	int fd, status, i;
+	pid_t pid;
+
+	if (ktau_become(KTAU_USER_ID, 0))
+		return 1;
+	fd = trace_open();
+	if (fd < 0 || trace_attach(fd, 0, KTAU_TRACE_INHERIT, KTAU_TRACE_MAX_CAPACITY, 0))
+		return 2;
+	for (i = 0; i < NONDUMP_ROUNDS; i++) {
+		pid = fork();
+		if (pid < 0)
+			return 3;
+		if (pid == 0) {
+			syscall(SYS_getppid);
+			execve(path, argv, envp);
+			_exit(21);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			return 4;
+		if (trace_read_others(fd, buf, TRACE_BUF) < 0)
+			return 5;
+	}
+	if (ioctl(fd, KTAU_IOC_TRACE_STATS, st))
+		return 6;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The buffer of a child that execs a program that is not dumpable goes
+ * once it was read to its end, as an exited child's does (before, it
+ * stayed until the session closed: the rings of the largest capacity of
+ * ten such children filled the session's KTAU_TRACE_MAX_BYTES, and every
+ * later child was refused).
+ */
+TEST_F_TIMEOUT(trace, nondumpable_execs_free_their_buffers, 120)
+{
+	char dir[] = "/tmp/ktau-tsuid.XXXXXX", path[64];
+	struct ktau_trace_stats *st;
+	int status, step, ret;
+	pid_t pid;
+
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, st);
+	memset(st, 0, sizeof(*st));
+	ret = ktau_suid_copy(dir, path, sizeof(path));
+	if (ret == 1)
+		SKIP(return, "/tmp is mounted nosuid");
+	ASSERT_EQ(0, ret) TH_LOG("set-user-ID copy: %s", strerror(-ret));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(run_nondumpable_rounds(path, self->buf, st));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	unlink(path);
+	rmdir(dir);
+	step = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+	ASSERT_EQ(0, step) TH_LOG("step %d failed", step);
+	TH_LOG("tasks %llu, denied %llu, refused %llu", (unsigned long long)st->tasks,
+	       (unsigned long long)st->denied, (unsigned long long)st->refused);
+	EXPECT_EQ(NONDUMP_ROUNDS, st->denied);
+	EXPECT_EQ(0, st->refused);
+	EXPECT_EQ(NONDUMP_ROUNDS + 1, st->tasks);
+	munmap(st, sizeof(*st));
+}
+
 TEST_F(trace, drained_childs_ring_is_reused)
 {
 	struct tthread t = { 0 };
