@@ -537,8 +537,15 @@ static void fz_open(struct fz_thread *t)
 		break;
 	case K_VICTIM:
 	case K_GONE:
-		/* Gone, or about to be. */
-		ok = err == ENOENT || err == ESRCH || (writing && err == EACCES && !cfg.root);
+		/*
+		 * Gone, or about to be; its pid may be another user's task
+		 * by now, whose file is 0400 (ABI 1.13).
+		 */
+		ok = err == ENOENT || err == ESRCH || (err == EACCES && !cfg.root);
+		break;
+	case K_FOREIGN:
+		/* Another user's /proc/PID/ktau is 0400 (ABI 1.13). */
+		ok = err == EACCES && !cfg.root;
 		break;
 	case K_UNKNOWN:
 		ok = ERRNO_IN(err, EACCES, EPERM, ENOENT);

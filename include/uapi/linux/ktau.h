@@ -416,16 +416,18 @@ struct ktau_probe_req {
  * KTAU_TRACE_INHERIT the threads and processes the thread creates
  * afterwards are attached too, from their first instruction. Tracing
  * goes on across exec, and ends with KTAU_IOC_TRACE_DETACH, the close of
- * the session's file, and an exec that changes credentials (counted as
- * denied). A full buffer counts new records as lost; when there is room
- * again, one record of kind KTAU_TRACE_LOST gives how many were lost and
- * between which times.
+ * the session's file, the thread's exit, and an exec of a program that is
+ * not dumpable when the opener had no CAP_PERFMON (counted as denied). A
+ * full buffer counts new records as lost; when there is room again, one
+ * record of kind KTAU_TRACE_LOST gives how many were lost and between
+ * which times.
  *
  * read() drains the buffers: a struct ktau_trace_chunk, then its nrecs
  * records, per thread with records, whole chunks only; 0 when nothing is
  * buffered. A thread's records come in the order its calls ended, so a
  * parent follows its children. The buffer of a thread that exited stays
- * in the session until read; its last chunk has KTAU_TRACE_EXITED.
+ * in the session until read; its last chunk has KTAU_TRACE_EXITED (or
+ * KTAU_TRACE_DETACHED, after a detach or such an exec).
  *
  * Attaching another thread needs the permission that reading its profile
  * needs (ptrace read access, as for /proc/PID/io, or CAP_PERFMON).
@@ -490,8 +492,9 @@ struct ktau_trace_stats {
 	__u64 tasks;		/* threads attached since the open */
 	__u64 records;		/* records written to its buffers */
 	__u64 lost;		/* records lost: buffer full */
-	__u64 refused;		/* inherited attaches refused: limit, memory */
-	__u64 denied;		/* threads whose credentials changed */
+	__u64 refused;		/* attaches refused: bounds, memory, in */
+				/* another session (inherited, walk) */
+	__u64 denied;		/* threads that exec'd a non-dumpable program */
 	__u64 buffered;		/* records waiting to be read */
 };
 
