@@ -469,6 +469,9 @@ TEST_F_TIMEOUT(irq, passed_descriptor_keeps_opener_view, 60)
 		char c;
 		int i;
 
+		/* The parent's ends: its exit or failure ends the wait below. */
+		close(go[1]);
+		close(sv[0]);
 		if (ktau_become(KTAU_USER_ID, 0) || ktau_udp_open(&u))
 			_exit(1);
 		for (i = 0; i < 100; i++) {
@@ -486,7 +489,9 @@ TEST_F_TIMEOUT(irq, passed_descriptor_keeps_opener_view, 60)
 		/* Alive until root has read. */
 		_exit(read(go[0], &c, 1) == 1 ? 0 : 4);
 	}
+	/* The child's ends: its exit before sending ends the receive. */
 	close(go[0]);
+	close(sv[1]);
 	tfd = ktau_recv_fd(sv[0]);
 	pfd = ktau_recv_fd(sv[0]);
 	ASSERT_LE(0, tfd);
@@ -518,7 +523,6 @@ TEST_F_TIMEOUT(irq, passed_descriptor_keeps_opener_view, 60)
 	close(pfd);
 	close(go[1]);
 	close(sv[0]);
-	close(sv[1]);
 	sysctl_rw(PARANOID, old);
 }
 

@@ -1023,9 +1023,9 @@ static int run_nondumpable_rounds(const char *path, char *buf, struct ktau_trace
 /*
  * The buffer of a child that execs a program that is not dumpable goes
  * once it was read to its end, as an exited child's does (before, it
- * stayed until the session closed: the rings of the largest capacity of
- * ten such children filled the session's KTAU_TRACE_MAX_BYTES, and every
- * later child was refused).
+ * stayed until the session closed: the parent's ring and those of nine
+ * such children, all of the largest capacity, filled KTAU_TRACE_MAX_BYTES,
+ * and every later child was refused).
  */
 TEST_F_TIMEOUT(trace, nondumpable_execs_free_their_buffers, 120)
 {
