@@ -375,13 +375,18 @@ static int out_mark(char *buf, size_t len, const struct stat *st)
 #define OUT_MARK_SUFFIX	".ktau-mark"
 #define OUT_MARK_HEAD	"ktau-output 1 "
 
-static char *out_mark_path(const char *path)
+/* ".NAME@suffix" in @path's directory (the temporary file, the mark file). */
+static char *out_beside(const char *path, const char *suffix)
 {
 	const char *slash = strrchr(path, '/');
 
-	return slash ? ktau__strfmt("%.*s/.%s" OUT_MARK_SUFFIX, (int)(slash - path), path,
-				    slash + 1)
-		     : ktau__strfmt(".%s" OUT_MARK_SUFFIX, path);
+	return slash ? ktau__strfmt("%.*s/.%s%s", (int)(slash - path), path, slash + 1, suffix)
+		     : ktau__strfmt(".%s%s", path, suffix);
+}
+
+static char *out_mark_path(const char *path)
+{
+	return out_beside(path, OUT_MARK_SUFFIX);
 }
 
 /* The mark file's content in @buf: its length, or -1 (none, or not one). */
@@ -434,7 +439,6 @@ static int out_mark_file_write(const char *path, const char *mark)
 {
 	char old[128], *mpath = out_mark_path(path);
 	int mfd, ret = 0;
-	FILE *f;
 
 	if (!mpath)
 		return -ENOMEM;
@@ -447,15 +451,9 @@ static int out_mark_file_write(const char *path, const char *mark)
 	free(mpath);
 	if (mfd < 0)
 		return -errno;
-	f = fdopen(mfd, "w");
-	if (!f) {
+	if (dprintf(mfd, OUT_MARK_HEAD "%s\n", mark) < 0)
 		ret = -errno;
-		close(mfd);
-		return ret;
-	}
-	if (fprintf(f, OUT_MARK_HEAD "%s\n", mark) < 0)
-		ret = -EIO;
-	if (fclose(f) && !ret)
+	if (close(mfd) && !ret)
 		ret = -errno;
 	return ret;
 }
@@ -562,7 +560,6 @@ static int out_open_direct(struct out_file *of)
 
 int out_file_open(struct out_file *of, const char *tmpl)
 {
-	char *slash;
 	int fd, ret;
 
 	memset(of, 0, sizeof(*of));
@@ -592,10 +589,7 @@ int out_file_open(struct out_file *of, const char *tmpl)
 		goto fail;
 	}
 	/* Beside it, so that the rename at the end stays in one file system. */
-	slash = strrchr(of->path, '/');
-	of->tmp = slash ? ktau__strfmt("%.*s/.%s.XXXXXX", (int)(slash - of->path), of->path,
-				       slash + 1)
-			: ktau__strfmt(".%s.XXXXXX", of->path);
+	of->tmp = out_beside(of->path, ".XXXXXX");
 	if (!of->tmp) {
 		report(-ENOMEM, "output file");
 		goto fail;
@@ -695,8 +689,10 @@ int out_file_close(struct out_file *of, int err, const char *what)
 		else if (out_mark(mark, sizeof(mark), &st) > 0 &&
 			 !fsetxattr(fileno(of->f), OUT_FILE_XATTR, mark, strlen(mark), 0))
 			mark[0] = '\0';
-		else if (errno != ENOTSUP)
-			out_mark_warn(of->path, -errno), mark[0] = '\0';
+		else if (errno != ENOTSUP) {
+			out_mark_warn(of->path, -errno);
+			mark[0] = '\0';
+		}
 	}
 	if (of->f == stdout) {
 		if ((fflush(stdout) || ferror(stdout)) && !ret)
