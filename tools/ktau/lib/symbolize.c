@@ -206,6 +206,8 @@ struct ktau_usyms {
 	struct kt_symbolizer *sym;
 	void *dw;		/* libdwfl's modules (dwname.c); NULL: elfsym.c only */
 	uint64_t refreshed_ns;
+	char *maps;		/* the maps text its symbols were read from */
+	size_t maps_len;
 	struct ucache *cache;
 	size_t ccap, cn;
 	struct pmap_ent *pm;	/* sorted by lo */
@@ -402,6 +404,7 @@ void ktau_usyms_free(struct ktau_usyms *u)
 	ktau__sym_close(u->sym);
 	if (u->dw && ktau__dw_end)
 		ktau__dw_end(u->dw);
+	free(u->maps);
 	pmap_clear(u);
 	free(u);
 }
@@ -452,11 +455,26 @@ int ktau_usyms_refresh(struct ktau_usyms *u)
 	ret = ktau__slurp(path, &text, &len);
 	if (ret)
 		return ret == -ENOENT ? -ESRCH : ret;
+	/*
+	 * The same mappings: the files' symbols stay (reading them again is
+	 * the cost of a refresh); the perf map may have grown, so the names
+	 * are looked up again.
+	 */
+	if (u->maps && len == u->maps_len && !memcmp(text, u->maps, len)) {
+		free(text);
+		cache_clear(u);
+		return pmap_load(u);
+	}
 	ret = usyms_load(u, text, len);
-	free(text);
-	if (!ret)
-		dw_report(u);
-	return ret ? ret : pmap_load(u);
+	if (ret) {
+		free(text);
+		return ret;
+	}
+	free(u->maps);
+	u->maps = text;
+	u->maps_len = len;
+	dw_report(u);
+	return pmap_load(u);
 }
 
 int ktau_usyms_open(pid_t pid, struct ktau_usyms **out)
@@ -524,22 +542,27 @@ int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size)
 {
 	struct ucache *c;
 	char *name;
-	int in_file;
+	int in_file, due;
 
 	if (!u) {
 		snprintf(buf, size, "[unknown] 0x%llx", (unsigned long long)addr);
 		return 0;
 	}
+	/*
+	 * New code (dlopen(), exec) since the maps were read: read them
+	 * again. An address found in no mapping before is looked up again
+	 * then too: the maps read in the middle of an exec (the new program
+	 * not mapped yet) or before it must not name it for good.
+	 */
+	due = u->pid >= 0 && mono_ns() - u->refreshed_ns >= REFRESH_NS;
 	if (u->ccap) {
 		c = cache_slot(u, addr);
-		if (c->name) {
+		if (c->name && (c->in_file || !due)) {
 			snprintf(buf, size, "%s", c->name);
 			return c->in_file;
 		}
 	}
-	/* New code (dlopen(), exec) since the maps were read: read them again. */
-	if (!ktau__sym_covers(u->sym, addr) && u->pid >= 0 &&
-	    mono_ns() - u->refreshed_ns >= REFRESH_NS)
+	if (due && !ktau__sym_covers(u->sym, addr))
 		ktau_usyms_refresh(u);
 	in_file = ktau__sym_covers(u->sym, addr);
 	name = in_file ? dw_name(u, addr) : NULL;
@@ -559,7 +582,13 @@ int ktau_usyms_name(struct ktau_usyms *u, uint64_t addr, char *buf, size_t size)
 		return 0;
 	}
 	snprintf(buf, size, "%s", name);
-	if (cache_reserve(u)) {
+	/* Its unknown entry, when the maps could not be read again. */
+	c = u->ccap ? cache_slot(u, addr) : NULL;
+	if (c && c->name) {
+		free(c->name);
+		free(c->file);
+		u->cn--;
+	} else if (cache_reserve(u)) {
 		free(name);
 		return in_file;
 	}

@@ -1035,6 +1035,7 @@ static int t_usyms_self(void)
 	size_t len = 0, slen = 0;
 	FILE *f, *m;
 	void *anon;
+	int fd, ok;
 
 	CHECK(ktau_usyms_open(0, &u) == 0, "open self");
 	CHECK(ktau_usyms_name(u, fn + 4, name, sizeof(name)) == 1 &&
@@ -1053,6 +1054,26 @@ static int t_usyms_self(void)
 	CHECK(ktau_usyms_name(u, (uintptr_t)anon + 8, name, sizeof(name)) == 0 &&
 	      !strncmp(name, "[unknown] 0x", 12), "anonymous: '%s'", name);
 	munmap(anon, 4096);
+	/*
+	 * An address named unknown (nothing mapped there yet, as in the
+	 * middle of an exec) is named once a file is mapped there: the
+	 * unknown name is not kept for good.
+	 */
+	anon = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(anon != MAP_FAILED, "mmap");
+	munmap(anon, 4096);
+	usleep(60000);
+	CHECK(ktau_usyms_name(u, (uintptr_t)anon + 8, name, sizeof(name)) == 0 &&
+	      !strncmp(name, "[unknown] 0x", 12), "unmapped: '%s'", name);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "open /proc/self/exe");
+	CHECK(mmap(anon, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0) ==
+	      anon, "map the program at %p", anon);
+	close(fd);
+	usleep(60000);
+	ok = ktau_usyms_name(u, (uintptr_t)anon + 8, name, sizeof(name));
+	munmap(anon, 4096);
+	CHECK(ok == 1 && strncmp(name, "[unknown]", 9), "mapped since: %d '%s'", ok, name);
 	ktau_usyms_free(u);
 
 	/* The maps of another place: every mapping moved by delta, same names. */
