@@ -462,6 +462,9 @@ static int ktau_snap_aggregate(struct ktau_snap_ctx *ctx)
 	memset(rec, 0, sizeof(*rec));
 	n = ktau_totals_entries(tot, (struct ktau_entry *)(rec + 1),
 				KTAU_MAX_IDS, &ctx->cv);
+	/* The caller may see sources; a descriptor's opener may not. */
+	if (ctx->coarse)
+		n = ktau_coarsen((struct ktau_entry *)(rec + 1), n, KTAU_MAX_IDS);
 	rec->size = sizeof(*rec) + n * sizeof(struct ktau_entry);
 	rec->nentries = n;
 	rec->flags = KTAU_REC_AGGREGATE;
