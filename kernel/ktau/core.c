@@ -718,11 +718,21 @@ void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt)
  */
 bool ktau_irq_detail_hidden(bool privileged)
 {
+	return ktau_irq_detail_restricted() && !privileged;
+}
+
+/*
+ * Whether the sources need a privilege at all, asked first by readers
+ * that check capabilities at each read, as perf_allow_kernel() does, so
+ * that a paranoid level below 2 asks (and audits) none.
+ */
+bool ktau_irq_detail_restricted(void)
+{
 #ifdef CONFIG_PERF_EVENTS
-	if (READ_ONCE(sysctl_perf_event_paranoid) < 2)
-		return false;
+	return READ_ONCE(sysctl_perf_event_paranoid) >= 2;
+#else
+	return true;
 #endif
-	return !privileged;
 }
 
 /* Into @acc, the entry of @id, from @e: fold an interrupt source in. */

@@ -110,6 +110,7 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 			       unsigned int max, const struct ktau_conv *cv,
 			       bool coarse);
 bool ktau_irq_detail_hidden(bool privileged);
+bool ktau_irq_detail_restricted(void);
 unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
 			  unsigned int max);
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,

@@ -139,10 +139,13 @@ static void ktau_read_unlock(struct task_struct *task)
  */
 static bool ktau_file_detail_hidden(const struct file *file)
 {
-	bool opener = file_ns_capable(file, &init_user_ns, CAP_PERFMON) ||
-		      file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
+	bool opener;
 
-	return ktau_irq_detail_hidden(opener && perfmon_capable());
+	if (!ktau_irq_detail_restricted())
+		return false;
+	opener = file_ns_capable(file, &init_user_ns, CAP_PERFMON) ||
+		 file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
+	return !(opener && perfmon_capable());
 }
 
 /* The task's name as /proc/PID/status shows it: newlines escaped. */
