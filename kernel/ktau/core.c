@@ -857,7 +857,7 @@ static struct task_struct **ktau_hold_threads(struct task_struct *leader,
 
 	cap = (leader ? READ_ONCE(leader->signal->nr_threads) : READ_ONCE(nr_threads)) + 64;
 	for (;;) {
-		v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL);
+		v = kvmalloc_array(cap, sizeof(*v), GFP_KERNEL_ACCOUNT);
 		if (!v)
 			return NULL;
 		n = 0;
@@ -931,8 +931,8 @@ int ktau_aggregate(struct ktau_totals *tot)
 
 	memset(tot, 0, sizeof(*tot));
 	v = ktau_hold_threads(NULL, &n);
-	buf = kvmalloc_array(KTAU_MAX_IDS, sizeof(*buf), GFP_KERNEL);
-	seen = kcalloc(nr_cpu_ids, sizeof(*seen), GFP_KERNEL);
+	buf = kvmalloc_array(KTAU_MAX_IDS, sizeof(*buf), GFP_KERNEL_ACCOUNT);
+	seen = kcalloc(nr_cpu_ids, sizeof(*seen), GFP_KERNEL_ACCOUNT);
 	if (!v || !buf || !seen)
 		goto out;
 

@@ -93,7 +93,7 @@ static int ktau_show_totals(struct seq_file *m, struct ktau_totals *tot,
 	struct ktau_conv cv;
 	unsigned int n;
 
-	e = kvmalloc_array(KTAU_MAX_IDS, sizeof(*e), GFP_KERNEL);
+	e = kvmalloc_array(KTAU_MAX_IDS, sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return -ENOMEM;
 	ktau_conv_get(&cv);
@@ -258,7 +258,7 @@ static int ktau_functions_show(struct seq_file *m, void *v)
 /* /proc/ktau/aggregate */
 static int ktau_aggregate_show(struct seq_file *m, void *v)
 {
-	struct ktau_totals *tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
+	struct ktau_totals *tot = kvzalloc(sizeof(*tot), GFP_KERNEL_ACCOUNT);
 	int ret;
 
 	if (!tot)
@@ -455,7 +455,7 @@ static int ktau_snap_aggregate(struct ktau_snap_ctx *ctx)
 	struct ktau_totals *tot;
 	unsigned int n;
 
-	tot = kvzalloc(sizeof(*tot), GFP_KERNEL);
+	tot = kvzalloc(sizeof(*tot), GFP_KERNEL_ACCOUNT);
 	if (!tot)
 		return -ENOMEM;
 	if (ktau_aggregate(tot)) {

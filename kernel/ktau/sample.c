@@ -754,7 +754,7 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 		sp->tail = t;
 		return 0;
 	}
-	buf = bounce ?: kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
+	buf = bounce ?: kvmalloc_array(n, sizeof(*buf), GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
@@ -827,7 +827,7 @@ static int ktau_sample_stop_prepare(const struct ktau_sampler *sp,
 	    ktau_user_writable(u64_to_user_ptr(sr->words),
 			       min_t(u64, sr->max_words, n * sp->stride) * sizeof(u64)))
 		return -EFAULT;
-	*bounce = kvmalloc_array(n, sizeof(**bounce), GFP_KERNEL);
+	*bounce = kvmalloc_array(n, sizeof(**bounce), GFP_KERNEL_ACCOUNT);
 	return *bounce ? 0 : -ENOMEM;
 }
 
