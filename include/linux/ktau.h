@@ -34,6 +34,7 @@ struct ktau_kvm_reason {
 #include <linux/static_call.h>
 #include <linux/list.h>
 #include <linux/percpu.h>
+#include <linux/seqlock_types.h>
 #include <asm/local64.h>
 #include <linux/sched.h>
 #include <asm/unistd.h>
@@ -152,6 +153,7 @@ struct ktau_task {
 	unsigned int claimed;	/* a slot was claimed: see ktau_task_clean() */
 	struct ktau_proc *proc;	/* leader: totals of the exited threads */
 	unsigned int proc_gen;	/* the fold into the process's totals */
+	seqcount_t clear_seq;	/* around a reset: see ktau_clear() */
 	struct callback_head reset_work;
 #ifdef CONFIG_KTAU_TRACE
 	struct ktau_tbuf *trace;	/* trace mode's buffer, or NULL */

@@ -383,6 +383,13 @@ static struct ktau_slot *ktau_other_slot(struct ktau_task *kt)
 	return &kt->slots[KTAU_ID_OTHER & kt->mask];
 }
 
+/*
+ * Zero @kt's table. A reset, by the task itself with interrupts off
+ * (ktau_user_work_fn()), does it under kt->clear_seq, so that readers on
+ * other CPUs retry rather than take values from both sides of it
+ * (ktau_slot_read_stable()); raw_, as the count lives in the header that
+ * ktau_task_clean() zeroes, so it has no lockdep map to keep.
+ */
 static void ktau_clear(struct ktau_task *kt)
 {
 	memset(kt->sysslot, 0, sizeof(kt->sysslot));
@@ -690,13 +697,11 @@ void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt)
 	unsigned int i;
 
 	for (i = 0; i <= kt->mask; i++) {
-		struct ktau_slot *s = &kt->slots[i];
-		u32 id = READ_ONCE(s->id);
 		struct ktau_sum v;
+		u32 id = ktau_slot_read_stable(kt, &kt->slots[i], &v);
 
 		if (id == KTAU_ID_NONE || id >= KTAU_MAX_IDS)
 			continue;
-		ktau_slot_read(s, &v);
 		tot->sum[id].count += v.count;
 		tot->sum[id].incl += v.incl;
 		tot->sum[id].excl += v.excl;
@@ -792,13 +797,11 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 
 	rcu_read_lock();
 	for (i = 0; i <= kt->mask && n < max; i++) {
-		struct ktau_slot *s = &kt->slots[i];
-		u32 id = READ_ONCE(s->id), samples;
 		struct ktau_sum v;
+		u32 id = ktau_slot_read_stable(kt, &kt->slots[i], &v), samples;
 
 		if (id == KTAU_ID_NONE)
 			continue;
-		ktau_slot_read(s, &v);
 		samples = ktau_sample_count(kt, id);
 		if (!v.count && !samples)
 			continue;
@@ -1225,8 +1228,11 @@ static void ktau_user_work_fn(struct callback_head *head)
 	clear_bit(KTAU_WORK_QUEUED, &kt->flags);
 	smp_mb__after_atomic();	/* requests after this queue the work again */
 	local_irq_save(flags);
-	if (test_and_clear_bit(KTAU_RESET_PENDING, &kt->flags))
+	if (test_and_clear_bit(KTAU_RESET_PENDING, &kt->flags)) {
+		raw_write_seqcount_begin(&kt->clear_seq);
 		ktau_clear(kt);
+		raw_write_seqcount_end(&kt->clear_seq);
+	}
 	local_irq_restore(flags);
 }
 

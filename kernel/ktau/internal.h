@@ -8,6 +8,7 @@
 #include <linux/ktau.h>
 #include <linux/list.h>
 #include <linux/refcount.h>
+#include <linux/seqlock.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 
@@ -103,6 +104,29 @@ static inline void ktau_slot_read(struct ktau_slot *s, struct ktau_sum *v)
 	v->excl = local64_read(&s->excl);
 	smp_rmb();	/* excl before incl, pairs with __ktau_pop() */
 	v->incl = local64_read(&s->incl);
+}
+
+/*
+ * The ID of a live task's slot, and ktau_slot_read() of it, all from
+ * before a reset or all from after it: ktau_clear() zeroes the slots in
+ * memory order, so that a reader could take an old count with zero times,
+ * or one routine's ID with the next one's values. A reader still sees
+ * some slots before and others after a reset, as it sees some tasks reset
+ * and others not yet (each does it on its way to user space).
+ */
+static inline u32 ktau_slot_read_stable(struct ktau_task *kt,
+					struct ktau_slot *s,
+					struct ktau_sum *v)
+{
+	unsigned int seq;
+	u32 id;
+
+	do {
+		seq = raw_read_seqcount_begin(&kt->clear_seq);
+		id = READ_ONCE(s->id);
+		ktau_slot_read(s, v);
+	} while (read_seqcount_retry(&kt->clear_seq, seq));
+	return id;
 }
 
 void ktau_totals_add_task(struct ktau_totals *tot, struct ktau_task *kt);

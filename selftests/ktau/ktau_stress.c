@@ -4,10 +4,11 @@
  * forks hundreds of short-lived children, and a reader thread reads every
  * view in a loop. Every read succeeds, every entry has incl >= excl, a
  * live thread's numbers never go down, and in the end the workers' counts
- * are exact.
+ * are exact. Resets, again and again, never show a reader half a slot.
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +308,77 @@ TEST_F_TIMEOUT(stress, readers_workers_and_forks, 60)
 	EXPECT_LE(MIN_CHILDREN, nchildren);
 	free(rd.seen);
 	ktau_snap_free(&rd.s);
+}
+
+/* The system calls of reset_never_tears_a_slot's child, each a slot. */
+static const long torn_calls[] = {
+	SYS_getppid, SYS_getuid, SYS_getgid, SYS_geteuid, SYS_getegid,
+	SYS_getpid, SYS_gettid, SYS_getpgrp,
+};
+
+static int torn_stop;
+
+static void *torn_resetter(void *arg)
+{
+	unsigned int *n = arg;
+
+	while (!__atomic_load_n(&torn_stop, __ATOMIC_RELAXED) && !ktau_control("reset"))
+		(*n)++;
+	return NULL;
+}
+
+/*
+ * A reset never hands a reader half of a slot: while a child makes
+ * system calls of eight kinds without end and another thread resets
+ * every profile again and again, no snapshot of the child has one of
+ * those calls counted without its times. ktau_clear() zeroes a slot's
+ * count before its times and a reader takes the count first, so before
+ * the reset's sequence count (ktau_slot_read_stable()) a copy that met
+ * the memset half way could; it has to meet it, which takes luck.
+ */
+TEST_F_TIMEOUT(stress, reset_never_tears_a_slot, 60)
+{
+	unsigned int nsnap = 0, nreset = 0, bad = 0, k;
+	const struct ktau_task_rec *r;
+	pthread_t th;
+	__u64 end;
+	pid_t child;
+	int st;
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0)
+		for (;;)
+			for (k = 0; k < ARRAY_SIZE(torn_calls); k++)
+				syscall(torn_calls[k]);
+	__atomic_store_n(&torn_stop, 0, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, pthread_create(&th, NULL, torn_resetter, &nreset));
+	end = ktau_now_ns() + 3 * KTAU_NSEC_PER_SEC;
+	while (ktau_now_ns() < end) {
+		r = ktau_snap(self->fd, &self->a, KTAU_SNAP_PIDS, &child, 1) ? NULL :
+		    ktau_snap_find(&self->a, child);
+		if (!r)
+			continue;
+		nsnap++;
+		for (k = 0; k < ARRAY_SIZE(torn_calls); k++) {
+			struct ktau_val v = ktau_rec_val(r, KTAU_ID_SYSCALL_BASE + torn_calls[k]);
+
+			if (!v.count || (v.incl && v.excl))
+				continue;
+			if (!bad++)
+				TH_LOG("system call %ld: %llu calls, %llu ns, %llu ns exclusive",
+				       torn_calls[k], (unsigned long long)v.count,
+				       (unsigned long long)v.incl, (unsigned long long)v.excl);
+		}
+	}
+	__atomic_store_n(&torn_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	kill(child, SIGKILL);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	TH_LOG("%u snapshots, %u resets, %u torn slots", nsnap, nreset, bad);
+	EXPECT_EQ(0, bad);
+	EXPECT_LT(20, nsnap);
+	EXPECT_LT(20, nreset);
 }
 
 TEST_HARNESS_MAIN
