@@ -3,10 +3,13 @@
  * KTAU_IOC_SNAPSHOT: what a good call returns, and that bad arguments
  * fail with the documented errno and write nothing.
  */
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 
 #include "ktau_util.h"
@@ -237,6 +240,73 @@ TEST_F_TIMEOUT(snapshot, missing_tids_counted, 10)
 	ASSERT_EQ(0, ktau_recs_check(self->buf, self->req.used, &nrec));
 	EXPECT_EQ(1, nrec);
 	EXPECT_EQ(gettid(), ((struct ktau_task_rec *)self->buf)->tid);
+}
+
+/*
+ * KTAU_SNAP_ALL through a /proc mounted in a new PID namespace, by the
+ * namespace's only task (its init, PID 1 there): that task alone, and
+ * nothing counted missing; the tasks of the namespaces above are not
+ * there for it (before ABI 1.13 each of them was counted in nmissing).
+ * Exit codes: 1 mount, 2 open, 3 ioctl, 4 ntasks, 5 nmissing, 6 record.
+ */
+static int all_in_new_pidns(const char *dir, char *buf, size_t len)
+{
+	const struct ktau_task_rec *r = (const void *)buf;
+	struct ktau_snapshot req;
+	char path[128];
+	__u32 nrec;
+	int fd;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("proc", dir, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return 1;
+	snprintf(path, sizeof(path), "%s/ktau/profiles", dir);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 2;
+	ktau_snap_req(&req, KTAU_SNAP_ALL, NULL, 0, buf, len);
+	if (ktau_snapshot_ioctl(fd, &req))
+		return 3;
+	if (req.ntasks != 1)
+		return 4;
+	if (req.nmissing)
+		return 5;
+	if (ktau_recs_check(buf, req.used, &nrec) || nrec != 1 || r->tid != 1 || r->pid != 1)
+		return 6;
+	return 0;
+}
+
+TEST_F_TIMEOUT(snapshot, all_sees_its_pid_namespace_only, 20)
+{
+	char dir[] = "/tmp/ktau-pidns.XXXXXX";
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		pid_t init;
+
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+			_exit(errno == EINVAL ? 20 : 10);
+		init = fork();
+		if (init < 0)
+			_exit(11);
+		if (init == 0)
+			_exit(all_in_new_pidns(dir, self->buf, BUF_SIZE));
+		if (waitpid(init, &status, 0) != init)
+			_exit(12);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 13);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	rmdir(dir);
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
+	if (WEXITSTATUS(status) == 20)
+		SKIP(return, "no PID namespaces (CONFIG_PID_NS)");
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("step %d (1 mount, 2 open, 3 ioctl, 4 not 1 task, 5 nmissing, 6 record)",
+		       WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN
