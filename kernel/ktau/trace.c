@@ -21,8 +21,9 @@
  * context write no record: they have their own buffer.
  *
  * Lifetime: a buffer is referenced by the session (until it is read to
- * its end after the thread exited, or the session is closed) and by the
- * thread (until it exits, or execs a program that is not dumpable). The
+ * its end after the thread stopped writing to it, by its exit or by an
+ * exec of a program that is not dumpable, or the session is closed) and
+ * by the thread (until it exits, or execs such a program). The
  * thread's pointer only goes from NULL to a buffer under its alloc_lock,
  * set by an attach, and back to NULL by the thread itself. The ring is
  * freed when the session closes: its pointer is cleared first and, as
@@ -51,8 +52,8 @@
  * reader whose buffer faults (swapped out, or held by userfaultfd) holds
  * up no fork.
  *
- * Reuse: the ring of a buffer that went (its thread exited and was read
- * to its end) is kept for the session's next buffer of the same size, up
+ * Reuse: the ring of a buffer that went (its thread stopped writing to
+ * it and it was read to its end) is kept for the session's next buffer of the same size, up
  * to KTAU_TRACE_POOL rings and KTAU_TRACE_POOL_BYTES (on top of the
  * KTAU_TRACE_MAX_BYTES of live rings, charged likewise), so that a
  * traced job that forks (a shell pipeline, make) does not allocate and
