@@ -416,7 +416,8 @@ static bool view_has_sources(const char *text)
 
 /*
  * Source entries of thread @tid in a snapshot through @fd, of the
- * KTAU_SNAP_AGGREGATE record when @tid is 0; or -errno.
+ * KTAU_SNAP_AGGREGATE record when @tid is 0; or -errno (-ENODATA when
+ * the record has neither sources nor the folded "irq" or "softirq").
  */
 static int snap_sources(int fd, pid_t tid)
 {
@@ -424,7 +425,7 @@ static int snap_sources(int fd, pid_t tid)
 	struct ktau_snap s = { 0 };
 	const struct ktau_task_rec *r;
 	const struct ktau_entry *e;
-	int n = 0, ret;
+	int n = 0, folded = 0, ret;
 	__u32 i;
 
 	if (tid)
@@ -441,12 +442,16 @@ static int snap_sources(int fd, pid_t tid)
 
 		e = ktau_rec_entries(r);
 		f = ktau_func_by_id(&fs, e[i].id);
-		if (f && (!strcmp(f->group, "irq") || !strcmp(f->group, "softirq")) &&
-		    e[i].id != KTAU_ID_IRQ && e[i].id != KTAU_ID_SOFTIRQ)
+		if (e[i].id == KTAU_ID_IRQ || e[i].id == KTAU_ID_SOFTIRQ)
+			folded += e[i].count > 0;
+		else if (f && (!strcmp(f->group, "irq") || !strcmp(f->group, "softirq")))
 			n++;
 	}
 	ktau_funcs_free(&fs);
 	ktau_snap_free(&s);
+	/* No interrupt at all: nothing to tell a coarse view by. */
+	if (!ret && !n && !folded)
+		ret = -ENODATA;
 	return ret ? ret : n;
 }
 
