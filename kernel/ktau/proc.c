@@ -269,7 +269,7 @@ static int ktau_aggregate_show(struct seq_file *m, void *v)
 		return ret;
 	}
 	seq_printf(m, "# aggregate tasks %u\n", tot->nr_tasks);
-	ret = ktau_show_totals(m, tot, false);
+	ret = ktau_show_totals(m, tot, ktau_file_detail_hidden(m->file));
 	kvfree(tot);
 	return ret;
 }

@@ -414,6 +414,21 @@ static bool view_has_sources(const char *text)
 	return strstr(text, " softirq_") || strstr(text, "TIMER");
 }
 
+/* Whether a text view has the folded "irq" or "softirq" entry. */
+static bool has_folded(const char *text)
+{
+	char group[32], name[32];
+
+	for (; text; text = strchr(text, '\n'), text = text ? text + 1 : NULL) {
+		if (sscanf(text, "%*u %31s %31s", group, name) != 2)
+			continue;
+		if (!strcmp(group, name) &&
+		    (!strcmp(name, "irq") || !strcmp(name, "softirq")))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Source entries of thread @tid in a snapshot through @fd, of the
  * KTAU_SNAP_AGGREGATE record when @tid is 0; or -errno (-ENODATA when
@@ -541,6 +556,48 @@ TEST_F_TIMEOUT(irq, passed_descriptor_keeps_opener_view, 60)
 	close(pfd);
 	close(go[1]);
 	close(sv[0]);
+	sysctl_rw(PARANOID, old);
+}
+
+/*
+ * /proc/ktau/aggregate is opened with CAP_PERFMON, but its text is made
+ * at each read, for the reader: at perf_event_paranoid 2, a reader
+ * without the capability (here, root's descriptor kept across dropping
+ * privileges) sees the interrupts as "irq" and "softirq" only. Before, the
+ * aggregate text always had the sources.
+ */
+TEST_F_TIMEOUT(irq, aggregate_text_is_the_readers_view, 60)
+{
+	int old = sysctl_rw(PARANOID, -100), fd, status;
+	char *text;
+	pid_t pid;
+
+	ASSERT_LE(-1, old) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
+	ASSERT_EQ(old, sysctl_rw(PARANOID, 2));
+	timer_and_net_load(_metadata);
+	fd = open(KTAU_AGGREGATE_PATH, O_RDONLY);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s", KTAU_AGGREGATE_PATH, strerror(errno));
+	text = read_view(fd);
+	ASSERT_NE(NULL, text);
+	EXPECT_TRUE(view_has_sources(text)) TH_LOG("no interrupt source in root's aggregate");
+	free(text);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (ktau_become(KTAU_USER_ID, 0))
+			_exit(1);
+		text = read_view(fd);
+		if (!text)
+			_exit(2);
+		if (view_has_sources(text))
+			_exit(3);
+		/* Not vacuous: the interrupts are there, folded. */
+		_exit(has_folded(text) ? 0 : 4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x (1 become, 2 read, 3 sources shown, 4 no folded entry)", status);
+	close(fd);
 	sysctl_rw(PARANOID, old);
 }
 
