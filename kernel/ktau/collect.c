@@ -65,6 +65,7 @@ struct ktau_collector {
 	bool closed;
 	struct ktau_collect_stats st;
 	bool privileged;		/* opener had CAP_PERFMON */
+	bool lsm_denied;		/* opener's LSM: no kernel detail */
 	struct ktau_collect_opener op;	/* empty once closed */
 	struct ktau_collect_user *user;	/* the opener's, for the bound */
 };
@@ -293,7 +294,8 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 	 */
 	local_irq_disable();
 	n = ktau_copy_entries(kt, (struct ktau_entry *)(&q->rec + 1), max, &cv,
-			      ktau_irq_detail_hidden(c->privileged));
+			      ktau_irq_detail_hidden(c->privileged) ||
+			      c->lsm_denied);
 	ktau_trace_stop(kt);
 	local_irq_enable();
 	size = sizeof(q->rec) + n * sizeof(struct ktau_entry);
@@ -340,7 +342,8 @@ static int ktau_collect_open(struct inode *inode, struct file *file)
 	refcount_set(&c->ref, 1);
 	spin_lock_init(&c->lock);
 	INIT_LIST_HEAD(&c->queue);
-	c->privileged = perfmon_capable();
+	c->privileged = ktau_perfmon_quiet();
+	c->lsm_denied = ktau_irq_detail_lsm_denied();
 	c->op.cred = get_current_cred();
 	c->op.ns = get_pid_ns(proc_pid_ns(inode->i_sb));
 	c->op.memcg = get_mem_cgroup_from_mm(current->mm);

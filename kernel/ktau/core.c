@@ -36,6 +36,7 @@
 #include <linux/interrupt.h>
 #include <linux/moduleparam.h>
 #include <linux/perf_event.h>
+#include <linux/security.h>
 #include "internal.h"
 
 #ifdef CONFIG_X86_TSC
@@ -737,6 +738,21 @@ bool ktau_irq_detail_restricted(void)
 	return READ_ONCE(sysctl_perf_event_paranoid) >= 2;
 #else
 	return true;
+#endif
+}
+
+/*
+ * Whether the current task's security module refuses it kernel detail,
+ * the question perf_allow_kernel() asks after the paranoid level: a
+ * policy that keeps perf's kernel events from a domain keeps the
+ * interrupt sources from it too.
+ */
+bool ktau_irq_detail_lsm_denied(void)
+{
+#ifdef CONFIG_PERF_EVENTS
+	return security_perf_event_open(PERF_SECURITY_KERNEL) != 0;
+#else
+	return false;
 #endif
 }
 

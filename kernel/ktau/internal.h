@@ -135,6 +135,7 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 			       bool coarse);
 bool ktau_irq_detail_hidden(bool privileged);
 bool ktau_irq_detail_restricted(void);
+bool ktau_irq_detail_lsm_denied(void);
 unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
 			  unsigned int max);
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,
@@ -396,6 +397,8 @@ static inline void ktau_probe_remove_all(void) { }
 
 /* /proc/ktau */
 bool ktau_capable(void);
+bool ktau_cred_perfmon(const struct cred *cred);
+bool ktau_perfmon_quiet(void);
 extern const struct proc_ops ktau_collect_ops;
 extern const struct proc_ops ktau_trace_ops;	/* with CONFIG_KTAU_TRACE */
 

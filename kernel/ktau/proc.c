@@ -21,6 +21,7 @@
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
+#include <linux/security.h>
 #include <linux/sched/stat.h>
 #include <linux/compat.h>
 #include <linux/timekeeping.h>
@@ -31,6 +32,27 @@
 bool ktau_capable(void)
 {
 	return perfmon_capable();
+}
+
+/*
+ * CAP_PERFMON or CAP_SYS_ADMIN of @cred, asked without an audit record:
+ * for choosing what a reader is shown (a reader without them sees less,
+ * it is not refused), so that each read of an unprivileged reader does
+ * not log a denial. Refusals use ktau_capable().
+ */
+bool ktau_cred_perfmon(const struct cred *cred)
+{
+	return !security_capable(cred, &init_user_ns, CAP_PERFMON,
+				 CAP_OPT_NOAUDIT) ||
+	       !security_capable(cred, &init_user_ns, CAP_SYS_ADMIN,
+				 CAP_OPT_NOAUDIT);
+}
+
+/* ktau_cred_perfmon() of the current task, marking it as using them. */
+bool ktau_perfmon_quiet(void)
+{
+	return ns_capable_noaudit(&init_user_ns, CAP_PERFMON) ||
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
 }
 
 static int ktau_entry_cmp(const void *a, const void *b)
@@ -135,17 +157,15 @@ static void ktau_read_unlock(struct task_struct *task)
  * Per-source interrupt names and times need CAP_PERFMON (or
  * CAP_SYS_ADMIN) of both the reader and the file's opener, so that a
  * descriptor passed to a privileged reader or from a privileged opener
- * does not carry them to a caller without it.
+ * does not carry them to a caller without it; and the reader's security
+ * module must allow kernel detail, as for perf.
  */
 static bool ktau_file_detail_hidden(const struct file *file)
 {
-	bool opener;
-
-	if (!ktau_irq_detail_restricted())
-		return false;
-	opener = file_ns_capable(file, &init_user_ns, CAP_PERFMON) ||
-		 file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
-	return !(opener && perfmon_capable());
+	if (ktau_irq_detail_restricted() &&
+	    !(ktau_cred_perfmon(file->f_cred) && ktau_perfmon_quiet()))
+		return true;
+	return ktau_irq_detail_lsm_denied();
 }
 
 /* The task's name as /proc/PID/status shows it: newlines escaped. */

@@ -415,7 +415,7 @@ static int ktau_sample_allowed(struct task_struct *t, struct perf_event_attr *at
 			       int signo)
 {
 	unsigned int mode = PTRACE_MODE_READ_REALCREDS;
-	bool capable_ok = perfmon_capable();
+	bool capable_ok = ktau_perfmon_quiet();
 	int ret;
 
 	if (READ_ONCE(sysctl_perf_event_paranoid) > 2 && !capable(CAP_SYS_ADMIN))
@@ -856,7 +856,7 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (!t)
 		return -ESRCH;
 	ret = -EACCES;
-	if (t != current && !perfmon_capable() &&
+	if (t != current && !ktau_perfmon_quiet() &&
 	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
 		goto out_task;
 	ret = -ENOENT;

@@ -76,7 +76,8 @@ long ktau_shared_register(const struct ktau_shared_reg __user *ureg)
 	sh->clock_shift = cv.shift;
 	sh->tid = task_pid_vnr(current);
 
-	if (ktau_irq_detail_restricted() && !perfmon_capable())
+	if ((ktau_irq_detail_restricted() && !ktau_perfmon_quiet()) ||
+	    ktau_irq_detail_lsm_denied())
 		set_bit(KTAU_SHARED_COARSE, &kt->flags);
 	else
 		clear_bit(KTAU_SHARED_COARSE, &kt->flags);

@@ -96,6 +96,7 @@ struct ktau_tsession {
 	struct list_head bufs;
 	bool closed;
 	bool privileged;		/* the opener had CAP_PERFMON */
+	bool lsm_denied;		/* opener's LSM: no kernel detail */
 	bool all;			/* published in ktau_trace_all */
 	bool key;			/* holds ktau_extra_key (under lock) */
 	u32 all_cap;			/* its buffers' capacity and groups */
@@ -649,7 +650,8 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 	mutex_init(&s->read_lock);
 	spin_lock_init(&s->pool_lock);
 	INIT_LIST_HEAD(&s->bufs);
-	s->privileged = perfmon_capable();
+	s->privileged = ktau_perfmon_quiet();
+	s->lsm_denied = ktau_irq_detail_lsm_denied();
 	s->ns = get_pid_ns(task_active_pid_ns(current));
 	s->memcg = get_mem_cgroup_from_mm(current->mm);
 	s->clock0 = ktau_clock();
@@ -709,7 +711,7 @@ static int ktau_trace_release(struct inode *inode, struct file *file)
 
 static bool ktau_trace_may(struct task_struct *t)
 {
-	return t == current || perfmon_capable() ||
+	return t == current || ktau_perfmon_quiet() ||
 	       ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS);
 }
 
@@ -1155,7 +1157,7 @@ static ssize_t ktau_trace_read(struct file *file, char __user *ubuf,
 	ssize_t done = 0, r = 0;
 
 	ktau_conv_get(&c.cv);
-	c.coarse = ktau_irq_detail_hidden(s->privileged);
+	c.coarse = ktau_irq_detail_hidden(s->privileged) || s->lsm_denied;
 	c.now_clock = s->clock0;
 	c.now_ns = s->ns0;
 	/* Interruptible: another reader's copy may wait for a slow fault. */
