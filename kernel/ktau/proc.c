@@ -604,10 +604,16 @@ static long ktau_snapshot(struct file *file, struct ktau_snapshot __user *ureq)
 	req->time_ns = ktime_get_ns();
 
 	if (req->flags & KTAU_SNAP_PIDS) {
-		pids = memdup_array_user(u64_to_user_ptr(req->pids), req->npids,
-					 sizeof(*pids));
-		if (IS_ERR(pids))
-			return PTR_ERR(pids);
+		/* Up to 256 KiB: charged to the caller, as the copies are. */
+		pids = kvmalloc_array(req->npids, sizeof(*pids),
+				      GFP_KERNEL_ACCOUNT);
+		if (!pids)
+			return -ENOMEM;
+		if (copy_from_user(pids, u64_to_user_ptr(req->pids),
+				   array_size(req->npids, sizeof(*pids)))) {
+			kvfree(pids);
+			return -EFAULT;
+		}
 	}
 	ctx.ns = proc_pid_ns(file_inode(file)->i_sb);
 	ctx.ubuf = u64_to_user_ptr(req->buf);
