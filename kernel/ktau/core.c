@@ -814,7 +814,8 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 	rcu_read_lock();
 	for (i = 0; i <= kt->mask && n < max; i++) {
 		struct ktau_sum v;
-		u32 id = ktau_slot_read_stable(kt, &kt->slots[i], &v), samples;
+		u32 id = ktau_slot_read_stable(kt, &kt->slots[i], &v);
+		u32 samples;
 
 		if (id == KTAU_ID_NONE)
 			continue;
@@ -1245,6 +1246,7 @@ static void ktau_user_work_fn(struct callback_head *head)
 	smp_mb__after_atomic();	/* requests after this queue the work again */
 	local_irq_save(flags);
 	if (test_and_clear_bit(KTAU_RESET_PENDING, &kt->flags)) {
+		/* Interrupts off: no reader on this CPU spins on the count. */
 		raw_write_seqcount_begin(&kt->clear_seq);
 		ktau_clear(kt);
 		raw_write_seqcount_end(&kt->clear_seq);

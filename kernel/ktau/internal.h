@@ -112,7 +112,9 @@ static inline void ktau_slot_read(struct ktau_slot *s, struct ktau_sum *v)
  * memory order, so that a reader could take an old count with zero times,
  * or one routine's ID with the next one's values. A reader still sees
  * some slots before and others after a reset, as it sees some tasks reset
- * and others not yet (each does it on its way to user space).
+ * and others not yet (each does it on its way to user space). The writer
+ * runs with interrupts off and no reader runs in NMI, so a reader never
+ * spins on a reset that cannot finish under it.
  */
 static inline u32 ktau_slot_read_stable(struct ktau_task *kt,
 					struct ktau_slot *s,
