@@ -443,6 +443,16 @@ static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t,
 	}
 	/* The caller's own thread needs no check, and takes no lock. */
 	if (t != current) {
+		/*
+		 * The scan of every task asks first without the lock, so that
+		 * it does not take the exec lock of each task it may not
+		 * read (and hold up their execve()); the answer is asked
+		 * again under the lock.
+		 */
+		if ((mode & PTRACE_MODE_NOAUDIT) && !ptrace_may_access(t, mode)) {
+			ctx->req.nmissing++;
+			return 0;
+		}
 		ret = ktau_read_lock(t, mode);
 		if (ret == -EACCES) {
 			ctx->req.nmissing++;
