@@ -66,6 +66,7 @@ struct ktau_collector {
 	struct ktau_collect_stats st;
 	bool privileged;		/* opener had CAP_PERFMON */
 	bool lsm_denied;		/* opener's LSM: no kernel detail */
+	u64 timens;			/* opener's CLOCK_MONOTONIC offset */
 	struct ktau_collect_opener op;	/* empty once closed */
 	struct ktau_collect_user *user;	/* the opener's, for the bound */
 };
@@ -306,7 +307,7 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 	q->rec.pid = task_tgid_nr_ns(tsk, op.ns);
 	q->rec.flags = KTAU_REC_EXITED;
 	get_task_comm(q->rec.comm, tsk);
-	q->rec.start_ns = tsk->start_time;
+	q->rec.start_ns = tsk->start_time + c->timens;
 	q->rec.stack_overflows = kt->stack_overflows;
 	q->rec.table_overflows = kt->table_overflows;
 	q->rec.unmatched = kt->unmatched;
@@ -344,6 +345,7 @@ static int ktau_collect_open(struct inode *inode, struct file *file)
 	INIT_LIST_HEAD(&c->queue);
 	c->privileged = ktau_perfmon_quiet();
 	c->lsm_denied = ktau_irq_detail_lsm_denied();
+	c->timens = ktau_timens_offset();
 	c->op.cred = get_current_cred();
 	c->op.ns = get_pid_ns(proc_pid_ns(inode->i_sb));
 	c->op.memcg = get_mem_cgroup_from_mm(current->mm);

@@ -37,6 +37,8 @@
 #include <linux/moduleparam.h>
 #include <linux/perf_event.h>
 #include <linux/security.h>
+#include <linux/nsproxy.h>
+#include <linux/time_namespace.h>
 #include "internal.h"
 
 #ifdef CONFIG_X86_TSC
@@ -754,6 +756,20 @@ bool ktau_irq_detail_lsm_denied(void)
 #else
 	return false;
 #endif
+}
+
+/*
+ * What the current task's time namespace adds to CLOCK_MONOTONIC, as
+ * clock_gettime() adds it: the times KTAU gives a reader (a snapshot's,
+ * a task's start, samples, a trace session's) are in its namespace, so
+ * that they compare with what it reads itself. Without CONFIG_TIME_NS
+ * every task is in init_time_ns, whose offsets are 0.
+ */
+u64 ktau_timens_offset(void)
+{
+	struct nsproxy *ns = current->nsproxy;
+
+	return ns ? timespec64_to_ns(&ns->time_ns->offsets.monotonic) : 0;
 }
 
 /* Into @acc, the entry of @id, from @e: fold an interrupt source in. */

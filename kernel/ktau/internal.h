@@ -138,6 +138,7 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 bool ktau_irq_detail_hidden(bool privileged);
 bool ktau_irq_detail_restricted(void);
 bool ktau_irq_detail_lsm_denied(void);
+u64 ktau_timens_offset(void);
 unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
 			  unsigned int max);
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,

@@ -730,7 +730,7 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 			      u32 max_words, u32 *nwords, struct ktau_sample *bounce)
 {
 	struct ktau_sample *buf;
-	u64 h, t, h2, bad, keep;
+	u64 h, t, h2, bad, keep, off;
 	u32 n, i;
 	int ret;
 
@@ -766,8 +766,10 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	bad = 0;
 	if (h2 - t > keep)
 		bad = min_t(u64, h2 - t - keep, n);
+	off = ktau_timens_offset();
 	for (i = bad; i < n; i++) {
 		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
+		buf[i].time_ns += off;
 		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
 			buf[i].ip = 0;
 		/* A reader without the frames gets the flags of ABI 1.1. */

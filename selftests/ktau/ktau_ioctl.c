@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
@@ -309,6 +310,121 @@ TEST_F_TIMEOUT(snapshot, all_sees_its_pid_namespace_only, 20)
 	EXPECT_EQ(0, WEXITSTATUS(status))
 		TH_LOG("step %d (1 mount, 2 open, 3 ioctl, 4 not 1 task, 5 nmissing, 6 record, %s)",
 		       WEXITSTATUS(status), "10 unshare, 11 fork, 12 wait, 13 killed");
+}
+
+#define TIMENS_OFFSET_S	1000000	/* 11.6 days: far from the host's clock */
+
+/*
+ * In a time namespace whose CLOCK_MONOTONIC is TIMENS_OFFSET_S ahead, a
+ * task's times from KTAU are its own clock's: a snapshot's time_ns and
+ * its record's start_ns, its samples' time_ns, its trace records' ends.
+ * Exit codes: 1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no
+ * sample, 7 a sample's time, 8 trace open/attach, 9 trace read, 10 no
+ * record, 11 a record's times.
+ */
+static int times_in_timens(char *buf, size_t len)
+{
+	const struct ktau_task_rec *r = (const void *)buf;
+	const struct ktau_trace_chunk *c = (const void *)buf;
+	const struct ktau_trace_rec *tr = (const void *)(c + 1);
+	struct ktau_trace_attr attr = { .size = sizeof(attr), .capacity = 1024 };
+	struct ktau_sample samples[256];
+	__s32 self = 0;
+	struct ktau_sample_read sr;
+	struct ktau_snapshot req;
+	__u64 t0, t1, end;
+	ssize_t n;
+	int fd, tfd;
+	__u32 i;
+
+	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	if (fd < 0)
+		return 1;
+	t0 = ktau_now_ns();
+	ktau_snap_req(&req, KTAU_SNAP_SELF, NULL, 0, buf, len);
+	if (ktau_snapshot_ioctl(fd, &req) || req.ntasks != 1)
+		return 2;
+	t1 = ktau_now_ns();
+	if (req.time_ns < t0 || req.time_ns > t1)
+		return 3;
+	/* This task started a moment ago. */
+	if (r->start_ns > t0 || r->start_ns + 60 * KTAU_NSEC_PER_SEC < t0)
+		return 4;
+
+	t0 = ktau_now_ns();
+	if (ktau_sample_start(fd, 0, KTAU_SAMPLE_CPU_CLOCK, KTAU_NSEC_PER_MSEC, 256, 0, 0, 0))
+		return 5;
+	for (end = ktau_now_ns() + 50 * KTAU_NSEC_PER_MSEC; ktau_now_ns() < end;)
+		;
+	if (ktau_sample_read(fd, 0, samples, 256, &sr, true))
+		return 5;
+	t1 = ktau_now_ns();
+	if (!sr.nread)
+		return 6;
+	for (i = 0; i < sr.nread; i++)
+		if (samples[i].time_ns < t0 || samples[i].time_ns > t1)
+			return 7;
+
+	tfd = open("/proc/ktau/trace", O_RDONLY | O_CLOEXEC);
+	if (tfd < 0)
+		return 8;
+	t0 = ktau_now_ns();
+	if (ioctl(tfd, KTAU_IOC_TRACE_ATTACH, &attr))
+		return 8;
+	ktau_getppid_loop(16);
+	if (ioctl(tfd, KTAU_IOC_TRACE_DETACH, &self))
+		return 9;
+	t1 = ktau_now_ns();
+	n = read(tfd, buf, len);
+	if (n < (ssize_t)sizeof(*c))
+		return n < 0 ? 9 : 10;
+	if (!c->nrecs)
+		return 10;
+	for (i = 0; i < c->nrecs; i++)
+		if (tr[i].kind == KTAU_TRACE_CALL &&
+		    (tr[i].end_ns < t0 || tr[i].end_ns > t1 || tr[i].start_ns > tr[i].end_ns))
+			return 11;
+	close(tfd);
+	close(fd);
+	return 0;
+}
+
+TEST_F_TIMEOUT(snapshot, times_are_the_readers_time_namespace, 30)
+{
+	char off[64];
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		pid_t child;
+
+		if (unshare(CLONE_NEWTIME))
+			_exit(errno == EINVAL ? 20 : errno == EPERM ? 21 : 12);
+		snprintf(off, sizeof(off), "monotonic %d 0\n", TIMENS_OFFSET_S);
+		if (ktau_write_file("/proc/self/timens_offsets", off))
+			_exit(13);
+		/* Its children are in the namespace; it is not. */
+		child = fork();
+		if (child < 0)
+			_exit(14);
+		if (child == 0)
+			_exit(times_in_timens(self->buf, BUF_SIZE));
+		if (waitpid(child, &status, 0) != child)
+			_exit(15);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 16);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
+	if (WEXITSTATUS(status) == 20)
+		SKIP(return, "no time namespaces (CONFIG_TIME_NS)");
+	if (WEXITSTATUS(status) == 21)
+		SKIP(return, "a new time namespace needs CAP_SYS_ADMIN");
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("step %d (%s; %s)", WEXITSTATUS(status),
+		       "1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no sample",
+		       "7 sample time, 8 trace attach, 9 read, 10 no record, 11 record time");
 }
 
 TEST_HARNESS_MAIN

@@ -4,8 +4,11 @@
  *
  * See Documentation/ABI/testing/procfs-ktau and Documentation/trace/ktau.rst.
  *
- * All times are in nanoseconds. All structures are naturally aligned, have
- * no implicit padding and are zero-filled where reserved.
+ * All times are in nanoseconds; points in time are CLOCK_MONOTONIC as the
+ * reader's time namespace gives it (a snapshot's or a sample read's
+ * caller, a trace session's or the exit collector's opener). All
+ * structures are naturally aligned, have no implicit padding and are
+ * zero-filled where reserved.
  */
 #ifndef _UAPI_LINUX_KTAU_H
 #define _UAPI_LINUX_KTAU_H
