@@ -791,6 +791,18 @@ static unsigned int ktau_fold(struct ktau_entry *out, unsigned int n,
 	return n;
 }
 
+/* The ID a reader without interrupt sources is given for @id. */
+u32 ktau_coarse_id(u32 id)
+{
+	int g = id < ktau_nr_ids() ? ktau_funcs[id].group : -1;
+
+	if (g == KTAU_GROUP_IRQ)
+		return KTAU_ID_IRQ;
+	if (g == KTAU_GROUP_SOFTIRQ)
+		return KTAU_ID_SOFTIRQ;
+	return id;
+}
+
 /*
  * Replace @out's entries of interrupt sources with one "irq" and one
  * "softirq" entry: see ktau_irq_detail_hidden().

@@ -17,6 +17,7 @@
 #define KTAU_NAME_LEN		KTAU_PROBE_NAME_LEN	/* a probe's whole name */
 
 struct irqaction;
+struct file;
 
 struct ktau_func {
 	char name[KTAU_NAME_LEN];
@@ -141,6 +142,7 @@ bool ktau_irq_detail_lsm_denied(void);
 u64 ktau_timens_offset(void);
 unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
 			  unsigned int max);
+u32 ktau_coarse_id(u32 id);
 unsigned int ktau_totals_entries(const struct ktau_totals *tot,
 				 struct ktau_entry *out, unsigned int max,
 				 const struct ktau_conv *cv);
@@ -400,8 +402,8 @@ static inline void ktau_probe_remove_all(void) { }
 
 /* /proc/ktau */
 bool ktau_capable(void);
-bool ktau_cred_perfmon(const struct cred *cred);
 bool ktau_perfmon_quiet(void);
+bool ktau_file_detail_hidden(const struct file *file);
 extern const struct proc_ops ktau_collect_ops;
 extern const struct proc_ops ktau_trace_ops;	/* with CONFIG_KTAU_TRACE */
 

@@ -38,9 +38,13 @@ bool ktau_capable(void)
  * CAP_PERFMON or CAP_SYS_ADMIN of @cred, asked without an audit record:
  * for choosing what a reader is shown (a reader without them sees less,
  * it is not refused), so that each read of an unprivileged reader does
- * not log a denial. Refusals use ktau_capable().
+ * not log a denial, and for the privilege a trace session or collector
+ * notes at its open (nothing is refused there; it is used later, in
+ * other tasks' contexts, where the opener cannot be asked).
+ * Refusals, and the shortcut before a ptrace check (as perf's), use the
+ * audited ktau_capable() or perfmon_capable().
  */
-bool ktau_cred_perfmon(const struct cred *cred)
+static bool ktau_cred_perfmon(const struct cred *cred)
 {
 	return !security_capable(cred, &init_user_ns, CAP_PERFMON,
 				 CAP_OPT_NOAUDIT) ||
@@ -160,7 +164,7 @@ static void ktau_read_unlock(struct task_struct *task)
  * does not carry them to a caller without it; and the reader's security
  * module must allow kernel detail, as for perf.
  */
-static bool ktau_file_detail_hidden(const struct file *file)
+bool ktau_file_detail_hidden(const struct file *file)
 {
 	if (ktau_irq_detail_restricted() &&
 	    !(ktau_cred_perfmon(file->f_cred) && ktau_perfmon_quiet()))

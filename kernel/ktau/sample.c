@@ -415,7 +415,7 @@ static int ktau_sample_allowed(struct task_struct *t, struct perf_event_attr *at
 			       int signo)
 {
 	unsigned int mode = PTRACE_MODE_READ_REALCREDS;
-	bool capable_ok = ktau_perfmon_quiet();
+	bool capable_ok = perfmon_capable();
 	int ret;
 
 	if (READ_ONCE(sysctl_perf_event_paranoid) > 2 && !capable(CAP_SYS_ADMIN))
@@ -722,11 +722,13 @@ static int ktau_sample_drain_words(struct ktau_sampler *sp, const struct ktau_sa
  * Copy up to @max samples out of @sp into @ubuf (with a stack, and
  * @uwords, their frames: see ktau_sample_drain_words()); the number
  * copied, or -errno. Kernel addresses become 0 for readers who may not
- * see them. @bounce, if not NULL, has room for min(@max, capacity)
- * samples and is used instead of an allocation (the caller frees it).
+ * see them, and interrupt sources "irq" or "softirq" for those who may
+ * not see these (@coarse: ktau_file_detail_hidden()). @bounce, if not
+ * NULL, has room for min(@max, capacity) samples and is used instead of
+ * an allocation (the caller frees it).
  */
 static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user *ubuf,
-			      u32 max, bool show_kaddr, u64 __user *uwords,
+			      u32 max, bool show_kaddr, bool coarse, u64 __user *uwords,
 			      u32 max_words, u32 *nwords, struct ktau_sample *bounce)
 {
 	struct ktau_sample *buf;
@@ -769,6 +771,8 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	off = ktau_timens_offset();
 	for (i = bad; i < n; i++) {
 		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
+		if (coarse)
+			buf[i].id = ktau_coarse_id(buf[i].id);
 		buf[i].time_ns += off;
 		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
 			buf[i].ip = 0;
@@ -858,7 +862,7 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (!t)
 		return -ESRCH;
 	ret = -EACCES;
-	if (t != current && !ktau_perfmon_quiet() &&
+	if (t != current && !perfmon_capable() &&
 	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
 		goto out_task;
 	ret = -ENOENT;
@@ -904,6 +908,7 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (r.max)
 		n = ktau_sample_drain(sp, u64_to_user_ptr(r.buf), r.max,
 				      kallsyms_show_value(file->f_cred),
+				      ktau_file_detail_hidden(file),
 				      stack ? u64_to_user_ptr(sr.words) : NULL,
 				      sr.max_words, &sr.nwords, bounce);
 	r.nread = n > 0 ? n : 0;

@@ -712,7 +712,7 @@ static int ktau_trace_release(struct inode *inode, struct file *file)
 
 static bool ktau_trace_may(struct task_struct *t)
 {
-	return t == current || ktau_perfmon_quiet() ||
+	return t == current || perfmon_capable() ||
 	       ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS);
 }
 
@@ -782,7 +782,7 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 	int err = 0;
 
 	/* The opener's privilege too: what the session shows is its. */
-	if (!s->privileged || !perfmon_capable())
+	if (!perfmon_capable() || !s->privileged)
 		return -EPERM;
 	if (a->tid)
 		return -EINVAL;

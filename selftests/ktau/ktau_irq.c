@@ -15,20 +15,29 @@
 #define N_ROUNDS	200
 #define READ_LEN	(8 << 20)
 #define READ_NS		KTAU_NSEC_PER_SEC
+#define SAMPLES		4096
+#define PARANOID	"/proc/sys/kernel/perf_event_paranoid"
 
 FIXTURE(irq) {
 	int fd;
+	int paranoid;	/* perf_event_paranoid before the test */
 	struct ktau_snap a, b;
 };
+
+static int sysctl_rw(const char *path, int set);
 
 FIXTURE_SETUP(irq)
 {
 	ktau_must_have_ktau(_metadata);
 	self->fd = ktau_must_open_profiles(_metadata);
+	self->paranoid = sysctl_rw(PARANOID, -100);
 }
 
+/* The level comes back also after a failed assertion. */
 FIXTURE_TEARDOWN(irq)
 {
+	if (self->paranoid > -100)
+		sysctl_rw(PARANOID, self->paranoid);
 	ktau_snap_free(&self->a);
 	ktau_snap_free(&self->b);
 	close(self->fd);
@@ -284,8 +293,6 @@ TEST_F_TIMEOUT(irq, interrupt_time_not_in_syscall_excl, 30)
 	ktau_funcs_free(&fs);
 }
 
-#define PARANOID	"/proc/sys/kernel/perf_event_paranoid"
-
 static int sysctl_rw(const char *path, int set)
 {
 	char *t = ktau_slurp(path, NULL), s[16];
@@ -302,6 +309,20 @@ static int sysctl_rw(const char *path, int set)
 		close(fd);
 	}
 	return v;
+}
+
+/* Count @id in *@src if it is an interrupt source, in *@gen if "irq" or "softirq". */
+static void count_irq_id(const struct ktau_funcs *fs, __u32 id, unsigned int *src,
+			 unsigned int *gen)
+{
+	const struct ktau_func *f = ktau_func_by_id(fs, id);
+
+	if (!f || (strcmp(f->group, "irq") && strcmp(f->group, "softirq")))
+		return;
+	if (id == KTAU_ID_IRQ || id == KTAU_ID_SOFTIRQ)
+		(*gen)++;
+	else
+		(*src)++;
 }
 
 /*
@@ -329,16 +350,8 @@ static void irq_entries(struct __test_metadata *_metadata, unsigned int *src,
 	r = ktau_must_snap_self(_metadata, fd, &s);
 	ASSERT_EQ(0, ktau_funcs_load(&fs));
 	e = ktau_rec_entries(r);
-	for (i = 0; i < r->nentries; i++) {
-		const struct ktau_func *f = ktau_func_by_id(&fs, e[i].id);
-
-		if (!f || (strcmp(f->group, "irq") && strcmp(f->group, "softirq")))
-			continue;
-		if (e[i].id == KTAU_ID_IRQ || e[i].id == KTAU_ID_SOFTIRQ)
-			(*gen)++;
-		else
-			(*src)++;
-	}
+	for (i = 0; i < r->nentries; i++)
+		count_irq_id(&fs, e[i].id, src, gen);
 	text = ktau_slurp("/proc/thread-self/ktau", NULL);
 	ASSERT_NE(NULL, text);
 	if (strstr(text, " softirq_") || strstr(text, "TIMER"))
@@ -390,15 +403,20 @@ TEST_F_TIMEOUT(irq, sources_follow_perf_paranoid, 60)
 static char *read_view(int fd)
 {
 	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
+	char *buf = malloc(cap), *more;
 	ssize_t n;
 
 	if (!buf || lseek(fd, 0, SEEK_SET))
 		goto fail;
 	while ((n = read(fd, buf + len, cap - 1 - len)) > 0) {
 		len += n;
-		if (len == cap - 1)
+		if (len < cap - 1)
+			continue;
+		more = realloc(buf, cap * 2);
+		if (!more)
 			goto fail;
+		buf = more;
+		cap *= 2;
 	}
 	if (n < 0)
 		goto fail;
@@ -409,24 +427,41 @@ fail:
 	return NULL;
 }
 
-static bool view_has_sources(const char *text)
+/*
+ * The entries of interrupts in a text view ("id group name ..." lines of
+ * the irq and softirq groups): by source (*src, a name that is not its
+ * group's) and folded (*gen, "irq" and "softirq").
+ */
+static void view_irq_lines(const char *text, unsigned int *src, unsigned int *gen)
 {
-	return strstr(text, " softirq_") || strstr(text, "TIMER");
+	char group[32], name[64];
+
+	*src = *gen = 0;
+	for (; text; text = strchr(text, '\n'), text = text ? text + 1 : NULL) {
+		if (sscanf(text, "%*u %31s %63s", group, name) != 2 ||
+		    (strcmp(group, "irq") && strcmp(group, "softirq")))
+			continue;
+		if (strcmp(group, name))
+			(*src)++;
+		else
+			(*gen)++;
+	}
 }
 
-/* Whether a text view has the folded "irq" or "softirq" entry. */
+static bool view_has_sources(const char *text)
+{
+	unsigned int src, gen;
+
+	view_irq_lines(text, &src, &gen);
+	return src;
+}
+
 static bool has_folded(const char *text)
 {
-	char group[32], name[32];
+	unsigned int src, gen;
 
-	for (; text; text = strchr(text, '\n'), text = text ? text + 1 : NULL) {
-		if (sscanf(text, "%*u %31s %31s", group, name) != 2)
-			continue;
-		if (!strcmp(group, name) &&
-		    (!strcmp(name, "irq") || !strcmp(name, "softirq")))
-			return true;
-	}
-	return false;
+	view_irq_lines(text, &src, &gen);
+	return gen;
 }
 
 /*
@@ -599,6 +634,92 @@ TEST_F_TIMEOUT(irq, aggregate_text_is_the_readers_view, 60)
 		TH_LOG("status %#x (1 become, 2 read, 3 sources shown, 4 no folded entry)", status);
 	close(fd);
 	sysctl_rw(PARANOID, old);
+}
+
+/*
+ * Load this thread with interrupts while @tid's sampler (started on it)
+ * runs, read its samples through a descriptor of /proc/ktau/profiles
+ * opened now, and count their routine IDs that name an interrupt source
+ * (*src) and "irq"/"softirq" (*gen); -errno of the read, or 0.
+ */
+static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
+			   unsigned int *gen)
+{
+	static struct ktau_sample samples[SAMPLES];
+	struct ktau_funcs fs = { 0 };
+	struct ktau_sample_read sr;
+	__u64 end;
+	int fd, ret;
+	__u32 i;
+
+	*src = *gen = 0;
+	timer_and_net_load(_metadata);
+	end = ktau_now_ns() + 100 * KTAU_NSEC_PER_MSEC;
+	while (ktau_now_ns() < end)
+		;
+	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	ret = ktau_sample_read(fd, 0, samples, SAMPLES, &sr, true);
+	close(fd);
+	if (!ret)
+		ret = ktau_funcs_load(&fs);
+	for (i = 0; !ret && i < sr.nread; i++)
+		count_irq_id(&fs, samples[i].id, src, gen);
+	ktau_funcs_free(&fs);
+	return ret;
+}
+
+/*
+ * The routine IDs of samples are interrupt sources as in profiles: at
+ * perf_event_paranoid 2, a thread without CAP_PERFMON that reads the
+ * samples root's sampler took of it (kernel mode included, which it
+ * could not have started itself) gets "irq" and "softirq", not the
+ * sources; root reading its own gets them. Before, the IDs were passed
+ * through as taken.
+ */
+TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
+{
+	unsigned int src, gen;
+	int go[2], done[2], status;
+	pid_t pid;
+	char c;
+
+	ASSERT_LE(-1, self->paranoid) TH_LOG("no %s: CONFIG_PERF_EVENTS?", PARANOID);
+	ASSERT_EQ(self->paranoid, sysctl_rw(PARANOID, 2));
+	/* Root's own samples: the interrupts show in them at all. */
+	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, 100 * 1000,
+				       SAMPLES, 0, 0, 0));
+	ASSERT_EQ(0, sampled_irq_ids(_metadata, &src, &gen));
+	TH_LOG("root: %u samples in interrupt sources, %u in irq/softirq", src, gen);
+	if (!src)
+		SKIP(return, "no sample of root's landed in an interrupt source");
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(go[1]);
+		close(done[0]);
+		if (ktau_become(KTAU_USER_ID, 0) || write(done[1], "r", 1) != 1 ||
+		    read(go[0], &c, 1) != 1)
+			_exit(1);
+		if (sampled_irq_ids(_metadata, &src, &gen))
+			_exit(2);
+		_exit(src ? 3 : gen ? 0 : 4);
+	}
+	close(go[0]);
+	close(done[1]);
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	EXPECT_EQ(0, ktau_sample_start(self->fd, pid, KTAU_SAMPLE_CPU_CLOCK, 100 * 1000,
+				       SAMPLES, 0, 0, 0));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x (%s)", status,
+		       "1 become, 2 read, 3 sources in its samples, 4 none in irq/softirq");
+	close(go[1]);
+	close(done[0]);
 }
 
 TEST_HARNESS_MAIN
