@@ -277,39 +277,75 @@ static int all_in_new_pidns(const char *dir, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Run @fn(@arg) in the first child made after unshare(@flags) (a new PID
+ * or time namespace holds the children of the caller of unshare(), not
+ * the caller), after @prep if not NULL. The child's exit code, or 20 when
+ * the kernel has no such namespace, 21 without CAP_SYS_ADMIN, 30 unshare,
+ * 31 prep, 32 fork, 33 wait, 34 killed; -1 if the caller's fork failed.
+ */
+static int in_new_ns(int flags, int (*prep)(void), int (*fn)(void *arg), void *arg)
+{
+	int status;
+	pid_t pid, child;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (unshare(flags))
+			_exit(errno == EINVAL ? 20 : errno == EPERM ? 21 : 30);
+		if (prep && prep())
+			_exit(31);
+		child = fork();
+		if (child < 0)
+			_exit(32);
+		if (child == 0)
+			_exit(fn(arg));
+		if (waitpid(child, &status, 0) != child)
+			_exit(33);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 34);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* in_new_ns()'s verdict: false when the test was skipped. */
+static bool ns_ran(struct __test_metadata *_metadata, int r, const char *what)
+{
+	EXPECT_LE(0, r) TH_LOG("fork or wait for the %s namespace's parent", what);
+	if (r == 20 || r == 21) {
+		SKIP(return false, "%s", r == 20 ? "no such namespace in this kernel" :
+		     "a new namespace needs CAP_SYS_ADMIN");
+	}
+	return true;
+}
+
+struct pidns_arg {
+	const char *dir;
+	char *buf;
+};
+
+static int all_in_new_pidns_arg(void *arg)
+{
+	const struct pidns_arg *a = arg;
+
+	return all_in_new_pidns(a->dir, a->buf, BUF_SIZE);
+}
+
 TEST_F_TIMEOUT(snapshot, all_sees_its_pid_namespace_only, 20)
 {
 	char dir[] = "/tmp/ktau-pidns.XXXXXX";
-	int status;
-	pid_t pid;
+	struct pidns_arg a = { .dir = dir, .buf = self->buf };
+	int r;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		pid_t init;
-
-		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
-			_exit(errno == EINVAL ? 20 : errno == EPERM ? 21 : 10);
-		init = fork();
-		if (init < 0)
-			_exit(11);
-		if (init == 0)
-			_exit(all_in_new_pidns(dir, self->buf, BUF_SIZE));
-		if (waitpid(init, &status, 0) != init)
-			_exit(12);
-		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 13);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	r = in_new_ns(CLONE_NEWPID | CLONE_NEWNS, NULL, all_in_new_pidns_arg, &a);
 	rmdir(dir);
-	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
-	if (WEXITSTATUS(status) == 20)
-		SKIP(return, "no PID namespaces (CONFIG_PID_NS)");
-	if (WEXITSTATUS(status) == 21)
-		SKIP(return, "a new PID namespace needs CAP_SYS_ADMIN");
-	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("step %d (1 mount, 2 open, 3 ioctl, 4 not 1 task, 5 nmissing, 6 record, %s)",
-		       WEXITSTATUS(status), "10 unshare, 11 fork, 12 wait, 13 killed");
+	if (ns_ran(_metadata, r, "PID"))
+		EXPECT_EQ(0, r) TH_LOG("step %d (%s)", r,
+				       "1 mount, 2 open, 3 ioctl, 4 not 1 task, 5 nmissing, 6 record");
 }
 
 #define TIMENS_OFFSET_S	1000000	/* 11.6 days: far from the host's clock */
@@ -389,42 +425,29 @@ static int times_in_timens(char *buf, size_t len)
 	return 0;
 }
 
-TEST_F_TIMEOUT(snapshot, times_are_the_readers_time_namespace, 30)
+/* The time namespace's offset, before any task is in it. */
+static int timens_prep(void)
 {
 	char off[64];
-	int status;
-	pid_t pid;
 
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		pid_t child;
+	snprintf(off, sizeof(off), "monotonic %d 0\n", TIMENS_OFFSET_S);
+	return ktau_write_file("/proc/self/timens_offsets", off);
+}
 
-		if (unshare(CLONE_NEWTIME))
-			_exit(errno == EINVAL ? 20 : errno == EPERM ? 21 : 12);
-		snprintf(off, sizeof(off), "monotonic %d 0\n", TIMENS_OFFSET_S);
-		if (ktau_write_file("/proc/self/timens_offsets", off))
-			_exit(13);
-		/* Its children are in the namespace; it is not. */
-		child = fork();
-		if (child < 0)
-			_exit(14);
-		if (child == 0)
-			_exit(times_in_timens(self->buf, BUF_SIZE));
-		if (waitpid(child, &status, 0) != child)
-			_exit(15);
-		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 16);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
-	if (WEXITSTATUS(status) == 20)
-		SKIP(return, "no time namespaces (CONFIG_TIME_NS)");
-	if (WEXITSTATUS(status) == 21)
-		SKIP(return, "a new time namespace needs CAP_SYS_ADMIN");
-	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("step %d (%s; %s)", WEXITSTATUS(status),
-		       "1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no sample",
-		       "7 sample time, 8 trace attach, 9 read, 10 no record, 11 record time");
+static int times_in_timens_arg(void *buf)
+{
+	return times_in_timens(buf, BUF_SIZE);
+}
+
+TEST_F_TIMEOUT(snapshot, times_are_the_readers_time_namespace, 30)
+{
+	int r = in_new_ns(CLONE_NEWTIME, timens_prep, times_in_timens_arg, self->buf);
+
+	if (ns_ran(_metadata, r, "time"))
+		EXPECT_EQ(0, r)
+			TH_LOG("step %d (%s; %s)", r,
+			       "1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no sample",
+			       "7 sample time, 8 trace attach, 9 read, 10 no record, 11 record time");
 }
 
 TEST_HARNESS_MAIN
