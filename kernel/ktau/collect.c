@@ -66,7 +66,7 @@ struct ktau_collector {
 	struct ktau_collect_stats st;
 	bool privileged;		/* opener had CAP_PERFMON */
 	bool lsm_denied;		/* opener's LSM: no kernel detail */
-	u64 timens;			/* opener's CLOCK_MONOTONIC offset */
+	s64 timens;			/* opener's CLOCK_MONOTONIC offset */
 	struct ktau_collect_opener op;	/* empty once closed */
 	struct ktau_collect_user *user;	/* the opener's, for the bound */
 };
@@ -307,7 +307,7 @@ void ktau_collect_exit(struct task_struct *tsk, struct ktau_task *kt)
 	q->rec.pid = task_tgid_nr_ns(tsk, op.ns);
 	q->rec.flags = KTAU_REC_EXITED;
 	get_task_comm(q->rec.comm, tsk);
-	q->rec.start_ns = tsk->start_time + c->timens;
+	q->rec.start_ns = ktau_timens(tsk->start_time, c->timens);
 	q->rec.stack_overflows = kt->stack_overflows;
 	q->rec.table_overflows = kt->table_overflows;
 	q->rec.unmatched = kt->unmatched;

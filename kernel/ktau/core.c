@@ -762,14 +762,18 @@ bool ktau_irq_detail_lsm_denied(void)
  * What the current task's time namespace adds to CLOCK_MONOTONIC, as
  * clock_gettime() adds it: the times KTAU gives a reader (a snapshot's,
  * a task's start, samples, a trace session's) are in its namespace, so
- * that they compare with what it reads itself. Without CONFIG_TIME_NS
- * every task is in init_time_ns, whose offsets are 0.
+ * that they compare with what it reads itself (ktau_timens()). Without
+ * CONFIG_TIME_NS, nsproxy->time_ns is NULL: no offset.
  */
-u64 ktau_timens_offset(void)
+s64 ktau_timens_offset(void)
 {
+#ifdef CONFIG_TIME_NS
 	struct nsproxy *ns = current->nsproxy;
 
-	return ns ? timespec64_to_ns(&ns->time_ns->offsets.monotonic) : 0;
+	if (ns && ns->time_ns)
+		return timespec64_to_ns(&ns->time_ns->offsets.monotonic);
+#endif
+	return 0;
 }
 
 /* Into @acc, the entry of @id, from @e: fold an interrupt source in. */

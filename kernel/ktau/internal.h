@@ -139,7 +139,18 @@ unsigned int ktau_copy_entries(struct ktau_task *kt, struct ktau_entry *out,
 bool ktau_irq_detail_hidden(bool privileged);
 bool ktau_irq_detail_restricted(void);
 bool ktau_irq_detail_lsm_denied(void);
-u64 ktau_timens_offset(void);
+s64 ktau_timens_offset(void);
+
+/*
+ * @ns of CLOCK_MONOTONIC in a time namespace @off ahead (or behind): 0
+ * for a time before the namespace's zero (a negative offset, as CRIU
+ * sets, and a task or sample older than the namespace's clock).
+ */
+static inline u64 ktau_timens(u64 ns, s64 off)
+{
+	return off < 0 && ns < (u64)-off ? 0 : ns + off;
+}
+
 unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
 			  unsigned int max);
 u32 ktau_coarse_id(u32 id);

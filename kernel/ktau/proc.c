@@ -411,7 +411,7 @@ struct ktau_snap_ctx {
 	unsigned int max_entries;
 	struct ktau_conv cv;
 	bool coarse;		/* interrupts without their sources */
-	u64 timens;		/* the caller's CLOCK_MONOTONIC offset */
+	s64 timens;		/* the caller's CLOCK_MONOTONIC offset */
 };
 
 static int ktau_snap_emit(struct ktau_snap_ctx *ctx, size_t size)
@@ -475,7 +475,7 @@ static int ktau_snap_task(struct ktau_snap_ctx *ctx, struct task_struct *t,
 	rec->pid = task_tgid_nr_ns(t, ctx->ns);
 	rec->flags = (t->flags & PF_KTHREAD) ? KTAU_REC_KTHREAD : 0;
 	get_task_comm(rec->comm, t);
-	rec->start_ns = t->start_time + ctx->timens;
+	rec->start_ns = ktau_timens(t->start_time, ctx->timens);
 	rec->stack_overflows = READ_ONCE(kt->stack_overflows);
 	rec->table_overflows = READ_ONCE(kt->table_overflows);
 	rec->unmatched = READ_ONCE(kt->unmatched);
@@ -617,7 +617,7 @@ static long ktau_snapshot(struct file *file, struct ktau_snapshot __user *ureq)
 	req->ntasks = 0;
 	req->nmissing = 0;
 	ctx.timens = ktau_timens_offset();
-	req->time_ns = ktime_get_ns() + ctx.timens;
+	req->time_ns = ktau_timens(ktime_get_ns(), ctx.timens);
 
 	if (req->flags & KTAU_SNAP_PIDS) {
 		/* Up to 256 KiB: charged to the caller, as the copies are. */

@@ -732,7 +732,8 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 			      u32 max_words, u32 *nwords, struct ktau_sample *bounce)
 {
 	struct ktau_sample *buf;
-	u64 h, t, h2, bad, keep, off;
+	u64 h, t, h2, bad, keep;
+	s64 off;
 	u32 n, i;
 	int ret;
 
@@ -771,9 +772,13 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	off = ktau_timens_offset();
 	for (i = bad; i < n; i++) {
 		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
-		if (coarse)
+		/* A folded source's handler address would name it. */
+		if (coarse && ktau_coarse_id(buf[i].id) != buf[i].id) {
 			buf[i].id = ktau_coarse_id(buf[i].id);
-		buf[i].time_ns += off;
+			if (!(buf[i].flags & KTAU_SAMPLE_USER))
+				buf[i].ip = 0;
+		}
+		buf[i].time_ns = ktau_timens(buf[i].time_ns, off);
 		if (!(buf[i].flags & KTAU_SAMPLE_USER) && !show_kaddr)
 			buf[i].ip = 0;
 		/* A reader without the frames gets the flags of ABI 1.1. */
@@ -862,8 +867,13 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	if (!t)
 		return -ESRCH;
 	ret = -EACCES;
-	if (t != current && !perfmon_capable() &&
-	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
+	/*
+	 * Asked at every read (a collector reads each thread's sampler over
+	 * and over): the capability, audited, only when ptrace refuses.
+	 */
+	if (t != current &&
+	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS | PTRACE_MODE_NOAUDIT) &&
+	    !perfmon_capable())
 		goto out_task;
 	ret = -ENOENT;
 	sp = ktau_sampler_get(t);

@@ -656,7 +656,7 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 	s->memcg = get_mem_cgroup_from_mm(current->mm);
 	s->clock0 = ktau_clock();
 	/* The opener's time namespace: its CLOCK_MONOTONIC. */
-	s->ns0 = ktime_get_ns() + ktau_timens_offset();
+	s->ns0 = ktau_timens(ktime_get_ns(), ktau_timens_offset());
 	s->id = atomic_inc_return(&ktau_tsession_ids);
 	file->private_data = s;
 	return 0;
