@@ -637,13 +637,14 @@ TEST_F_TIMEOUT(irq, aggregate_text_is_the_readers_view, 60)
 }
 
 /*
- * Load this thread with interrupts while @tid's sampler (started on it)
+ * Load this thread with interrupts while its sampler (started on it)
  * runs, read its samples through a descriptor of /proc/ktau/profiles
- * opened now, and count their routine IDs that name an interrupt source
- * (*src) and "irq"/"softirq" (*gen); -errno of the read, or 0.
+ * opened now (stopping the sampler if @stop), and add to *src and *gen
+ * their routine IDs that name an interrupt source and "irq"/"softirq";
+ * -errno of the read, or 0.
  */
 static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
-			   unsigned int *gen)
+			   unsigned int *gen, bool stop)
 {
 	static struct ktau_sample samples[SAMPLES];
 	struct ktau_funcs fs = { 0 };
@@ -652,7 +653,6 @@ static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
 	int fd, ret;
 	__u32 i;
 
-	*src = *gen = 0;
 	timer_and_net_load(_metadata);
 	end = ktau_now_ns() + 100 * KTAU_NSEC_PER_MSEC;
 	while (ktau_now_ns() < end)
@@ -660,7 +660,7 @@ static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
 	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
 	if (fd < 0)
 		return -errno;
-	ret = ktau_sample_read(fd, 0, samples, SAMPLES, &sr, true);
+	ret = ktau_sample_read(fd, 0, samples, SAMPLES, &sr, stop);
 	close(fd);
 	if (!ret)
 		ret = ktau_funcs_load(&fs);
@@ -680,7 +680,7 @@ static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
  */
 TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 {
-	unsigned int src, gen;
+	unsigned int src = 0, gen = 0, round;
 	int go[2], done[2], status;
 	pid_t pid;
 	char c;
@@ -690,7 +690,7 @@ TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 	/* Root's own samples: the interrupts show in them at all. */
 	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, 100 * 1000,
 				       SAMPLES, 0, 0, 0));
-	ASSERT_EQ(0, sampled_irq_ids(_metadata, &src, &gen));
+	ASSERT_EQ(0, sampled_irq_ids(_metadata, &src, &gen, true));
 	TH_LOG("root: %u samples in interrupt sources, %u in irq/softirq", src, gen);
 	if (!src)
 		SKIP(return, "no sample of root's landed in an interrupt source");
@@ -704,7 +704,13 @@ TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 		if (ktau_become(KTAU_USER_ID, 0) || write(done[1], "r", 1) != 1 ||
 		    read(go[0], &c, 1) != 1)
 			_exit(1);
-		if (sampled_irq_ids(_metadata, &src, &gen))
+		src = 0;
+		gen = 0;
+		/* Until one sample lands in an interrupt, for a few rounds. */
+		for (round = 0; round < 10 && !gen && !src; round++)
+			if (sampled_irq_ids(_metadata, &src, &gen, false))
+				_exit(2);
+		if (sampled_irq_ids(_metadata, &src, &gen, true))
 			_exit(2);
 		_exit(src ? 3 : gen ? 0 : 4);
 	}
