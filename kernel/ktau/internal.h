@@ -148,7 +148,7 @@ s64 ktau_timens_offset(void);
  */
 static inline u64 ktau_timens(u64 ns, s64 off)
 {
-	return off < 0 && ns < (u64)-off ? 0 : ns + off;
+	return off < 0 && ns < -(u64)off ? 0 : ns + off;
 }
 
 unsigned int ktau_coarsen(struct ktau_entry *out, unsigned int n,
@@ -414,6 +414,7 @@ static inline void ktau_probe_remove_all(void) { }
 /* /proc/ktau */
 bool ktau_capable(void);
 bool ktau_perfmon_quiet(void);
+bool ktau_perfmon_bits(void);
 bool ktau_file_detail_hidden(const struct file *file);
 extern const struct proc_ops ktau_collect_ops;
 extern const struct proc_ops ktau_trace_ops;	/* with CONFIG_KTAU_TRACE */

@@ -41,8 +41,9 @@ bool ktau_capable(void)
  * not log a denial, and for the privilege a trace session or collector
  * notes at its open (nothing is refused there; it is used later, in
  * other tasks' contexts, where the opener cannot be asked).
- * Refusals, and the shortcut before a ptrace check (as perf's), use the
- * audited ktau_capable() or perfmon_capable().
+ * Refusals, and the shortcut before a ptrace check (as perf's; for
+ * sample reads only with the bit, ktau_perfmon_bits()), use the audited
+ * ktau_capable() or perfmon_capable().
  */
 static bool ktau_cred_perfmon(const struct cred *cred)
 {
@@ -50,6 +51,20 @@ static bool ktau_cred_perfmon(const struct cred *cred)
 				 CAP_OPT_NOAUDIT) ||
 	       !security_capable(cred, &init_user_ns, CAP_SYS_ADMIN,
 				 CAP_OPT_NOAUDIT);
+}
+
+/*
+ * Whether the current task's effective set holds CAP_PERFMON or
+ * CAP_SYS_ADMIN at all, asked of no security module and audited
+ * nowhere: capable() of either cannot succeed without its bit, so a
+ * caller may skip an audited capable() that would only log a denial.
+ */
+bool ktau_perfmon_bits(void)
+{
+	const struct cred *cred = current_cred();
+
+	return cap_raised(cred->cap_effective, CAP_PERFMON) ||
+	       cap_raised(cred->cap_effective, CAP_SYS_ADMIN);
 }
 
 /* ktau_cred_perfmon() of the current task, marking it as using them. */

@@ -772,10 +772,14 @@ static long ktau_sample_drain(struct ktau_sampler *sp, struct ktau_sample __user
 	off = ktau_timens_offset();
 	for (i = bad; i < n; i++) {
 		buf[i].id = buf[i].id < KTAU_MAX_IDS ? buf[i].id : KTAU_ID_OTHER;
-		/* A folded source's handler address would name it. */
-		if (coarse && ktau_coarse_id(buf[i].id) != buf[i].id) {
+		if (coarse) {
 			buf[i].id = ktau_coarse_id(buf[i].id);
-			if (!(buf[i].flags & KTAU_SAMPLE_USER))
+			/*
+			 * An interrupt's handler address would name its source
+			 * (also under KTAU_ID_IRQ, when the source found no ID).
+			 */
+			if ((buf[i].id == KTAU_ID_IRQ || buf[i].id == KTAU_ID_SOFTIRQ) &&
+			    !(buf[i].flags & KTAU_SAMPLE_USER))
 				buf[i].ip = 0;
 		}
 		buf[i].time_ns = ktau_timens(buf[i].time_ns, off);
@@ -869,11 +873,13 @@ long ktau_sample_read(struct file *file, void __user *ureq, bool stop, bool stac
 	ret = -EACCES;
 	/*
 	 * Asked at every read (a collector reads each thread's sampler over
-	 * and over): the capability, audited, only when ptrace refuses.
+	 * and over), so that an allowed read logs no denial: the audited
+	 * capability only for a caller that holds its bit (capable() would
+	 * fail for one that does not), else ptrace's check, which audits
+	 * (commoncap's CAP_SYS_PTRACE question) whatever the mode says.
 	 */
-	if (t != current &&
-	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS | PTRACE_MODE_NOAUDIT) &&
-	    !perfmon_capable())
+	if (t != current && !(ktau_perfmon_bits() && perfmon_capable()) &&
+	    !ptrace_may_access(t, PTRACE_MODE_READ_REALCREDS))
 		goto out_task;
 	ret = -ENOENT;
 	sp = ktau_sampler_get(t);

@@ -351,14 +351,6 @@ TEST_F_TIMEOUT(snapshot, all_sees_its_pid_namespace_only, 20)
 #define TIMENS_OFFSET_S	1000000	/* 11.6 days: far from the host's clock */
 
 /*
- * In a time namespace whose CLOCK_MONOTONIC is TIMENS_OFFSET_S ahead, a
- * task's times from KTAU are its own clock's: a snapshot's time_ns and
- * its record's start_ns, its samples' time_ns, its trace records' ends.
- * Exit codes: 1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no
- * sample, 7 a sample's time, 8 trace open/attach, 9 trace read, 10 no
- * record, 11 a record's times.
- */
-/*
  * @v within [@lo, @hi], give or take a second: samples and trace records
  * are converted from other clocks than clock_gettime()'s (a fast
  * accessor, the TSC from a reference), while a time of the initial
@@ -369,6 +361,14 @@ static bool in_window(__u64 v, __u64 lo, __u64 hi)
 	return v + KTAU_NSEC_PER_SEC >= lo && v <= hi + KTAU_NSEC_PER_SEC;
 }
 
+/*
+ * In a time namespace whose CLOCK_MONOTONIC is TIMENS_OFFSET_S ahead, a
+ * task's times from KTAU are its own clock's: a snapshot's time_ns and
+ * its record's start_ns, its samples' time_ns, its trace records' ends.
+ * Exit codes: 1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no
+ * sample, 7 a sample's time, 8 trace open/attach, 9 trace read, 10
+ * fewer than 16 getppid() records, 11 a record's times.
+ */
 static int times_in_timens(char *buf, size_t len)
 {
 	const struct ktau_task_rec *r = (const void *)buf;
@@ -430,7 +430,7 @@ static int times_in_timens(char *buf, size_t len)
 			continue;
 		if (!in_window(tr[i].end_ns, t0, t1) || tr[i].start_ns > tr[i].end_ns)
 			return 11;
-		calls++;
+		calls += tr[i].id == KTAU_ID_GETPPID;
 	}
 	/* The 16 getppid() calls at least. */
 	if (calls < 16)

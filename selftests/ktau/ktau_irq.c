@@ -636,36 +636,52 @@ TEST_F_TIMEOUT(irq, aggregate_text_is_the_readers_view, 60)
 	sysctl_rw(PARANOID, old);
 }
 
+/* What sampled_irq_ids() counts. */
+struct irq_ids {
+	unsigned int src;	/* samples in an interrupt source */
+	unsigned int gen;	/* in "irq" or "softirq" */
+	unsigned int gen_ip;	/* those of kernel mode with an address */
+	unsigned int kern_ip;	/* kernel-mode samples with an address */
+};
+
 /*
  * Load this thread with interrupts while its sampler (started on it)
- * runs, read its samples through a descriptor of /proc/ktau/profiles
- * opened now (stopping the sampler if @stop), and add to *src and *gen
- * their routine IDs that name an interrupt source and "irq"/"softirq";
- * -errno of the read, or 0.
+ * runs, read its samples through @fd, or a descriptor of
+ * /proc/ktau/profiles opened now if @fd is -1 (stopping the sampler if
+ * @stop), and add their counts to @ids; -errno of the read, or 0.
  */
-static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
-			   unsigned int *gen, bool stop)
+static int sampled_irq_ids(struct __test_metadata *_metadata, int fd, struct irq_ids *ids,
+			   bool stop)
 {
 	static struct ktau_sample samples[SAMPLES];
 	struct ktau_funcs fs = { 0 };
 	struct ktau_sample_read sr;
+	unsigned int gen;
 	__u64 end;
-	int fd, ret;
+	int rfd = fd, ret;
 	__u32 i;
 
 	timer_and_net_load(_metadata);
 	end = ktau_now_ns() + 100 * KTAU_NSEC_PER_MSEC;
 	while (ktau_now_ns() < end)
 		;
-	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
-	if (fd < 0)
+	if (rfd < 0)
+		rfd = open(KTAU_PROFILES_PATH, O_RDONLY);
+	if (rfd < 0)
 		return -errno;
-	ret = ktau_sample_read(fd, 0, samples, SAMPLES, &sr, stop);
-	close(fd);
+	ret = ktau_sample_read(rfd, 0, samples, SAMPLES, &sr, stop);
+	if (fd < 0)
+		close(rfd);
 	if (!ret)
 		ret = ktau_funcs_load(&fs);
-	for (i = 0; !ret && i < sr.nread; i++)
-		count_irq_id(&fs, samples[i].id, src, gen);
+	for (i = 0; !ret && i < sr.nread; i++) {
+		bool kip = !(samples[i].flags & KTAU_SAMPLE_USER) && samples[i].ip;
+
+		gen = ids->gen;
+		count_irq_id(&fs, samples[i].id, &ids->src, &ids->gen);
+		ids->kern_ip += kip;
+		ids->gen_ip += kip && ids->gen != gen;
+	}
 	ktau_funcs_free(&fs);
 	return ret;
 }
@@ -675,12 +691,15 @@ static int sampled_irq_ids(struct __test_metadata *_metadata, unsigned int *src,
  * perf_event_paranoid 2, a thread without CAP_PERFMON that reads the
  * samples root's sampler took of it (kernel mode included, which it
  * could not have started itself) gets "irq" and "softirq", not the
- * sources; root reading its own gets them. Before, the IDs were passed
- * through as taken.
+ * sources (ABI 1.14; before, the IDs were passed through as taken), and
+ * through root's descriptor, which shows kernel addresses, a kernel-mode
+ * sample in an interrupt has none (its handler would name the source);
+ * root reading its own samples gets the sources.
  */
 TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 {
-	unsigned int src = 0, gen = 0, round;
+	struct irq_ids ids = { 0 };
+	unsigned int round;
 	int go[2], done[2], status;
 	pid_t pid;
 	char c;
@@ -690,9 +709,9 @@ TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 	/* Root's own samples: the interrupts show in them at all. */
 	ASSERT_EQ(0, ktau_sample_start(self->fd, 0, KTAU_SAMPLE_CPU_CLOCK, 100 * 1000,
 				       SAMPLES, 0, 0, 0));
-	ASSERT_EQ(0, sampled_irq_ids(_metadata, &src, &gen, true));
-	TH_LOG("root: %u samples in interrupt sources, %u in irq/softirq", src, gen);
-	if (!src)
+	ASSERT_EQ(0, sampled_irq_ids(_metadata, self->fd, &ids, true));
+	TH_LOG("root: %u samples in interrupt sources, %u in irq/softirq", ids.src, ids.gen);
+	if (!ids.src)
 		SKIP(return, "no sample of root's landed in an interrupt source");
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(done));
@@ -704,15 +723,22 @@ TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 		if (ktau_become(KTAU_USER_ID, 0) || write(done[1], "r", 1) != 1 ||
 		    read(go[0], &c, 1) != 1)
 			_exit(1);
-		src = 0;
-		gen = 0;
-		/* Until one sample lands in an interrupt, for a few rounds. */
-		for (round = 0; round < 10 && !gen && !src; round++)
-			if (sampled_irq_ids(_metadata, &src, &gen, false))
+		memset(&ids, 0, sizeof(ids));
+		/*
+		 * Through root's descriptor until a sample lands in an
+		 * interrupt and one elsewhere in the kernel, for a few rounds;
+		 * then through its own, stopping.
+		 */
+		for (round = 0; round < 10 && !ids.src && !(ids.gen && ids.kern_ip); round++)
+			if (sampled_irq_ids(_metadata, self->fd, &ids, false))
 				_exit(2);
-		if (sampled_irq_ids(_metadata, &src, &gen, true))
+		if (sampled_irq_ids(_metadata, -1, &ids, true))
 			_exit(2);
-		_exit(src ? 3 : gen ? 0 : 4);
+		if (ids.src)
+			_exit(3);
+		if (!ids.gen)
+			_exit(4);
+		_exit(ids.gen_ip ? 5 : ids.kern_ip ? 0 : 6);
 	}
 	close(go[0]);
 	close(done[1]);
@@ -722,8 +748,9 @@ TEST_F_TIMEOUT(irq, samples_keep_the_readers_view, 60)
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
-		TH_LOG("status %#x (%s)", status,
-		       "1 become, 2 read, 3 sources in its samples, 4 none in irq/softirq");
+		TH_LOG("status %#x (%s; %s)", status,
+		       "1 become, 2 read, 3 sources in its samples, 4 none in irq/softirq",
+		       "5 an interrupt's kernel address, 6 no kernel address at all");
 	close(go[1]);
 	close(done[0]);
 }

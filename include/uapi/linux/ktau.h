@@ -6,7 +6,8 @@
  *
  * All times are in nanoseconds; points in time are CLOCK_MONOTONIC as the
  * reader's time namespace gives it (a snapshot's or a sample read's
- * caller, a trace session's or the exit collector's opener). All
+ * caller, a trace session's or the exit collector's opener; ABI 1.14),
+ * 0 for a point before the namespace's zero. All
  * structures are naturally aligned, have no implicit padding and are
  * zero-filled where reserved.
  */
