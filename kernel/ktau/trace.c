@@ -1035,17 +1035,9 @@ static u64 ktau_tclock_ns(const struct ktau_tclock *c, u64 t)
 /* Interrupt sources the reader may not see: under "irq" and "softirq". */
 static u32 ktau_trace_id(const struct ktau_tclock *c, const struct ktau_trec *r)
 {
-	unsigned int nr = ktau_nr_ids();
-
-	if (!c->coarse || r->kind == KTAU_TRACE_LOST || r->id >= nr)
+	if (!c->coarse || r->kind == KTAU_TRACE_LOST)
 		return r->id;
-	switch (ktau_funcs[r->id].group) {
-	case KTAU_GROUP_IRQ:
-		return KTAU_ID_IRQ;
-	case KTAU_GROUP_SOFTIRQ:
-		return KTAU_ID_SOFTIRQ;
-	}
-	return r->id;
+	return ktau_coarse_id(r->id);
 }
 
 /* What a chunk tells of its buffer's thread, taken under s->lock. */
