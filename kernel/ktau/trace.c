@@ -642,6 +642,8 @@ void ktau_trace_exec_nondumpable(struct ktau_task *kt)
 static int ktau_trace_open(struct inode *inode, struct file *file)
 {
 	struct ktau_tsession *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
+	unsigned long flags;
+	u64 ns;
 
 	if (!s)
 		return -ENOMEM;
@@ -654,9 +656,16 @@ static int ktau_trace_open(struct inode *inode, struct file *file)
 	s->lsm_denied = ktau_irq_detail_lsm_denied();
 	s->ns = get_pid_ns(task_active_pid_ns(current));
 	s->memcg = get_mem_cgroup_from_mm(current->mm);
+	/*
+	 * The pair that converts the session's clock to the opener's
+	 * CLOCK_MONOTONIC (its time namespace's): read back to back, so
+	 * that no interrupt or preemption between them shifts every time.
+	 */
+	local_irq_save(flags);
 	s->clock0 = ktau_clock();
-	/* The opener's time namespace: its CLOCK_MONOTONIC. */
-	s->ns0 = ktau_timens(ktime_get_ns(), ktau_timens_offset());
+	ns = ktime_get_ns();
+	local_irq_restore(flags);
+	s->ns0 = ktau_timens(ns, ktau_timens_offset());
 	s->id = atomic_inc_return(&ktau_tsession_ids);
 	file->private_data = s;
 	return 0;
