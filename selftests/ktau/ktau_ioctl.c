@@ -362,27 +362,95 @@ static bool in_window(__u64 v, __u64 lo, __u64 hi)
 }
 
 /*
- * In a time namespace whose CLOCK_MONOTONIC is TIMENS_OFFSET_S ahead, a
- * task's times from KTAU are its own clock's: a snapshot's time_ns and
- * its record's start_ns, its samples' time_ns, its trace records' ends.
- * Exit codes: 1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no
- * sample, 7 a sample's time, 8 trace open/attach, 9 trace read, 10
- * fewer than 16 getppid() records, 11 a record's times.
+ * Trace this thread's 16 getppid() calls in session @tfd: 0, or 8 attach,
+ * 9 detach or read, 10 fewer than 16 getppid() records, 11 a record's
+ * times not within [@t0, @t1] of the caller's clock, @shift_s seconds
+ * added to the record's (the offset between the session opener's time
+ * namespace and the caller's).
  */
-static int times_in_timens(char *buf, size_t len)
+static int trace_times(int tfd, char *buf, size_t len, __u64 shift_s)
 {
-	const struct ktau_task_rec *r = (const void *)buf;
 	const struct ktau_trace_chunk *c = (const void *)buf;
 	const struct ktau_trace_rec *tr = (const void *)(c + 1);
 	struct ktau_trace_attr attr = { .size = sizeof(attr), .capacity = 1024 };
-	struct ktau_sample samples[256];
+	__u64 t0, t1, shift = shift_s * KTAU_NSEC_PER_SEC;
 	__s32 self = 0;
+	__u32 i, calls = 0;
+	ssize_t n;
+
+	t0 = ktau_now_ns();
+	if (ioctl(tfd, KTAU_IOC_TRACE_ATTACH, &attr))
+		return 8;
+	ktau_getppid_loop(16);
+	if (ioctl(tfd, KTAU_IOC_TRACE_DETACH, &self))
+		return 9;
+	t1 = ktau_now_ns();
+	n = read(tfd, buf, len);
+	if (n < (ssize_t)sizeof(*c))
+		return n < 0 ? 9 : 10;
+	for (i = 0; i < c->nrecs; i++) {
+		if (tr[i].kind != KTAU_TRACE_CALL)
+			continue;
+		if (!in_window(tr[i].end_ns + shift, t0, t1) || tr[i].start_ns > tr[i].end_ns)
+			return 11;
+		calls += tr[i].id == KTAU_ID_GETPPID;
+	}
+	/* The 16 getppid() calls at least. */
+	return calls < 16 ? 10 : 0;
+}
+
+/*
+ * A member of collector @cfd forked and exited: 0 when its record's
+ * start_ns, @shift_s seconds added, is within the fork's [t0, t1] of
+ * the caller's clock; 16 fork, join or wait, 17 no record of it, 18 its
+ * start_ns.
+ */
+static int collect_times(int cfd, char *buf, size_t len, __u64 shift_s)
+{
+	const struct ktau_task_rec *r = (const void *)buf;
+	__u64 t0, t1;
+	int status;
+	ssize_t n;
+	pid_t pid;
+
+	t0 = ktau_now_ns();
+	pid = fork();
+	if (pid < 0)
+		return 16;
+	if (pid == 0)
+		_exit(ioctl(cfd, KTAU_IOC_COLLECT_JOIN) ? 2 : 0);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 16;
+	t1 = ktau_now_ns();
+	/* Queued before waitpid() returned (ktau_exit). */
+	n = read(cfd, buf, len);
+	if (n < (ssize_t)sizeof(*r) || r->tid != pid)
+		return 17;
+	return in_window(r->start_ns + shift_s * KTAU_NSEC_PER_SEC, t0, t1) ? 0 : 18;
+}
+
+/*
+ * In a time namespace whose CLOCK_MONOTONIC is TIMENS_OFFSET_S ahead, a
+ * task's times from KTAU are its own clock's: a snapshot's time_ns and
+ * its record's start_ns, its samples' time_ns, the records' ends of a
+ * trace session it opened, the start_ns of a collector's record when it
+ * opened the collector; those of a trace session or collector opened
+ * outside (@outer_trace, @outer_collect) are the opener's,
+ * TIMENS_OFFSET_S behind. Exit codes: 1 open, 2 snapshot, 3 time_ns, 4
+ * start_ns, 5 sampling, 6 no sample, 7 a sample's time, 8-11 the session
+ * it opened (trace_times()), 12-15 (8-11 + 4) the session opened outside,
+ * 16-18 the collector it opened (collect_times()), 19-21 (16-18 + 3) the
+ * collector opened outside.
+ */
+static int times_in_timens(char *buf, size_t len, int outer_trace, int outer_collect)
+{
+	const struct ktau_task_rec *r = (const void *)buf;
+	struct ktau_sample samples[256];
 	struct ktau_sample_read sr;
 	struct ktau_snapshot req;
 	__u64 t0, t1, end;
-	ssize_t n;
-	int fd, tfd;
-	__u32 i, calls = 0;
+	int fd, tfd, ret;
+	__u32 i;
 
 	fd = open(KTAU_PROFILES_PATH, O_RDONLY);
 	if (fd < 0)
@@ -415,29 +483,25 @@ static int times_in_timens(char *buf, size_t len)
 	tfd = open("/proc/ktau/trace", O_RDONLY | O_CLOEXEC);
 	if (tfd < 0)
 		return 8;
-	t0 = ktau_now_ns();
-	if (ioctl(tfd, KTAU_IOC_TRACE_ATTACH, &attr))
-		return 8;
-	ktau_getppid_loop(16);
-	if (ioctl(tfd, KTAU_IOC_TRACE_DETACH, &self))
-		return 9;
-	t1 = ktau_now_ns();
-	n = read(tfd, buf, len);
-	if (n < (ssize_t)sizeof(*c))
-		return n < 0 ? 9 : 10;
-	for (i = 0; i < c->nrecs; i++) {
-		if (tr[i].kind != KTAU_TRACE_CALL)
-			continue;
-		if (!in_window(tr[i].end_ns, t0, t1) || tr[i].start_ns > tr[i].end_ns)
-			return 11;
-		calls += tr[i].id == KTAU_ID_GETPPID;
-	}
-	/* The 16 getppid() calls at least. */
-	if (calls < 16)
-		return 10;
+	ret = trace_times(tfd, buf, len, 0);
+	/* Closed: the thread may attach to another session. */
 	close(tfd);
+	if (ret)
+		return ret;
+	ret = trace_times(outer_trace, buf, len, TIMENS_OFFSET_S);
+	if (ret)
+		return ret + 4;
 	close(fd);
-	return 0;
+
+	fd = open(KTAU_COLLECT_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 16;
+	ret = collect_times(fd, buf, len, 0);
+	close(fd);
+	if (ret)
+		return ret;
+	ret = collect_times(outer_collect, buf, len, TIMENS_OFFSET_S);
+	return ret ? ret + 3 : 0;
 }
 
 /* The time namespace's offset, before any task is in it. */
@@ -449,20 +513,38 @@ static int timens_prep(void)
 	return ktau_write_file("/proc/self/timens_offsets", off);
 }
 
-static int times_in_timens_arg(void *buf)
+struct timens_arg {
+	char *buf;
+	int trace;	/* a trace session opened outside the namespace */
+	int collect;	/* a collector opened outside the namespace */
+};
+
+static int times_in_timens_arg(void *arg)
 {
-	return times_in_timens(buf, BUF_SIZE);
+	const struct timens_arg *a = arg;
+
+	return times_in_timens(a->buf, BUF_SIZE, a->trace, a->collect);
 }
 
 TEST_F_TIMEOUT(snapshot, times_are_the_readers_time_namespace, 30)
 {
-	int r = in_new_ns(CLONE_NEWTIME, timens_prep, times_in_timens_arg, self->buf);
+	struct timens_arg a = { .buf = self->buf };
+	int r;
 
+	a.trace = open("/proc/ktau/trace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, a.trace);
+	a.collect = open(KTAU_COLLECT_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, a.collect);
+	r = in_new_ns(CLONE_NEWTIME, timens_prep, times_in_timens_arg, &a);
+	close(a.trace);
+	close(a.collect);
 	if (ns_ran(_metadata, r, "time"))
 		EXPECT_EQ(0, r)
-			TH_LOG("step %d (%s; %s)", r,
+			TH_LOG("step %d (%s; %s; %s; %s)", r,
 			       "1 open, 2 snapshot, 3 time_ns, 4 start_ns, 5 sampling, 6 no sample",
-			       "7 sample time, 8 trace attach, 9 read, 10 < 16 calls, 11 record time");
+			       "7 sample time, 8 trace attach, 9 read, 10 < 16 calls, 11 record time",
+			       "12-15 the same in a session opened outside the namespace",
+			       "16 collector, 17 no record, 18 start_ns, 19-21 one opened outside");
 }
 
 TEST_HARNESS_MAIN
