@@ -746,17 +746,20 @@ int expand_outputs(struct out_opts *o)
 
 		/*
 		 * Refused before anything runs (the TAU directory has its
-		 * node); --json and --folded FILE, expanded as they are
-		 * written, checked as out_file_open() will.
+		 * node); --json, --folded and --save FILE, expanded as they
+		 * are written, checked as out_file_open() will.
 		 */
-		if (i == 1 || i == 2) {
+		if (i == 3 && *paths[i] && is_stdout_name(*paths[i])) {
+			err_msg("--save needs a file, not standard output (a snapshot file is "
+				"binary): give a FILE");
+			return EX_KT_USAGE;
+		}
+		if (i) {
 			ret = *paths[i] ? out_file_check(*paths[i]) : EX_KT_OK;
 			if (ret)
 				return ret;
 			continue;
 		}
-		if (i && *paths[i] && rank_unique(*paths[i]))
-			return EX_KT_USAGE;
 		if (!*paths[i] || !strcmp(*paths[i], "-") || !strchr(*paths[i], '%'))
 			continue;
 		o->owned[i] = output_path(*paths[i]);
@@ -808,6 +811,17 @@ static int put_folded(FILE *f, const struct out_job *j)
 	return ktau_write_folded(f, j->snap, j->reg, 0);
 }
 
+static int put_snap(FILE *f, const struct out_job *j)
+{
+	int ret = fflush(f) ? -errno : ktau__snap_write_fd(fileno(f), j->snap, j->reg);
+	struct stat st;
+
+	/* On the disk before it takes FILE's name; a device or FIFO as it is. */
+	if (!ret && !fstat(fileno(f), &st) && S_ISREG(st.st_mode) && fsync(fileno(f)))
+		ret = -errno;
+	return ret;
+}
+
 static int put_doc(FILE *f, const struct out_job *j)
 {
 	return fputs(json_object_to_json_string_ext(j->doc, JSON_C_TO_STRING_PRETTY), f) < 0 ||
@@ -848,18 +862,13 @@ int write_outputs(const struct ktau_snap *snap, const struct ktau_registry *reg,
 		if (ret < 0)
 			return outdir_report(ret, "the TAU profile was not written");
 	}
-	if (o->save_path) {
-		ret = ktau_snap_save(o->save_path, snap, reg);
-		if (ret == -EEXIST) {
-			err_msg("%s exists and is not a snapshot file: it is left as it is; give "
-				"another --save FILE", o->save_path);
-			return EX_KT_FAIL;
-		}
-		if (ret < 0) {
-			err_msg("cannot save the snapshot to %s: %s", o->save_path, strerror(-ret));
-			return EX_KT_FAIL;
-		}
-	}
+	/*
+	 * As every single output file: an existing FILE is replaced only
+	 * when ktaud wrote it (a copy, or another host's file of that name
+	 * on a shared directory, is not), or with --force.
+	 */
+	if (o->save_path && (ret = write_to(o->save_path, "the snapshot", put_snap, &job)))
+		return ret;
 	if (o->json_path && (ret = write_to(o->json_path, "JSON", put_json, &job)))
 		return ret;
 	if (o->folded_path && (ret = write_to(o->folded_path, "folded stacks", put_folded, &job)))

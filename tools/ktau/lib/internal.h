@@ -36,6 +36,10 @@ void ktau__meta_u64(FILE *f, const char *name, unsigned long long v);
 void ktau__clean_name(char *dst, size_t size, const char *src);
 /* write() all of buf, again after EINTR; 0 or -errno (-EIO: nothing written). */
 int ktau__write_all(int fd, const void *buf, size_t len);
+/* The bytes of a snapshot file of snap and reg, written to fd: 0 or -errno. */
+struct ktau_snap;
+struct ktau_registry;
+int ktau__snap_write_fd(int fd, const struct ktau_snap *snap, const struct ktau_registry *reg);
 /* Kernel clock units in ns: units * mult >> shift (page.c). */
 uint64_t ktau__conv(uint64_t units, uint32_t mult, uint32_t shift);
 /* asprintf()'s string; NULL when out of memory. */

@@ -304,8 +304,14 @@ struct ktau_sample_profile;
  *    KTAU_OUTDIR_FORCE (which still never replaces such a file);
  *  - returns -EBUSY while another process writes as the same kind and
  *    node there (the manifest is locked with flock() until closed);
+ *  - returns -EEXIST, touching nothing, when another process wrote that
+ *    kind and node there after this one started (unless
+ *    KTAU_OUTDIR_FORCE): it is not an earlier run's output;
+ *  - returns -EPERM for a manifest that is not the user's own regular
+ *    file with one link and no write access for others;
  *  - removes the files of the writer's earlier run, the ones its
- *    manifest lists that still look like its own, and nothing else.
+ *    manifest lists that still look like its own (never through a
+ *    symbolic link), and nothing else.
  * With KTAU_OUTDIR_CHECK, only says (0 or the error, *od NULL) whether
  * dir would be refused for others' files, touching nothing.
  * ktau_outdir_create() creates dir/name (name: "file" or "subdir/file")

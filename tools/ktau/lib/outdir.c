@@ -16,8 +16,14 @@
  *  - Then it removes the files its own manifest lists from an earlier run,
  *    and only those that are still as it left them (the inode, size and
  *    time stamped at close; without a stamp, after a crash: regular files
- *    of our names whose content starts like a TAU profile). A file
- *    changed since is kept, and then in the way (-EEXIST).
+ *    of our names whose content starts like a TAU profile, or empty ones
+ *    of the user). A file changed since is kept, still listed, and then
+ *    in the way (-EEXIST, said). The manifest is read only when it is the
+ *    user's own regular file, with one link, that nobody else may write
+ *    (-EPERM), and files are removed relative to the directory without
+ *    following a symbolic link. Output of the same kind and node that
+ *    another process wrote after this one started is not an earlier
+ *    run's (-EEXIST, unless KTAU_OUTDIR_FORCE).
  *  - Files are created with O_EXCL: a file that exists is never replaced
  *    (-EEXIST: another writer has the same node, or a foreign file has the
  *    name). The manifest is locked (flock) while the writer writes: a
@@ -37,6 +43,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libktau.h"
@@ -63,6 +70,7 @@ struct ktau_outdir {
 	char *manifest;		/* its path */
 	int fd;			/* the manifest, locked */
 	int flags;
+	struct names kept;	/* the earlier run's files left (changed since) */
 };
 
 /* The calling thread's last message (ktau__why_set()). */
@@ -341,30 +349,54 @@ static int find_foreign(const char *dir, const char *kind, char *bad, size_t bad
 }
 
 /*
+ * The directory that holds @rel ("file" or "sub/file", as a writer lists
+ * them) in the directory @dfd, opened without following a symbolic link
+ * (one planted in a shared directory would lead the removal anywhere),
+ * and in *@base its last component: an fd to close, or -1.
+ */
+static int open_parent(int dfd, const char *rel, const char **base)
+{
+	const char *slash = strchr(rel, '/');
+	char sub[NAME_MAX + 1];
+
+	*base = rel;
+	if (!slash)
+		return fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	if (strchr(slash + 1, '/') || slash == rel || (size_t)(slash - rel) > NAME_MAX)
+		return -1;
+	memcpy(sub, rel, (size_t)(slash - rel));
+	sub[slash - rel] = '\0';
+	*base = slash + 1;
+	return openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/*
  * A file we wrote and nobody changed into something else (no stamp: its
  * writer did not close the directory). A TAU profile is ours only with
  * KTAU's metadata (every libktau and ktaud writer puts a "KTAU ..." item
  * in it): TAU itself writes profile.N.C.T files of the same names, for
- * example into the directory of a run that crashed.
+ * example into the directory of a run that crashed. An empty file of
+ * this user (a writer killed between creating and writing it) holds
+ * nobody's data.
  */
-static int looks_ours(const char *path, const char *rel)
+static int looks_ours(int pfd, const char *base)
 {
-	const char *base = strrchr(rel, '/');
 	char *head, *end;
 	struct stat st;
 	size_t got = 0, max = 1 << 20;
 	ssize_t n;
 	int fd, ok = 0;
 
-	base = base ? base + 1 : rel;
-	if (lstat(path, &st) || !S_ISREG(st.st_mode))
+	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 		return 0;
+	if (!st.st_size && st.st_uid == geteuid())
+		return 1;
 	if (strncmp(base, "profile.", 8))
 		return !strncmp(base, "samples", 7) && strstr(base, ".folded");
 	head = malloc(max + 1);
 	if (!head)
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(pfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	while (fd >= 0 && got < max && (n = read(fd, head + got, max - got)) > 0)
 		got += (size_t)n;
 	if (fd >= 0)
@@ -385,10 +417,11 @@ static int looks_ours(const char *path, const char *rel)
 }
 
 /*
- * The stamp line of name in manifest text: 1 when the file at path still
- * matches it, 0 when it does not, -1 when there is no stamp for name.
+ * The stamp line of name in manifest text: 1 when the file @base in the
+ * directory @pfd still matches it, 0 when it does not, -1 when there is
+ * no stamp for name.
  */
-static int stamp_matches(const char *text, const char *name, const char *path)
+static int stamp_matches(const char *text, const char *name, int pfd, const char *base)
 {
 	unsigned long long ino, size, mtime;
 	const char *l, *e;
@@ -400,7 +433,7 @@ static int stamp_matches(const char *text, const char *name, const char *path)
 		if (*l != '=' || sscanf(l, "=%llu %llu %llu %n", &ino, &size, &mtime, &off) != 3 ||
 		    (size_t)(e - l - off) != strlen(name) || strncmp(l + off, name, strlen(name)))
 			continue;
-		if (lstat(path, &st) || !S_ISREG(st.st_mode))
+		if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			return 0;
 		return st.st_ino == ino && (unsigned long long)st.st_size == size &&
 		       st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec == mtime;
@@ -408,35 +441,52 @@ static int stamp_matches(const char *text, const char *name, const char *path)
 	return -1;
 }
 
-/* Remove what the old manifest text lists and is still as we left it. */
-static void remove_listed(const char *dir, const char *text)
+/*
+ * Remove what the old manifest text lists and is still as we left it,
+ * relative to the directory @dfd and never through a symbolic link. The
+ * files listed that stay (changed since, or not recognisable as ours)
+ * go into @kept, and with them (not @dry) the directories that stay. @dry:
+ * only find what would stay.
+ */
+static int remove_listed(int dfd, const char *text, struct names *kept, int dry)
 {
 	struct names s = { 0 };
-	char path[PATH_MAX];
+	const char *base;
+	struct stat st;
 	size_t i, l;
-	int m;
+	int m, pfd, ret;
 
-	if (names_parse(&s, text))
-		goto out;
-	for (i = 0; i < s.n; i++) {
+	ret = names_parse(&s, text);
+	for (i = 0; i < s.n && !ret; i++) {
 		l = strlen(s.v[i]);
 		if (strstr(s.v[i], "..") || s.v[i][0] == '/' || s.v[i][l - 1] == '/')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, s.v[i]);
-		m = stamp_matches(text, s.v[i], path);
-		if (m > 0 || (m < 0 && looks_ours(path, s.v[i])))
-			unlink(path);
+		pfd = open_parent(dfd, s.v[i], &base);
+		if (pfd < 0)
+			continue;
+		m = stamp_matches(text, s.v[i], pfd, base);
+		if (m > 0 || (m < 0 && looks_ours(pfd, base))) {
+			if (!dry)
+				unlinkat(pfd, base, 0);
+		} else if (!fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW)) {
+			ret = names_add(kept, s.v[i], l);
+		}
+		close(pfd);
 	}
 	/* Then the directories it made, when they are empty. */
-	for (i = 0; i < s.n; i++) {
+	for (i = 0; i < s.n && !ret && !dry; i++) {
 		l = strlen(s.v[i]);
-		if (l < 2 || s.v[i][l - 1] != '/' || strstr(s.v[i], "..") || s.v[i][0] == '/')
+		if (l < 2 || s.v[i][l - 1] != '/' || strstr(s.v[i], "..") || s.v[i][0] == '/' ||
+		    strchr(s.v[i], '/') != s.v[i] + l - 1)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, s.v[i]);
-		rmdir(path);
+		s.v[i][l - 1] = '\0';
+		m = unlinkat(dfd, s.v[i], AT_REMOVEDIR) && errno != ENOENT;
+		s.v[i][l - 1] = '/';
+		if (m)
+			ret = names_add(kept, s.v[i], l);
 	}
-out:
 	names_free(&s);
+	return ret;
 }
 
 static int write_all(int fd, const char *s, size_t n)
@@ -512,6 +562,125 @@ static int refuse_host(const char *dir, const char *kind, int node, const char *
 		    "remove that output first", dir, kind, pid, host);
 }
 
+/* This boot's id (/proc/sys/kernel/random/boot_id) into buf; "" if unknown. */
+static void boot_id(char *buf, size_t size)
+{
+	char *text;
+	size_t len;
+
+	buf[0] = '\0';
+	if (ktau__slurp("/proc/sys/kernel/random/boot_id", &text, &len))
+		return;
+	snprintf(buf, size, "%.*s", (int)strcspn(text, " \n"), text);
+	free(text);
+}
+
+static unsigned long long boottime_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts))
+		return 0;
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * When this process started, in CLOCK_BOOTTIME ns (to a clock tick), from
+ * /proc/self/stat; 0 when unknown.
+ */
+static unsigned long long process_start_ns(void)
+{
+	unsigned long long ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+	char *text, *p;
+	size_t len;
+	int i;
+
+	if (hz <= 0 || ktau__slurp("/proc/self/stat", &text, &len))
+		return 0;
+	/* After the name (which may hold spaces): state is field 3. */
+	p = strrchr(text, ')');
+	for (i = 3; p && i <= 22; i++)
+		p = strchr(p + 1, ' ');
+	ticks = p ? strtoull(p + 1, NULL, 10) : 0;
+	free(text);
+	return ticks * (1000000000ULL / (unsigned long long)hz);
+}
+
+/*
+ * Only a manifest this user's writer made is read: a regular file with
+ * one link that nobody else may write, and either the user's own or, in
+ * a directory that only its owner may write, that owner's (a server that
+ * maps the user to another owner: NFS root_squash). Another one (planted
+ * in a shared directory, or a hard link to a file elsewhere) would name
+ * what to remove.
+ */
+static int manifest_trusted(int fd, const char *dir, const char *manifest)
+{
+	struct stat st, ds;
+
+	if (fstat(fd, &st))
+		return fail(-errno, "%s: %s", manifest, strerror(errno));
+	if (S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    (st.st_uid == geteuid() ||
+	     (!stat(dir, &ds) && ds.st_uid == st.st_uid && !(ds.st_mode & (S_IWGRP | S_IWOTH)))))
+		return 0;
+	return fail(-EPERM, "%s is not a list of files that this user's writer made (owner uid %u, "
+		    "%lu links, mode %03o): nothing was changed; remove it if it is yours, or "
+		    "write into another directory", manifest, (unsigned int)st.st_uid,
+		    (unsigned long)st.st_nlink, (unsigned int)(st.st_mode & 07777));
+}
+
+/*
+ * The line a writer adds at close: "# closed boot=ID ns=BOOTTIME_NS". In
+ * manifest text @old, its time when it was of this boot, else 0.
+ */
+#define CLOSED_LINE	"# closed "
+static unsigned long long closed_ns(const char *old)
+{
+	const char *l = strstr(old, "\n" CLOSED_LINE);
+	char was[64], now[64];
+	unsigned long long ns;
+
+	if (!l || sscanf(l + sizeof(CLOSED_LINE), "boot=%63s ns=%llu", was, &ns) != 2)
+		return 0;
+	boot_id(now, sizeof(now));
+	return now[0] && !strcmp(was, now) ? ns : 0;
+}
+
+/*
+ * The earlier output @old of this kind and node was closed, in this boot,
+ * after this process started, by another process that is neither this
+ * one nor its child (a shell's last command is exec()ed in the shell's
+ * process, the parent of the commands before it): the two ran at once
+ * (ranks with one number, two jobs or programs in one directory), and
+ * replacing it would lose that process's output. 0, or -EEXIST said.
+ * Times are this host's CLOCK_BOOTTIME, not a file server's.
+ */
+static int refuse_concurrent(const char *dir, const char *kind, int node, const char *old)
+{
+	char pid[24], ppid[24], host[HOST_NAME_MAX + 2];
+	unsigned long long start = process_start_ns(), closed = closed_ns(old);
+
+	header_field(old, "pid", pid, sizeof(pid));
+	header_field(old, "ppid", ppid, sizeof(ppid));
+	/* The start is known to a clock tick: later by more than two. */
+	if (!start || !closed || closed <= start + 20000000ULL || atoi(pid) == (int)getpid() ||
+	    (ppid[0] && atoi(ppid) == (int)getpid()))
+		return 0;
+	header_field(old, "host", host, sizeof(host));
+	if (node >= 0)
+		return fail(-EEXIST, "%s holds the %s output of node %d that process %s on %s "
+			    "wrote while this process ran: nothing was changed; give each process "
+			    "its own directory (%%p, %%h in its name) or node (an MPI rank), or "
+			    "remove that output first", dir, kind, node, pid,
+			    host[0] ? host : "this host");
+	return fail(-EEXIST, "%s holds the %s output that process %s on %s wrote while this "
+		    "process ran: nothing was changed; give each process its own directory (%%p, "
+		    "%%h in its name), or remove that output first", dir, kind, pid,
+		    host[0] ? host : "this host");
+}
+
 /* The message of a directory that holds bad, a file not listed. */
 static int refuse(const char *dir, const char *kind, const char *bad)
 {
@@ -546,7 +715,7 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	struct ktau_outdir *od;
 	struct utsname u;
 	char bad[PATH_MAX], head[512], *old = NULL;
-	size_t oldlen = 0;
+	size_t oldlen = 0, i;
 	int ret, created = 0;
 
 	if (out)
@@ -581,9 +750,22 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	else if (errno == EEXIST)
 		od->fd = open(od->manifest, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (od->fd < 0) {
+		struct stat st;
+
 		ret = -errno;
-		fail(ret, "cannot write in %s: %s", dir, strerror(-ret));
+		if (!lstat(od->manifest, &st) && st.st_uid != geteuid())
+			fail(ret, "%s holds the %s output%s of another user (uid %u: %s): nothing "
+			     "was changed; write into a directory of your own", dir, kind,
+			     node >= 0 ? " of this node" : "", (unsigned int)st.st_uid,
+			     od->manifest);
+		else
+			fail(ret, "cannot write in %s: %s", dir, strerror(-ret));
 		goto err;
+	}
+	if (!created) {
+		ret = manifest_trusted(od->fd, dir, od->manifest);
+		if (ret)
+			goto err;
 	}
 	if (flock(od->fd, LOCK_EX | LOCK_NB)) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
@@ -634,8 +816,39 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 			ret = refuse_host(dir, kind, node, old);
 			goto err;
 		}
-		if (old)
-			remove_listed(dir, old);
+		/* Also forced: its files are another process's, not foreign ones. */
+		if (old) {
+			ret = refuse_concurrent(dir, kind, node, old);
+			if (ret)
+				goto err;
+		}
+		if (old) {
+			int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			/* What stays, first: a file of it changed since is in the way. */
+			ret = dfd < 0 ? -errno : remove_listed(dfd, old, &od->kept, 1);
+			if (!ret && !(flags & KTAU_OUTDIR_FORCE) && od->kept.n &&
+			    od->kept.v[0][strlen(od->kept.v[0]) - 1] != '/') {
+				ret = fail(-EEXIST, "%s/%s is listed by an earlier run of this "
+					   "writer but is no longer as it left it (changed or replaced "
+					   "since, or cut short by a writer that was stopped): nothing "
+					   "was changed; move or remove it and run again", dir,
+					   od->kept.v[0]);
+			} else if (!ret) {
+				names_free(&od->kept);
+				ret = remove_listed(dfd, old, &od->kept, 0);
+				if (ret)
+					fail(ret, "cannot remove the earlier %s output in %s: %s", kind,
+					     dir, strerror(-ret));
+			}
+			if (dfd >= 0)
+				close(dfd);
+			if (ret) {
+				if (!*ktau_output_error())
+					fail(ret, "%s: %s", dir, strerror(-ret));
+				goto err;
+			}
+		}
 		free(old);
 		old = NULL;
 		if (ftruncate(od->fd, 0) || lseek(od->fd, 0, SEEK_SET)) {
@@ -643,9 +856,24 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 			goto err;
 		}
 	}
-	snprintf(head, sizeof(head), MANIFEST_HEAD " kind=%s node=%d host=%s pid=%d\n", kind,
-		 node, u.nodename, (int)getpid());
+	snprintf(head, sizeof(head), MANIFEST_HEAD " kind=%s node=%d host=%s pid=%d ppid=%d\n",
+		 kind, node, u.nodename, (int)getpid(), (int)getppid());
 	ret = write_all(od->fd, head, strlen(head));
+	/*
+	 * Kept (forced past them): still listed, so that they are not taken
+	 * as foreign, with a stamp that matches no file, so that they are
+	 * never taken as this writer's to remove.
+	 */
+	for (i = 0; i < od->kept.n && !ret; i++) {
+		char line[PATH_MAX + 16];
+
+		snprintf(line, sizeof(line), "%s\n", od->kept.v[i]);
+		ret = write_all(od->fd, line, strlen(line));
+		if (!ret && line[strlen(line) - 2] != '/') {
+			snprintf(line, sizeof(line), "=0 0 0 %s\n", od->kept.v[i]);
+			ret = write_all(od->fd, line, strlen(line));
+		}
+	}
 	if (ret)
 		goto err;
 	*out = od;
@@ -656,6 +884,7 @@ err:
 	if (od->fd >= 0)
 		close(od->fd);
 	free(old);
+	names_free(&od->kept);
 	free(od->dir);
 	free(od->manifest);
 	free(od);
@@ -709,7 +938,12 @@ FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name)
 		if (!ftruncate(od->fd, before))
 			lseek(od->fd, before, SEEK_SET);
 
-		if (e == EEXIST)
+		if (e == EEXIST && names_has(&od->kept, name))
+			fail(-e, "%s is listed by an earlier run of this writer but is no longer as "
+			     "it left it (changed or replaced since, or cut short by a writer that "
+			     "was stopped): it was left as it is; move or remove it and run again",
+			     path);
+		else if (e == EEXIST)
 			fail(-e, "%s exists and this writer did not write it: another process writes "
 			     "the same node into %s (two ranks with one number? two jobs in one "
 			     "directory?), or it is somebody else's; it was left as it is", path,
@@ -811,6 +1045,9 @@ int ktau_outdir_close(struct ktau_outdir *od)
 		}
 		free(text);
 		for (i = 0; i < made.n && !ret; i++) {
+			/* Kept from an earlier run: not as this writer left it. */
+			if (names_has(&od->kept, made.v[i]))
+				continue;
 			snprintf(path, sizeof(path), "%s/%s", od->dir, made.v[i]);
 			if (lstat(path, &st) || !S_ISREG(st.st_mode))
 				continue;
@@ -821,8 +1058,20 @@ int ktau_outdir_close(struct ktau_outdir *od)
 		}
 		names_free(&made);
 	}
+	/* When it closed, for a later writer's question "did we run at once?". */
+	if (od->fd >= 0 && !ret) {
+		char id[64];
+
+		boot_id(id, sizeof(id));
+		if (id[0]) {
+			snprintf(line, sizeof(line), CLOSED_LINE "boot=%s ns=%llu\n", id,
+				 boottime_ns());
+			ret = write_all(od->fd, line, strlen(line));
+		}
+	}
 	if (od->fd >= 0 && close(od->fd) && !ret)
 		ret = -errno;
+	names_free(&od->kept);
 	free(od->dir);
 	free(od->manifest);
 	free(od);

@@ -92,19 +92,13 @@ static int is_snapfile(const char *path)
 	return ok;
 }
 
-/*
- * Written to a temporary file of this process, then linked into place
- * (never replacing) or, replace set, renamed over a snapshot file; never
- * over anything else. -EEXIST when path is taken.
- */
-static int snap_save(const char *path, const struct ktau_snap *snap,
-		     const struct ktau_registry *reg, int replace)
+int ktau__snap_write_fd(int fd, const struct ktau_snap *snap, const struct ktau_registry *reg)
 {
 	struct snapfile_hdr h;
-	char *funcs = NULL, *tmp;
+	char *funcs = NULL;
 	void *recs = NULL;
 	size_t flen = 0, rlen = 0, i, nproc, ntask;
-	int fd, ret;
+	int ret;
 
 	ret = ktau_registry_format(reg, snap, &funcs, &flen);
 	if (ret)
@@ -139,13 +133,32 @@ static int snap_save(const char *path, const struct ktau_snap *snap,
 	h.wall_ns = snap->wall_ns;
 	memcpy(h.boot_id, snap->boot_id, sizeof(h.boot_id) - 1);
 
+	ret = ktau__write_all(fd, &h, sizeof(h));
+	if (!ret)
+		ret = ktau__write_all(fd, funcs, flen);
+	if (!ret)
+		ret = ktau__write_all(fd, recs, rlen);
+	free(funcs);
+	free(recs);
+	return ret;
+}
+
+/*
+ * Written to a temporary file of this process, then linked into place
+ * (never replacing) or, replace set, renamed over a snapshot file; never
+ * over anything else. -EEXIST when path is taken.
+ */
+static int snap_save(const char *path, const struct ktau_snap *snap,
+		     const struct ktau_registry *reg, int replace)
+{
+	char *tmp;
+	int fd, ret;
+
 	/* Written to a temporary file and moved: never seen half-written. */
 	/* A unique name (a pid is not, across the hosts of a shared directory). */
 	tmp = ktau__strfmt("%s.tmp-XXXXXX", path);
-	if (!tmp) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!tmp)
+		return -ENOMEM;
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
@@ -160,11 +173,7 @@ static int snap_save(const char *path, const struct ktau_snap *snap,
 		unlink(tmp);
 		goto out;
 	}
-	ret = ktau__write_all(fd, &h, sizeof(h));
-	if (!ret)
-		ret = ktau__write_all(fd, funcs, flen);
-	if (!ret)
-		ret = ktau__write_all(fd, recs, rlen);
+	ret = ktau__snap_write_fd(fd, snap, reg);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)
@@ -177,8 +186,6 @@ static int snap_save(const char *path, const struct ktau_snap *snap,
 	unlink(tmp);
 out:
 	free(tmp);
-	free(funcs);
-	free(recs);
 	return ret;
 }
 

@@ -1699,6 +1699,7 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 	size_t n = 0, cap = 0, i;
 	uint64_t now;
 	int ret = 0, nfiles = 0, skipped = 0, node = g.rank < 0 ? 0 : g.rank;
+	size_t made = 0;
 
 	names = ktau__timer_names(&nnames);
 	if (!names && nnames)
@@ -1727,9 +1728,9 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 			continue;
 		if (thread_snap(th, self, now, &snaps[n])) {
 			skipped++;
-			if (g.verbose)
-				fprintf(stderr, "libktau: thread %d was busy, its profile is not written\n",
-					(int)th->tid);
+			fprintf(stderr, "libktau: the profile of thread %d could not be taken (it "
+				"was in the middle of a timer call, or memory ran out): not written\n",
+				(int)th->tid);
 			continue;
 		}
 		n++;
@@ -1754,23 +1755,34 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 			ktau__rows_free(rows, nrows);
 			break;
 		}
+		made++;
 		ret = ktau__write_rows(f, &snaps[i], rows, nrows, node, (int)i);
 		if (fclose(f) && !ret)
 			ret = -errno;
-		if (ret)
-			ktau__outdir_discard(od, path);
 		ktau__rows_free(rows, nrows);
 		if (!ret)
 			nfiles++;
 	}
-	if (od && ktau_outdir_close(od) && !ret)
-		ret = -EIO;
+	/*
+	 * Failed: none of the files this write made stays, so that no reader
+	 * takes part of the threads for all of them.
+	 */
+	for (i = 0; ret && i < made; i++) {
+		snprintf(path, sizeof(path), "profile.%d.0.%zu", node, i);
+		ktau__outdir_discard(od, path);
+	}
+	if (od) {
+		int c = ktau_outdir_close(od);
+
+		if (c && !ret)
+			ret = c;
+	}
 	for (i = 0; i < n; i++)
 		ktau__data_free(&snaps[i].d);
 	free(snaps);
 	ktau__names_free(names, nnames);
 	ktau_registry_free(own_reg);
-	(void)skipped;
+	(void)skipped;	/* each said above */
 	return ret ? ret : nfiles;
 }
 
@@ -1879,8 +1891,19 @@ static void kt_write_trace(const char *dir)
 	}
 	if (names)
 		ktau__names_free(names, nnames);
-	if (ferror(f) | fclose(f))
-		fprintf(stderr, "libktau: cannot write %s\n", path);
+	if (fflush(f) || ferror(f)) {
+		int e = ferror(f) && errno ? errno : EIO;
+
+		fclose(f);
+		/* A file cut short would pass for a trace of fewer threads. */
+		unlink(path);
+		fprintf(stderr, "libktau: cannot write %s: %s (removed)\n", path, strerror(e));
+	} else if (fclose(f)) {
+		int e = errno;
+
+		unlink(path);
+		fprintf(stderr, "libktau: cannot write %s: %s (removed)\n", path, strerror(e));
+	}
 }
 
 static void kt_atexit(void)
@@ -1908,9 +1931,12 @@ static void kt_atexit(void)
 			"it; KTAU_PROFILE_FORCE=1 writes among those files)\n", ktau_output_error());
 	else if (ret < 0 && *ktau_output_error())
 		fprintf(stderr, "libktau: the profile was not written: %s\n", ktau_output_error());
-	else if (ret < 0)
+	else if (ret < 0 && (ret == -EACCES || ret == -EPERM || ret == -EROFS))
 		fprintf(stderr, "libktau: cannot write the profile to %s: %s "
 			"(set KTAU_PROFILE_DIR to a writable directory)\n", g.outdir,
+			strerror(-ret));
+	else if (ret < 0)
+		fprintf(stderr, "libktau: cannot write the profile to %s: %s\n", g.outdir,
 			strerror(-ret));
 	else if (g.verbose && !ret)
 		fprintf(stderr, "libktau: nothing was measured: no profile written\n");

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <linux/ktau.h>
@@ -1399,6 +1401,283 @@ static int t_outdir_foreign(void)
 	return 0;
 }
 
+/* Remove what the outdir tests below made in @dir, then @dir. */
+static void outdir_clean(const char *dir)
+{
+	static const char *const names[] = {
+		".ktau-written.user.0", "profile.0.0.0", "victim.txt", "lnk", "partial",
+	};
+	char path[800];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* A manifest of the user kind for node 0: header, names, stamp lines. */
+static int write_manifest(const char *dir, int pid, const char *body)
+{
+	char path[700], text[2048], host[256];
+
+	if (gethostname(host, sizeof(host)))
+		return -1;
+	host[sizeof(host) - 1] = '\0';
+	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
+	snprintf(text, sizeof(text), "# ktau-written 1 kind=user node=0 host=%s pid=%d\n%s", host,
+		 pid, body);
+	return write_text(path, text);
+}
+
+/* The stamp line a writer puts in its manifest for @path, named @name. */
+static int stamp_line(char *buf, size_t size, const char *path, const char *name)
+{
+	struct stat st;
+
+	if (lstat(path, &st) && stat(path, &st))
+		return -1;
+	snprintf(buf, size, "=%llu %llu %llu %s\n", (unsigned long long)st.st_ino,
+		 (unsigned long long)st.st_size,
+		 st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec, name);
+	return 0;
+}
+
+/*
+ * The line a writer adds to its manifest at close, as if it closed @ns
+ * after this boot began: "# closed boot=ID ns=NS".
+ */
+static int closed_line(char *buf, size_t size, unsigned long long ns)
+{
+	char id[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(id, sizeof(id), f))
+		id[0] = '\0';
+	fclose(f);
+	id[strcspn(id, "\n")] = '\0';
+	snprintf(buf, size, "# closed boot=%s ns=%llu\n", id, ns);
+	return id[0] ? 0 : -1;
+}
+
+/*
+ * A manifest that this user's writer cannot have made (writable by
+ * others: planted in a shared directory) names a file to remove: it is
+ * refused and nothing is removed; so is one with two links. One of ours
+ * that lists a path through a symbolic link (planted beside it) removes
+ * nothing through the link.
+ */
+static int t_outdir_planted(void)
+{
+	static const char victim[] = "their data\n";
+	char dir[600], home[600], path[700], stamp[900], body[2048];
+	int ret;
+
+	subdir(dir, sizeof(dir), "planted");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/victim.txt", dir);
+	CHECK(write_text(path, victim) == 0 && stamp_line(stamp, sizeof(stamp), path,
+							  "victim.txt") == 0, "victim");
+	snprintf(body, sizeof(body), "victim.txt\n%s", stamp);
+	CHECK(write_manifest(dir, 1, body) == 0, "manifest");
+	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
+	CHECK(chmod(path, 0666) == 0, "chmod");
+	CHECK(timed_once("work") == 0, "timer");
+	ret = ktau_user_write(dir);
+	CHECK(ret == -EPERM, "a manifest writable by others: %d, not -EPERM", ret);
+	CHECK(strstr(ktau_output_error(), ".ktau-written.user.0"), "the message names no "
+	      "manifest: '%s'", ktau_output_error());
+	/* Not writable by others, but a hard link (to a file elsewhere). */
+	CHECK(chmod(path, 0644) == 0, "chmod");
+	snprintf(stamp, sizeof(stamp), "%s/partial", dir);
+	CHECK(link(path, stamp) == 0, "link");
+	ret = ktau_user_write(dir);
+	CHECK(ret == -EPERM, "a manifest with two links: %d, not -EPERM", ret);
+	snprintf(path, sizeof(path), "%s/victim.txt", dir);
+	CHECK(same_text(path, victim), "%s was removed or changed", path);
+	outdir_clean(dir);
+
+	/* Through a link: home/victim.txt listed as lnk/victim.txt. */
+	subdir(home, sizeof(home), "planted-home");
+	subdir(dir, sizeof(dir), "planted-link");
+	CHECK(mkdir(home, 0755) == 0 && mkdir(dir, 0755) == 0, "mkdir");
+	snprintf(path, sizeof(path), "%s/lnk", dir);
+	CHECK(symlink("planted-home", path) == 0, "symlink");
+	snprintf(path, sizeof(path), "%s/victim.txt", home);
+	CHECK(write_text(path, victim) == 0 && stamp_line(stamp, sizeof(stamp), path,
+							  "lnk/victim.txt") == 0, "victim");
+	snprintf(body, sizeof(body), "lnk\nlnk/victim.txt\n%s", stamp);
+	CHECK(write_manifest(dir, 1, body) == 0, "manifest");
+	ret = ktau_user_write(dir);
+	/* The link itself, listed but not a file of ours, is in the way. */
+	CHECK(ret == -EEXIST && strstr(ktau_output_error(), "/lnk "), "a listed link: %d (%s)",
+	      ret, ktau_output_error());
+	CHECK(same_text(path, victim), "%s was removed through the link", path);
+	outdir_clean(dir);
+	outdir_clean(home);
+	return 0;
+}
+
+/*
+ * Another process's output of the same kind and node, closed while this
+ * one ran (two programs, or ranks with one number, in one directory):
+ * refused, kept. The same closed before this process started is an
+ * earlier run's: replaced.
+ */
+static int t_outdir_concurrent(void)
+{
+	static const char prof[] = "1 templated_functions_MULTI_TIME\n# Name Calls Subrs Excl "
+		"Incl ProfileCalls # <metadata><attribute><name>KTAU Test</name><value>1</value>"
+		"</attribute></metadata>\n\"main\" 1 0 1 1 0 GROUP=\"TAU_DEFAULT\"\n";
+	char dir[600], path[700], body[256], closed[128];
+	struct timespec now;
+	int ret;
+
+	subdir(dir, sizeof(dir), "concurrent");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(write_text(path, prof) == 0, "profile");
+	/* Closed now by pid 1 (not this process nor its child): beyond a tick. */
+	usleep(100000);
+	CHECK(clock_gettime(CLOCK_BOOTTIME, &now) == 0, "clock");
+	CHECK(closed_line(closed, sizeof(closed),
+			  now.tv_sec * 1000000000ULL + now.tv_nsec) == 0, "boot id");
+	snprintf(body, sizeof(body), "profile.0.0.0\n%s", closed);
+	CHECK(write_manifest(dir, 1, body) == 0, "manifest");
+	CHECK(timed_once("work") == 0, "timer");
+	ret = ktau_user_write(dir);
+	CHECK(ret == -EEXIST, "another process's output of this run: %d, not -EEXIST", ret);
+	CHECK(strstr(ktau_output_error(), "while this process ran"), "message: '%s'",
+	      ktau_output_error());
+	CHECK(same_text(path, prof), "the other process's profile was replaced");
+	/* Closed 1 ns into this boot, before this process started: an earlier run's. */
+	CHECK(closed_line(closed, sizeof(closed), 1) == 0, "boot id");
+	snprintf(body, sizeof(body), "profile.0.0.0\n%s", closed);
+	CHECK(write_manifest(dir, 1, body) == 0, "manifest");
+	ret = ktau_user_write(dir);
+	CHECK(ret == 1, "an earlier run's output: %d (%s)", ret, ktau_output_error());
+	CHECK(!same_text(path, prof), "the earlier run's profile is still there");
+	/* This process's own output, written again: replaced. */
+	ret = ktau_user_write(dir);
+	CHECK(ret == 1, "this process's own output again: %d (%s)", ret, ktau_output_error());
+	return 0;
+}
+
+/*
+ * A writer killed before it finished: its empty file is removed (nobody's
+ * data); a listed file changed since (or cut short) is kept, and the
+ * message says so, at every later run, not "not from an earlier output".
+ */
+static int t_outdir_killed(void)
+{
+	char dir[600], path[700];
+	int ret, i;
+	FILE *f;
+
+	subdir(dir, sizeof(dir), "killed");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(write_text(path, "") == 0, "empty profile");
+	CHECK(write_manifest(dir, 1, "profile.0.0.0\n") == 0, "manifest");
+	CHECK(timed_once("work") == 0, "timer");
+	ret = ktau_user_write(dir);
+	CHECK(ret == 1, "an empty file of a killed writer: %d (%s)", ret, ktau_output_error());
+	outdir_clean(dir);
+
+	subdir(dir, sizeof(dir), "killed-partial");
+	CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(write_text(path, "1 templ") == 0, "partial profile");
+	CHECK(write_manifest(dir, 1, "profile.0.0.0\n") == 0, "manifest");
+	for (i = 0; i < 2; i++) {
+		ret = ktau_user_write(dir);
+		CHECK(ret == -EEXIST, "run %d: a changed file of an earlier run: %d, not -EEXIST",
+		      i + 1, ret);
+		CHECK(strstr(ktau_output_error(), "earlier run of this writer"),
+		      "run %d: message '%s'", i + 1, ktau_output_error());
+		CHECK(same_text(path, "1 templ"), "run %d: the kept file changed", i + 1);
+	}
+	outdir_clean(dir);
+
+	/* This writer's complete file, changed by the user: kept at every run. */
+	subdir(dir, sizeof(dir), "killed-edited");
+	CHECK(ktau_user_write(dir) == 1, "first write");
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	f = fopen(path, "a");
+	CHECK(f && fputs("# my note\n", f) >= 0 && !fclose(f), "append to %s", path);
+	for (i = 0; i < 3; i++) {
+		ret = ktau_user_write(dir);
+		CHECK(ret == -EEXIST, "run %d: a file the user changed: %d, not -EEXIST", i + 2, ret);
+		CHECK(strstr(ktau_output_error(), "earlier run of this writer"),
+		      "run %d: message '%s'", i + 2, ktau_output_error());
+		f = fopen(path, "r");
+		CHECK(f, "run %d: the changed file was removed", i + 2);
+		fclose(f);
+	}
+	outdir_clean(dir);
+	return 0;
+}
+
+/* Many routines: a thread whose profile file is large. */
+static void *many_routines(void *arg)
+{
+	char name[32];
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "routine_number_%d", i);
+		if (timed_once(name))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/*
+ * A write that fails for one thread's file (here EFBIG: a file size
+ * limit, SIGXFSZ ignored) leaves none of the files it made, so that no
+ * reader takes the threads before it for all, and says the write's own
+ * error, not a generic one.
+ */
+static int t_outdir_write_fails(void)
+{
+	struct rlimit rl = { 3500, 3500 };
+	char dir[600], path[700];
+	void *tret = NULL;
+	pthread_t th;
+	int status, ret;
+	pid_t pid;
+
+	subdir(dir, sizeof(dir), "write-fails");
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		if (timed_once("main_work") || pthread_create(&th, NULL, many_routines, NULL) ||
+		    pthread_join(th, &tret) || tret)
+			_exit(2);
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(3);
+		ret = ktau_user_write(dir);
+		_exit(ret == -EFBIG ? 0 : ret < 0 && ret > -100 ? 10 + -ret : 4);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "child");
+	CHECK(!WEXITSTATUS(status), "child: status %d (2 threads, 3 rlimit, 4 written, "
+	      "10 + errno: not EFBIG)", WEXITSTATUS(status));
+	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
+	CHECK(access(path, F_OK), "%s stayed after the write failed", path);
+	snprintf(path, sizeof(path), "%s/profile.0.0.1", dir);
+	CHECK(access(path, F_OK), "%s stayed after its write failed", path);
+	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
 /* KTAU_PROFILE_FORCE=1: written among others' files, none of them replaced. */
 static int t_outdir_force(void)
 {
@@ -1657,6 +1936,10 @@ static const struct host_test tests[] = {
 	{ "user_write_merged", t_write_merged },
 	{ "user_nothing_measured", t_nothing_measured },
 	{ "user_outdir_foreign", t_outdir_foreign },
+	{ "user_outdir_planted", t_outdir_planted },
+	{ "user_outdir_concurrent", t_outdir_concurrent },
+	{ "user_outdir_killed", t_outdir_killed },
+	{ "user_outdir_write_fails", t_outdir_write_fails },
 	{ "user_outdir_force", t_outdir_force },
 	{ "user_ranks_shared_dir", t_ranks_shared_dir },
 	{ "user_trace", t_trace_user },
