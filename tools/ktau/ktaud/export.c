@@ -39,9 +39,13 @@ static void help(FILE *f)
 "Without an output option, tables are printed.\n");
 }
 
+/*
+ * Snapshot files in the order they were taken: snap-NNNNNN.ktau counts
+ * on past 999999 with more digits, which a byte order would put first.
+ */
 static int cmp_str(const void *a, const void *b)
 {
-	return strcmp(*(char * const *)a, *(char * const *)b);
+	return strverscmp(*(char * const *)a, *(char * const *)b);
 }
 
 void series_free(struct series *s)

@@ -226,6 +226,17 @@ c_export_fixtures() {
 		{ echo "# files: $(ls "$W/t")"; return 1; }
 	"$KTAUD" export --json "$FIXTURES/watch" >"$W/j" 2>"$LOG" || return 1
 	grep -q '"format": "ktau-snapshot"' "$W/j" || return 1
+	# A watch that ran past snap-999999 numbers on with 7 digits: taken
+	# in order (a byte order puts snap-1000000 first, and the chain of
+	# deltas breaks: "started twice").
+	mkdir "$W/w7" || return 1
+	cp "$FIXTURES/watch/snap-000000.ktau" "$W/w7/snap-999998.ktau" &&
+		cp "$FIXTURES/watch/snap-000001.ktau" "$W/w7/snap-999999.ktau" &&
+		cp "$FIXTURES/watch/snap-000002.ktau" "$W/w7/snap-1000000.ktau" &&
+		cp "$FIXTURES/watch/snap-000003.ktau" "$W/w7/snap-1000001.ktau" || return 1
+	"$KTAUD" export --json "$W/w7" >"$W/j7" 2>"$LOG" || return 1
+	"$KTAUD" export --json "$FIXTURES/watch" >"$W/j" 2>"$LOG" || return 1
+	cmp -s "$W/j" "$W/j7" || { echo "# snap-1000000 and after not in order"; return 1; }
 	"$KTAUD" export --folded --processes "$FIXTURES/run.ktau" >"$W/f" 2>"$LOG" || return 1
 	[ "$(grep -c ';SYSCALL;getppid ' "$W/f")" -eq 3 ] || return 1
 	"$KTAUD" export "$FIXTURES/process.ktau" >"$W/tab" 2>"$LOG" || return 1
