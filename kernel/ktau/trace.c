@@ -743,9 +743,11 @@ static int ktau_trace_attach_task(struct ktau_tsession *s, struct task_struct *t
 	 * so that a thread that becomes a set-user-ID program meanwhile is
 	 * not traced for an opener that may not trace it now (its exec
 	 * drops the buffer, ktau_trace_exec_nondumpable(), under the same
-	 * lock held for writing).
+	 * lock held for writing). The whole-system walk (@oldp) waits
+	 * killably: any signal would end it half done, with success.
 	 */
-	err = down_read_interruptible(&t->signal->exec_update_lock);
+	err = oldp ? down_read_killable(&t->signal->exec_update_lock) :
+		     down_read_interruptible(&t->signal->exec_update_lock);
 	if (err)
 		return err;
 	if (!ktau_trace_may(t)) {
@@ -846,7 +848,7 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		struct ktau_tbuf *old = NULL;
 		int e = -EINTR;
 
-		/* Interrupted: the threads not reached are counted refused. */
+		/* Killed: the threads not reached are counted refused. */
 		if (err != -EINTR)
 			e = kt ? ktau_trace_attach_task(s, v[i], kt, a, &old) : 0;
 		if (e == -EINTR)
