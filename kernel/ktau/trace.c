@@ -620,10 +620,13 @@ void ktau_trace_exec_nondumpable(struct ktau_task *kt)
 {
 	struct ktau_tbuf *b = READ_ONCE(kt->trace);
 	struct ktau_tsession *s;
+	bool traced;
 
 	if (!b || b->s->privileged)
 		return;
 	s = b->s;
+	/* One that KTAU_IOC_TRACE_DETACH stopped was not traced any more. */
+	traced = !READ_ONCE(b->stopped);
 	/*
 	 * No record after this one, set by the thread itself: its hooks,
 	 * and its interrupts, see it. Then the reader ends the buffer with
@@ -631,7 +634,8 @@ void ktau_trace_exec_nondumpable(struct ktau_task *kt)
 	 */
 	smp_store_release(&b->stopped, true);
 	mutex_lock(&s->lock);
-	s->denied++;
+	if (traced && !b->detached)
+		s->denied++;
 	b->detached = true;
 	mutex_unlock(&s->lock);
 	/* Its records stay to be read after the thread is gone. */

@@ -830,7 +830,7 @@ struct nondump_out {
 	__u32 flags, chunks;
 };
 
-static int run_nondumpable(const char *path, char *buf, struct nondump_out *out)
+static int run_nondumpable(const char *path, char *buf, struct nondump_out *out, bool detach)
 {
 	static char env[] = EXEC_ENV "=1";
 	struct ktau_trace_stats st;
@@ -851,6 +851,8 @@ static int run_nondumpable(const char *path, char *buf, struct nondump_out *out)
 	if (pid == 0) {
 		for (i = 0; i < NONDUMP_CALLS; i++)
 			syscall(SYS_getppid);
+		if (detach && trace_detach(fd, 0))
+			_exit(22);
 		argv[0] = (char *)path;
 		argv[1] = NULL;
 		envp[0] = env;
@@ -882,13 +884,11 @@ static int run_nondumpable(const char *path, char *buf, struct nondump_out *out)
 }
 
 /*
- * An unprivileged opener's traced child that execs a set-user-ID program
- * leaves the session there (denied): its records up to the exec stay,
- * under its own tid and flagged detached, after it exited and its task
- * was freed (the session kept its names: before, the reader took them
- * from the freed task), and none of what it did as root is there.
+ * run_nondumpable() as KTAU_USER_ID in a child, with a set-user-ID copy of
+ * this program: its results in *@res; false when skipped (nosuid /tmp).
  */
-TEST_F_TIMEOUT(trace, nondumpable_exec_keeps_names, 30)
+static bool nondump_case(struct __test_metadata *_metadata, char *buf, bool detach,
+			 struct nondump_out *res)
 {
 	char dir[] = "/tmp/ktau-tsuid.XXXXXX", path[64];
 	struct nondump_out *out;
@@ -900,13 +900,15 @@ TEST_F_TIMEOUT(trace, nondumpable_exec_keeps_names, 30)
 	ASSERT_NE(MAP_FAILED, out);
 	memset(out, 0, sizeof(*out));
 	ret = ktau_suid_copy(dir, path, sizeof(path));
-	if (ret == 1)
-		SKIP(return, "/tmp is mounted nosuid");
+	if (ret == 1) {
+		munmap(out, sizeof(*out));
+		SKIP(return false, "/tmp is mounted nosuid");
+	}
 	ASSERT_EQ(0, ret) TH_LOG("set-user-ID copy: %s", strerror(-ret));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		_exit(run_nondumpable(path, self->buf, out));
+		_exit(run_nondumpable(path, buf, out, detach));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	unlink(path);
 	rmdir(dir);
@@ -914,11 +916,44 @@ TEST_F_TIMEOUT(trace, nondumpable_exec_keeps_names, 30)
 	ASSERT_EQ(0, step) TH_LOG("step %d failed", step);
 	TH_LOG("child %d: denied %llu, getppid records %llu, flags %#x", out->child,
 	       (unsigned long long)out->denied, (unsigned long long)out->getppid, out->flags);
-	EXPECT_EQ(1, out->denied);
-	EXPECT_EQ(1, out->chunks) TH_LOG("no records under the child's tid");
-	EXPECT_EQ(NONDUMP_CALLS, out->getppid);
-	EXPECT_TRUE(out->flags & KTAU_TRACE_DETACHED);
+	*res = *out;
 	munmap(out, sizeof(*out));
+	return true;
+}
+
+/*
+ * An unprivileged opener's traced child that execs a set-user-ID program
+ * leaves the session there (denied): its records up to the exec stay,
+ * under its own tid and flagged detached, after it exited and its task
+ * was freed (the session kept its names: before, the reader took them
+ * from the freed task), and none of what it did as root is there.
+ */
+TEST_F_TIMEOUT(trace, nondumpable_exec_keeps_names, 30)
+{
+	struct nondump_out out;
+
+	if (!nondump_case(_metadata, self->buf, false, &out))
+		return;
+	EXPECT_EQ(1, out.denied);
+	EXPECT_EQ(1, out.chunks) TH_LOG("no records under the child's tid");
+	EXPECT_EQ(NONDUMP_CALLS, out.getppid);
+	EXPECT_TRUE(out.flags & KTAU_TRACE_DETACHED);
+}
+
+/*
+ * The same child detached (KTAU_IOC_TRACE_DETACH) before its exec: it was
+ * no longer traced, so the exec is not a denial (denied counts threads
+ * the session lost to a set-user-ID exec); its records stay as they were.
+ */
+TEST_F_TIMEOUT(trace, detached_then_nondumpable_exec_not_denied, 30)
+{
+	struct nondump_out out;
+
+	if (!nondump_case(_metadata, self->buf, true, &out))
+		return;
+	EXPECT_EQ(0, out.denied);
+	EXPECT_EQ(NONDUMP_CALLS, out.getppid);
+	EXPECT_TRUE(out.flags & KTAU_TRACE_DETACHED);
 }
 
 /*
