@@ -181,6 +181,8 @@ static int combine_snapshots(char **files, size_t n, const char *outdir, int for
 		ktau_snap_free(snap);
 		ktau_registry_free(reg);
 	}
+	if (rc)
+		ktau__outdir_failed(od);	/* no combination missing nodes */
 	if (ktau_outdir_close(od) && !rc)
 		rc = report(-EIO, "close the output directory");
 	if (!rc && !quiet)
@@ -349,6 +351,8 @@ int cmd_combine(int argc, char **argv)
 		fprintf(stderr, "ktaud combine: profile: %s/ (paraprof, pprof)\n", outdir);
 	}
 out:
+	if (rc)
+		ktau__outdir_failed(od);
 	if (ktau_outdir_close(od) && !rc)
 		rc = report(-EIO, "close the output directory");
 	if (prof)

@@ -998,6 +998,8 @@ int cmd_merge(int argc, char **argv)
 			"ktaud merge: merged profile: %s/ (paraprof, pprof)\n", outdir);
 	}
 out:
+	if (rc)
+		ktau__outdir_failed(od);	/* no partial merged profile */
 	if (ktau_outdir_close(od) && !rc)
 		rc = report(-EIO, "close the output directory");
 	free(outexp);

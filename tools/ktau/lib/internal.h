@@ -66,5 +66,7 @@ mode_t ktau__umask(void);
  */
 struct ktau_outdir;
 void ktau__outdir_discard(struct ktau_outdir *od, const char *name);
+/* The write failed: at close, every file od made is removed (none looks complete). */
+void ktau__outdir_failed(struct ktau_outdir *od);
 
 #endif

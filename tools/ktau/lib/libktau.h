@@ -304,8 +304,9 @@ struct ktau_sample_profile;
  *    KTAU_OUTDIR_FORCE (which still never replaces such a file);
  *  - returns -EBUSY while another process writes as the same kind and
  *    node there (the manifest is locked with flock() until closed);
- *  - returns -EEXIST, touching nothing, when another process wrote that
- *    kind and node there after this one started (unless
+ *  - returns -EEXIST, touching nothing, when another process finished
+ *    writing that kind and node there after this one started as the
+ *    program it is, and some of it is still there (also with
  *    KTAU_OUTDIR_FORCE): it is not an earlier run's output;
  *  - returns -EPERM for a manifest that is not the user's own regular
  *    file with one link and no write access for others;

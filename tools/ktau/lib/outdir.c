@@ -22,8 +22,11 @@
  *    user's own regular file, with one link, that nobody else may write
  *    (-EPERM), and files are removed relative to the directory without
  *    following a symbolic link. Output of the same kind and node that
- *    another process wrote after this one started is not an earlier
- *    run's (-EEXIST, unless KTAU_OUTDIR_FORCE).
+ *    another process finished after this one started is not an earlier
+ *    run's (-EEXIST, also forced): the manifest's header names its
+ *    writer (pid and start), and a line at close when it closed, in
+ *    CLOCK_BOOTTIME of this boot. A writer that failed
+ *    (ktau__outdir_failed()) removes at close every file it made.
  *  - Files are created with O_EXCL: a file that exists is never replaced
  *    (-EEXIST: another writer has the same node, or a foreign file has the
  *    name). The manifest is locked (flock) while the writer writes: a
@@ -70,6 +73,7 @@ struct ktau_outdir {
 	char *manifest;		/* its path */
 	int fd;			/* the manifest, locked */
 	int flags;
+	int failed;		/* ktau__outdir_failed(): what it made goes at close */
 	struct names kept;	/* the earlier run's files left (changed since) */
 };
 
@@ -466,8 +470,9 @@ static int remove_listed(int dfd, const char *text, struct names *kept, int dry)
 			continue;
 		m = stamp_matches(text, s.v[i], pfd, base);
 		if (m > 0 || (m < 0 && looks_ours(pfd, base))) {
-			if (!dry)
-				unlinkat(pfd, base, 0);
+			/* Not removable (a directory it cannot write): stays listed. */
+			if (!dry && unlinkat(pfd, base, 0) && errno != ENOENT)
+				ret = names_add(kept, s.v[i], l);
 		} else if (!fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW)) {
 			ret = names_add(kept, s.v[i], l);
 		}
@@ -575,36 +580,75 @@ static void boot_id(char *buf, size_t size)
 	free(text);
 }
 
+/*
+ * This task's time namespace's CLOCK_BOOTTIME offset (ns): its clock minus
+ * the initial namespace's; 0 without time namespaces.
+ */
+static long long boottime_offset_ns(void)
+{
+	long long sec = 0, nsec = 0;
+	char *text, *l;
+	size_t len;
+
+	if (ktau__slurp("/proc/self/timens_offsets", &text, &len))
+		return 0;
+	l = strstr(text, "boottime ");
+	if (!l || sscanf(l + 9, "%lld %lld", &sec, &nsec) != 2)
+		sec = nsec = 0;
+	free(text);
+	return sec * 1000000000LL + nsec;
+}
+
+/* CLOCK_BOOTTIME of the initial time namespace: one clock for every writer. */
 static unsigned long long boottime_ns(void)
 {
 	struct timespec ts;
 
 	if (clock_gettime(CLOCK_BOOTTIME, &ts))
 		return 0;
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec - (unsigned long long)boottime_offset_ns();
+}
+
+/* When this program started (its image: a shell's last command is exec()ed late). */
+static unsigned long long exec_ns;
+
+__attribute__((constructor)) static void outdir_note_start(void)
+{
+	exec_ns = boottime_ns();
 }
 
 /*
- * When this process started, in CLOCK_BOOTTIME ns (to a clock tick), from
- * /proc/self/stat; 0 when unknown.
+ * When this process started as the program it is, in boottime_ns(): the
+ * later of its fork (/proc/self/stat, in this namespace's clock, to a
+ * clock tick: *@slack is then a tick) and the start of its program (to
+ * the ns: *@slack 0); 0 when unknown.
  */
-static unsigned long long process_start_ns(void)
+static unsigned long long process_start_ns(unsigned long long *slack)
 {
-	unsigned long long ticks;
+	unsigned long long ticks, fork_ns;
 	long hz = sysconf(_SC_CLK_TCK);
 	char *text, *p;
 	size_t len;
 	int i;
 
+	*slack = 0;
 	if (hz <= 0 || ktau__slurp("/proc/self/stat", &text, &len))
-		return 0;
+		return exec_ns;
 	/* After the name (which may hold spaces): state is field 3. */
 	p = strrchr(text, ')');
 	for (i = 3; p && i <= 22; i++)
 		p = strchr(p + 1, ' ');
 	ticks = p ? strtoull(p + 1, NULL, 10) : 0;
 	free(text);
-	return ticks * (1000000000ULL / (unsigned long long)hz);
+	if (!ticks)
+		return exec_ns;
+	fork_ns = ticks * (1000000000ULL / (unsigned long long)hz) -
+		  (unsigned long long)boottime_offset_ns();
+	if (fork_ns <= exec_ns)
+		return exec_ns;
+	/* A child forked after the program started: known to a tick. */
+	*slack = 1000000000ULL / (unsigned long long)hz;
+	return fork_ns;
 }
 
 /*
@@ -621,6 +665,23 @@ static int manifest_trusted(int fd, const char *dir, const char *manifest)
 
 	if (fstat(fd, &st))
 		return fail(-errno, "%s: %s", manifest, strerror(errno));
+	/*
+	 * Writable by others, and ours: a file system that shows every file
+	 * so (CIFS file_mode=0777, WSL's drvfs) keeps the bits after chmod;
+	 * there, ownership alone decides. Anywhere else, somebody else may
+	 * have written it: refused, its mode put back.
+	 */
+	if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !fchmod(fd, st.st_mode & 07755)) {
+		mode_t was = st.st_mode & 07777;
+
+		if (!fstat(fd, &st) && (st.st_mode & (S_IWGRP | S_IWOTH)))
+			return st.st_nlink == 1 ? 0 : fail(-EPERM, "%s has %lu links: nothing was "
+							   "changed; remove it if it is yours",
+							   manifest, (unsigned long)st.st_nlink);
+		(void)fchmod(fd, was);
+		st.st_mode = (st.st_mode & ~07777) | was;
+	}
 	if (S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
 	    (st.st_uid == geteuid() ||
 	     (!stat(dir, &ds) && ds.st_uid == st.st_uid && !(ds.st_mode & (S_IWGRP | S_IWOTH)))))
@@ -648,25 +709,53 @@ static unsigned long long closed_ns(const char *old)
 	return now[0] && !strcmp(was, now) ? ns : 0;
 }
 
+/* Whether a file that manifest text @old lists is still in @dir. */
+static int any_listed(const char *dir, const char *old)
+{
+	struct names s = { 0 };
+	const char *base;
+	struct stat st;
+	int dfd, pfd, found = 0;
+	size_t i;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || names_parse(&s, old))
+		found = 1;	/* not known: as if there */
+	for (i = 0; i < s.n && !found; i++) {
+		if (s.v[i][strlen(s.v[i]) - 1] == '/' || strstr(s.v[i], ".."))
+			continue;
+		pfd = open_parent(dfd, s.v[i], &base);
+		if (pfd < 0)
+			continue;
+		found = !fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW);
+		close(pfd);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	names_free(&s);
+	return found;
+}
+
 /*
  * The earlier output @old of this kind and node was closed, in this boot,
- * after this process started, by another process that is neither this
- * one nor its child (a shell's last command is exec()ed in the shell's
- * process, the parent of the commands before it): the two ran at once
- * (ranks with one number, two jobs or programs in one directory), and
- * replacing it would lose that process's output. 0, or -EEXIST said.
- * Times are this host's CLOCK_BOOTTIME, not a file server's.
+ * after this process started (as the program it is: a shell's last
+ * command is exec()ed in the shell's process), by another process (not
+ * this one: the same pid and start), and some of it is still there: the
+ * two ran at once (ranks with one number, two jobs or programs in one
+ * directory, a program and one it started), and replacing it would lose
+ * that process's output. 0, or -EEXIST said. Times are this host's
+ * CLOCK_BOOTTIME of the initial time namespace, not a file server's.
  */
 static int refuse_concurrent(const char *dir, const char *kind, int node, const char *old)
 {
-	char pid[24], ppid[24], host[HOST_NAME_MAX + 2];
-	unsigned long long start = process_start_ns(), closed = closed_ns(old);
+	char pid[24], start[24], host[HOST_NAME_MAX + 2];
+	unsigned long long slack, me = process_start_ns(&slack), closed = closed_ns(old);
 
 	header_field(old, "pid", pid, sizeof(pid));
-	header_field(old, "ppid", ppid, sizeof(ppid));
-	/* The start is known to a clock tick: later by more than two. */
-	if (!start || !closed || closed <= start + 20000000ULL || atoi(pid) == (int)getpid() ||
-	    (ppid[0] && atoi(ppid) == (int)getpid()))
+	header_field(old, "start", start, sizeof(start));
+	if (!me || !closed || closed <= me + slack ||
+	    (atoi(pid) == (int)getpid() && strtoull(start, NULL, 10) == me) ||
+	    !any_listed(dir, old))
 		return 0;
 	header_field(old, "host", host, sizeof(host));
 	if (node >= 0)
@@ -715,6 +804,7 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	struct ktau_outdir *od;
 	struct utsname u;
 	char bad[PATH_MAX], head[512], *old = NULL;
+	unsigned long long slack;
 	size_t oldlen = 0, i;
 	int ret, created = 0;
 
@@ -856,8 +946,8 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 			goto err;
 		}
 	}
-	snprintf(head, sizeof(head), MANIFEST_HEAD " kind=%s node=%d host=%s pid=%d ppid=%d\n",
-		 kind, node, u.nodename, (int)getpid(), (int)getppid());
+	snprintf(head, sizeof(head), MANIFEST_HEAD " kind=%s node=%d host=%s pid=%d start=%llu\n",
+		 kind, node, u.nodename, (int)getpid(), process_start_ns(&slack));
 	ret = write_all(od->fd, head, strlen(head));
 	/*
 	 * Kept (forced past them): still listed, so that they are not taken
@@ -963,12 +1053,52 @@ FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name)
 	return f;
 }
 
+/* Remove @name ("file" or "sub/file") of od's directory, never through a link. */
 void ktau__outdir_discard(struct ktau_outdir *od, const char *name)
 {
-	char path[PATH_MAX];
+	int dfd = open(od->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), pfd = -1;
+	const char *base;
 
-	if (snprintf(path, sizeof(path), "%s/%s", od->dir, name) < (int)sizeof(path))
-		unlink(path);
+	if (dfd >= 0)
+		pfd = open_parent(dfd, name, &base);
+	if (pfd >= 0) {
+		unlinkat(pfd, base, 0);
+		close(pfd);
+	}
+	if (dfd >= 0)
+		close(dfd);
+}
+
+void ktau__outdir_failed(struct ktau_outdir *od)
+{
+	if (od)
+		od->failed = 1;
+}
+
+/*
+ * A failed write: every file it made, then its directories, go; @made is
+ * what its manifest lists (this writer's files and directories, and the
+ * earlier run's it kept, which stay).
+ */
+static void discard_made(struct ktau_outdir *od, struct names *made)
+{
+	size_t i, l;
+	int dfd;
+
+	for (i = 0; i < made->n; i++)
+		if (made->v[i][strlen(made->v[i]) - 1] != '/' && !names_has(&od->kept, made->v[i]))
+			ktau__outdir_discard(od, made->v[i]);
+	dfd = open(od->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (i = 0; dfd >= 0 && i < made->n; i++) {
+		l = strlen(made->v[i]);
+		if (made->v[i][l - 1] != '/' || strchr(made->v[i], '/') != made->v[i] + l - 1)
+			continue;
+		made->v[i][l - 1] = '\0';
+		unlinkat(dfd, made->v[i], AT_REMOVEDIR);
+		made->v[i][l - 1] = '/';
+	}
+	if (dfd >= 0)
+		close(dfd);
 }
 
 /* The directory of od. */
@@ -1033,7 +1163,10 @@ int ktau_outdir_close(struct ktau_outdir *od)
 
 	if (!od)
 		return 0;
-	/* Stamps of the files listed: what the next run of this writer may remove. */
+	/*
+	 * Stamps of the files listed: what the next run of this writer may
+	 * remove; or, the write failed, those files removed.
+	 */
 	if (od->fd >= 0 && !fstat(od->fd, &st) && st.st_size > 0 && st.st_size < (64 << 20)) {
 		struct names made = { 0 };
 		char *text = malloc((size_t)st.st_size + 1);
@@ -1044,6 +1177,10 @@ int ktau_outdir_close(struct ktau_outdir *od)
 			ret = names_parse(&made, text);
 		}
 		free(text);
+		if (od->failed) {
+			discard_made(od, &made);
+			names_free(&made);	/* no stamps */
+		}
 		for (i = 0; i < made.n && !ret; i++) {
 			/* Kept from an earlier run: not as this writer left it. */
 			if (names_has(&od->kept, made.v[i]))
@@ -1059,7 +1196,7 @@ int ktau_outdir_close(struct ktau_outdir *od)
 		names_free(&made);
 	}
 	/* When it closed, for a later writer's question "did we run at once?". */
-	if (od->fd >= 0 && !ret) {
+	if (od->fd >= 0 && !ret && !od->failed) {
 		char id[64];
 
 		boot_id(id, sizeof(id));

@@ -375,6 +375,8 @@ int ktau_write_tau(const char *dir, const struct ktau_snap *snap,
 	if (ret)
 		return ret;
 	ret = ktau_write_tau_into(od, snap, reg, opts);
+	if (ret < 0)
+		ktau__outdir_failed(od);	/* no part of it left looking whole */
 	ret2 = ktau_outdir_close(od);
 	return ret < 0 || !ret2 ? ret : ret2;
 }

@@ -1699,7 +1699,6 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 	size_t n = 0, cap = 0, i;
 	uint64_t now;
 	int ret = 0, nfiles = 0, skipped = 0, node = g.rank < 0 ? 0 : g.rank;
-	size_t made = 0;
 
 	names = ktau__timer_names(&nnames);
 	if (!names && nnames)
@@ -1755,7 +1754,6 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 			ktau__rows_free(rows, nrows);
 			break;
 		}
-		made++;
 		ret = ktau__write_rows(f, &snaps[i], rows, nrows, node, (int)i);
 		if (fclose(f) && !ret)
 			ret = -errno;
@@ -1767,10 +1765,8 @@ static int kt_write_all(const char *dir, struct kt_thread *self)
 	 * Failed: none of the files this write made stays, so that no reader
 	 * takes part of the threads for all of them.
 	 */
-	for (i = 0; ret && i < made; i++) {
-		snprintf(path, sizeof(path), "profile.%d.0.%zu", node, i);
-		ktau__outdir_discard(od, path);
-	}
+	if (ret)
+		ktau__outdir_failed(od);
 	if (od) {
 		int c = ktau_outdir_close(od);
 

@@ -1683,9 +1683,24 @@ static int t_tau_ranks_concurrent(void)
 	{
 		struct ktau_tau_opts o = { .dense_processes = 1, .has_rank = 1, .rank = 2 };
 
-		int fd, ret;
+		int fd, ret, status;
+		pid_t pid;
 
-		CHECK(ktau_write_tau(dir, s, reg, &o) == 4, "rank 2 again");
+		/* A process of its own: one that ran beside rank 2 may not replace it. */
+		fflush(stdout);
+		pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0)
+			_exit(ktau_write_tau(dir, s, reg, &o) == 4 ? 0 : 1);
+		CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+		      "rank 2 again");
+		/* This process ran while rank 2's writer did: refused, nothing removed. */
+		ret = ktau_write_tau(dir, s, reg, &o);
+		CHECK(ret == -EEXIST && strstr(ktau_output_error(), "while this process ran"),
+		      "rank 2 from a process that ran beside its writer: %d (%s)", ret,
+		      ktau_output_error());
+		snprintf(path, sizeof(path), "%s/profile.2.0.0", dir);
+		CHECK(!access(path, F_OK), "the refused writer removed rank 2's files");
 		snprintf(path, sizeof(path), "%s/profile.3.2.0", dir);
 		CHECK(!access(path, F_OK), "rank 2 removed rank 3's files");
 		/* Another process writing rank 2 right now (its manifest locked). */
