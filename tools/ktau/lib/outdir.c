@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -609,12 +610,28 @@ static unsigned long long boottime_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec - (unsigned long long)boottime_offset_ns();
 }
 
-/* When this program started (its image: a shell's last command is exec()ed late). */
-static unsigned long long exec_ns;
+/*
+ * When this program started (its image: a shell's last command is
+ * exec()ed late), or this process was forked from it (a child inherits
+ * the variable): to the ns. A library loaded later (dlopen(), Python's
+ * import) starts at its load: documented. The offset is taken once, so
+ * that the fork handler only reads the clock (async-signal-safe).
+ */
+static unsigned long long exec_ns, start_offset_ns;
+
+static void outdir_note_fork(void)
+{
+	struct timespec ts;
+
+	if (!clock_gettime(CLOCK_BOOTTIME, &ts))
+		exec_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec - start_offset_ns;
+}
 
 __attribute__((constructor)) static void outdir_note_start(void)
 {
-	exec_ns = boottime_ns();
+	start_offset_ns = (unsigned long long)boottime_offset_ns();
+	outdir_note_fork();
+	pthread_atfork(NULL, NULL, outdir_note_fork);
 }
 
 /*
@@ -1015,6 +1032,9 @@ FILE *ktau_outdir_create(struct ktau_outdir *od, const char *name)
 	before = lseek(od->fd, 0, SEEK_CUR);
 	ret = before < 0 ? -errno : write_all(od->fd, line, strlen(line));
 	if (ret) {
+		/* No part of a name left listed (a failed write removes what is). */
+		if (before >= 0 && !ftruncate(od->fd, before))
+			lseek(od->fd, before, SEEK_SET);
 		fail(ret, "cannot write the list of files in %s: %s", od->dir, strerror(-ret));
 		errno = -ret;
 		return NULL;
