@@ -509,8 +509,7 @@ int ktau_callgraph_write(FILE *f, const struct ktau_callgraph *g, const char *so
 		}
 		fputc('\n', f);
 	}
-	fflush(f);
-	return ferror(f) ? -EIO : 0;
+	return ktau__stream_err(f);
 }
 
 const char *const *ktau_callgraph_callees(const struct ktau_callgraph *g, const char *name,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "libktau.h"
 #include "sample-internal.h"
 
@@ -84,7 +85,7 @@ int ktau_write_folded(FILE *f, const struct ktau_snap *snap,
 			fprintf(f, " %llu\n", (unsigned long long)e->excl_ns);
 		}
 	}
-	return ferror(f) ? -EIO : 0;
+	return ktau__stream_err(f);
 }
 
 /* ---- Samples ---------------------------------------------------------- */
@@ -166,7 +167,7 @@ int ktau_write_sample_folded(FILE *f, const struct ktau_sample_profile *p,
 				c += v[m].count;
 			fprintf(f, "%s %llu\n", v[i].text, (unsigned long long)c);
 		}
-		ret = ferror(f) ? -EIO : 0;
+		ret = ktau__stream_err(f);
 	}
 	for (i = 0; i < n; i++)
 		free(v[i].text);

@@ -1089,6 +1089,14 @@ void ktau__outdir_discard(struct ktau_outdir *od, const char *name)
 		close(dfd);
 }
 
+int ktau__stream_err(FILE *f)
+{
+	errno = 0;
+	if (fflush(f))
+		return errno ? -errno : -EIO;
+	return ferror(f) ? -EIO : 0;
+}
+
 void ktau__outdir_failed(struct ktau_outdir *od)
 {
 	if (od)

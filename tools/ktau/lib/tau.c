@@ -315,7 +315,7 @@ static int write_task(FILE *f, const struct ktau_snap *snap, const struct ktau_t
 	fputs("0 aggregates\n", f);
 	free(names);
 	ktau__srows_free(srows, nsrows);
-	return ferror(f) ? -EIO : 0;
+	return ktau__stream_err(f);
 }
 
 int ktau_write_tau_task(FILE *f, const struct ktau_snap *snap,

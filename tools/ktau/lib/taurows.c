@@ -140,7 +140,7 @@ int ktau_write_tau_rows(FILE *f, const char *metric, const struct ktau_tau_row *
 				(unsigned long long)rows[i].calls, (unsigned long long)rows[i].subrs,
 				rows[i].excl, rows[i].incl, rows[i].group);
 		fputs("0 aggregates\n", f);
-		ret = ferror(f) ? -EIO : 0;
+		ret = ktau__stream_err(f);
 	}
 	for (i = 0; i < n; i++)
 		free(names[i]);

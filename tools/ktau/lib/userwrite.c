@@ -581,8 +581,5 @@ int ktau__write_rows(FILE *f, const struct kt_tsnap *ts, const struct ktau__row 
 			(unsigned long long)rows[i].calls, (unsigned long long)rows[i].subrs,
 			rows[i].excl / 1000.0, rows[i].incl / 1000.0, rows[i].group);
 	fputs("0 aggregates\n", f);
-	/* The write's own error (ENOSPC, EFBIG), not a generic one. */
-	if (fflush(f))
-		return errno ? -errno : -EIO;
-	return ferror(f) ? -EIO : 0;
+	return ktau__stream_err(f);
 }
