@@ -319,6 +319,11 @@ struct ktau_sample_profile;
  * with O_EXCL, after listing it: -EEXIST (errno) when the file exists,
  * which is never replaced (two ranks with one number, two jobs in one
  * directory). On errors, ktau_output_error() says what was wrong.
+ * From its first open to its last close a thread has SIGXFSZ blocked: a
+ * write over a file size limit fails with EFBIG, and the signal takes its
+ * effect at close, after a failed write's files are removed (a child
+ * forked meanwhile starts with the mask as it was). Open, write and close
+ * od in one thread.
  */
 struct ktau_outdir;
 #define KTAU_OUTDIR_FORCE	1

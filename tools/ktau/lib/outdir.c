@@ -31,6 +31,14 @@
  *    (-EEXIST: another writer has the same node, or a foreign file has the
  *    name). The manifest is locked (flock) while the writer writes: a
  *    second writer of the same kind and node gets -EBUSY.
+ *  - From open to close the calling thread blocks SIGXFSZ: a file size
+ *    limit (RLIMIT_FSIZE) makes a write fail with EFBIG instead of killing
+ *    the process with its files half written; the signal stays pending
+ *    and takes its effect (the default kills the process) once close has
+ *    removed what the failed write made (the thread's last close: they
+ *    nest). Open, write and close in one thread. A child forked
+ *    meanwhile starts with the mask as it was before (ktaud trace runs
+ *    its command with its directory open).
  *
  * Thus MPI ranks (each its own node and manifest) and machines writing
  * into one shared directory never overwrite each other.
@@ -40,6 +48,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +85,7 @@ struct ktau_outdir {
 	int flags;
 	int failed;		/* ktau__outdir_failed(): what it made goes at close */
 	struct names kept;	/* the earlier run's files left (changed since) */
+	sigset_t oldmask;	/* the thread's mask before SIGXFSZ was held (xfsz_hold()) */
 };
 
 /* The calling thread's last message (ktau__why_set()). */
@@ -619,12 +629,42 @@ static unsigned long long boottime_ns(void)
  */
 static unsigned long long exec_ns, start_offset_ns;
 
+/*
+ * SIGXFSZ held back from the first open to the last close of a thread's
+ * output directories: the mask before (the outermost one's), and how many
+ * are open. Not a sigset_t in thread-local storage (see ktau__why_set()).
+ */
+static __thread const sigset_t *xfsz_before;
+static __thread unsigned int xfsz_open;
+
+static void xfsz_hold(struct ktau_outdir *od)
+{
+	sigset_t set;
+
+	if (xfsz_open++)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &od->oldmask);
+	xfsz_before = &od->oldmask;
+}
+
+/* At the last close; or in a child forked meanwhile: it gets the mask as it was. */
+static void xfsz_release(void)
+{
+	if (xfsz_before)
+		pthread_sigmask(SIG_SETMASK, xfsz_before, NULL);
+	xfsz_before = NULL;
+	xfsz_open = 0;
+}
+
 static void outdir_note_fork(void)
 {
 	struct timespec ts;
 
 	if (!clock_gettime(CLOCK_BOOTTIME, &ts))
 		exec_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec - start_offset_ns;
+	xfsz_release();
 }
 
 __attribute__((constructor)) static void outdir_note_start(void)
@@ -983,6 +1023,7 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	}
 	if (ret)
 		goto err;
+	xfsz_hold(od);
 	*out = od;
 	return 0;
 err:
@@ -1239,6 +1280,9 @@ int ktau_outdir_close(struct ktau_outdir *od)
 	names_free(&od->kept);
 	free(od->dir);
 	free(od->manifest);
+	/* A file size limit's SIGXFSZ, if a write met it, now takes effect. */
+	if (xfsz_before == &od->oldmask || (xfsz_open && !--xfsz_open))
+		xfsz_release();
 	free(od);
 	return ret;
 }

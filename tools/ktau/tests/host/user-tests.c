@@ -1637,21 +1637,22 @@ static void *many_routines(void *arg)
 }
 
 /*
- * A write that fails for one thread's file (here EFBIG: a file size
- * limit, SIGXFSZ ignored) leaves none of the files it made, so that no
- * reader takes the threads before it for all, and says the write's own
- * error, not a generic one.
+ * A write that fails part way (RLIMIT_FSIZE, in a child) removes every
+ * file it made: no profile looks whole with a thread missing. With
+ * SIGXFSZ ignored the write returns its own error, -EFBIG, not a generic
+ * one; left to its default, the process still dies of it (as it would
+ * have), but only after the failed write's files are gone.
  */
-static int t_outdir_write_fails(void)
+static int outdir_write_fails(const char *name, int ignore)
 {
-	struct rlimit rl = { 3500, 3500 };
+	struct rlimit rl = { 3500, 3500 }, core = { 0, 0 };
 	char dir[600], path[700];
 	void *tret = NULL;
 	pthread_t th;
 	int status, ret;
 	pid_t pid;
 
-	subdir(dir, sizeof(dir), "write-fails");
+	subdir(dir, sizeof(dir), name);
 	fflush(stdout);
 	pid = fork();
 	CHECK(pid >= 0, "fork");
@@ -1659,19 +1660,82 @@ static int t_outdir_write_fails(void)
 		if (timed_once("main_work") || pthread_create(&th, NULL, many_routines, NULL) ||
 		    pthread_join(th, &tret) || tret)
 			_exit(2);
-		signal(SIGXFSZ, SIG_IGN);
-		if (setrlimit(RLIMIT_FSIZE, &rl))
+		signal(SIGXFSZ, ignore ? SIG_IGN : SIG_DFL);
+		if (setrlimit(RLIMIT_CORE, &core) || setrlimit(RLIMIT_FSIZE, &rl))
 			_exit(3);
 		ret = ktau_user_write(dir);
 		_exit(ret == -EFBIG ? 0 : ret < 0 && ret > -100 ? 10 + -ret : 4);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "child");
-	CHECK(!WEXITSTATUS(status), "child: status %d (2 threads, 3 rlimit, 4 written, "
-	      "10 + errno: not EFBIG)", WEXITSTATUS(status));
+	CHECK(waitpid(pid, &status, 0) == pid, "child");
+	if (ignore)
+		CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "child: status %#x (exit 2 "
+		      "threads, 3 rlimit, 4 written, 10 + errno: not EFBIG)", status);
+	else
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ, "child: status %#x, "
+		      "not killed by SIGXFSZ (exit 2 threads, 3 rlimit, 0 or 10 + errno "
+		      "lived)", status);
 	snprintf(path, sizeof(path), "%s/profile.0.0.0", dir);
 	CHECK(access(path, F_OK), "%s stayed after the write failed", path);
 	snprintf(path, sizeof(path), "%s/profile.0.0.1", dir);
 	CHECK(access(path, F_OK), "%s stayed after its write failed", path);
+	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
+static int t_outdir_write_fails(void)
+{
+	return outdir_write_fails("write-fails", 1);
+}
+
+static int t_outdir_write_fails_signal(void)
+{
+	return outdir_write_fails("write-fails-signal", 0);
+}
+
+/* Whether the calling thread has SIGXFSZ blocked: 1, 0, or -1. */
+static int xfsz_blocked(void)
+{
+	sigset_t now;
+
+	if (pthread_sigmask(SIG_BLOCK, NULL, &now))
+		return -1;
+	return sigismember(&now, SIGXFSZ);
+}
+
+/*
+ * SIGXFSZ is held back from the first open to the last close of a
+ * thread's directories, and not in a child forked meanwhile (ktaud trace
+ * runs its command so): the command must not start with it blocked.
+ */
+static int t_outdir_xfsz_mask(void)
+{
+	struct ktau_outdir *a = NULL, *b = NULL;
+	char dir[600], dir2[700], path[800];
+	int status;
+	pid_t pid;
+
+	subdir(dir, sizeof(dir), "xfsz-mask");
+	snprintf(dir2, sizeof(dir2), "%s/inner", dir);
+	CHECK(xfsz_blocked() == 0, "SIGXFSZ blocked before the test");
+	CHECK(ktau_outdir_open(dir, "user", 0, 0, &a) == 0, "open: %s", ktau_output_error());
+	CHECK(xfsz_blocked() == 1, "SIGXFSZ not held while a directory is open");
+	CHECK(ktau_outdir_open(dir2, "user", 0, 0, &b) == 0, "open: %s", ktau_output_error());
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0)
+		_exit(xfsz_blocked() == 0 ? 0 : 1);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "child");
+	CHECK(!WEXITSTATUS(status), "a child forked with a directory open has SIGXFSZ blocked");
+	CHECK(ktau_outdir_close(b) == 0, "close inner");
+	CHECK(xfsz_blocked() == 1, "SIGXFSZ not held after the inner close");
+	CHECK(ktau_outdir_close(a) == 0, "close outer");
+	CHECK(xfsz_blocked() == 0, "SIGXFSZ still blocked after the last close");
+	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir2);
+	unlink(path);
+	rmdir(dir2);
 	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
 	unlink(path);
 	rmdir(dir);
@@ -1940,6 +2004,8 @@ static const struct host_test tests[] = {
 	{ "user_outdir_concurrent", t_outdir_concurrent },
 	{ "user_outdir_killed", t_outdir_killed },
 	{ "user_outdir_write_fails", t_outdir_write_fails },
+	{ "user_outdir_write_fails_signal", t_outdir_write_fails_signal },
+	{ "user_outdir_xfsz_mask", t_outdir_xfsz_mask },
 	{ "user_outdir_force", t_outdir_force },
 	{ "user_ranks_shared_dir", t_ranks_shared_dir },
 	{ "user_trace", t_trace_user },
