@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "libktau.h"
 #include "pyframe.h"
 
@@ -443,10 +444,12 @@ static PyObject *py_write_rows(PyObject *self, PyObject *args)
 			goto fail;
 		}
 	}
-	if (ktau_outdir_close(od))
-		return output_error(-EIO, dir);
+	ret = ktau_outdir_close(od);
+	if (ret)
+		return output_error(ret, dir);
 	Py_RETURN_NONE;
 fail:
+	ktau__outdir_failed(od);	/* no part of it left looking whole */
 	ktau_outdir_close(od);
 	return NULL;
 }

@@ -213,6 +213,38 @@ def case_keeps_foreign(work):
         fail("a directory with others' files was written to:\n" + r.stderr)
 
 
+# A sample-mode write that fails part way (RLIMIT_FSIZE on its second
+# file) leaves none of its files: no profile that looks whole but lacks
+# a thread; and the error says so.
+def case_write_rows_fails(work):
+    out = os.path.join(work, "p-fails")
+    s = script(work, "fails.py", """
+        import resource, signal, sys
+        from ktau import _ktau
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        def rows(n):
+            return [("f%d" % i, "TAU_PYTHON", 1, 0, 1.0, 1.0) for i in range(n)]
+        files = [("profile.0.0.0", "TIME", rows(3), [("Name", "one")]),
+                 ("profile.0.0.1", "TIME", rows(4000), [("Name", "two")])]
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+        try:
+            _ktau.write_rows(sys.argv[1], "python-sample", 0, files)
+        except (OSError, ValueError) as e:
+            print("refused:", e)
+            sys.exit(0)
+        sys.exit(3)
+        """)
+    r = subprocess.run([PY, s, out], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail("write_rows over RLIMIT_FSIZE: exit %d (3: no error)\n%s%s" % (
+            r.returncode, r.stdout, r.stderr))
+    if "File too large" not in r.stdout:
+        fail("the error does not say why: " + r.stdout)
+    left = sorted(f for f in os.listdir(out) if not f.startswith(".ktau-written"))
+    if left:
+        fail("files left after the failed write: %s" % left)
+
+
 # Sample mode on a kernel without KTAU: refused with a message, exit 2.
 def case_sample_refuses(work):
     if os.path.exists("/proc/ktau"):

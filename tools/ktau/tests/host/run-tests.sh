@@ -1395,6 +1395,7 @@ c_py_exit_status() { py_case exit_status; }
 c_py_fork_exec() { py_case fork_exec; }
 c_py_region_api() { py_case region_api; }
 c_py_keeps_foreign() { py_case keeps_foreign; }
+c_py_write_rows_fails() { py_case write_rows_fails; }
 c_py_sample_refuses() { py_case sample_refuses; }
 c_py_walker() { py_case walker; }
 # The extension's thread-local storage is in glibc's static block
@@ -2679,7 +2680,7 @@ c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace
 c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
 c_bench_user_timer c_interp c_callgraph c_faults_workload c_analyzer c_fuzz_trace_finish c_fuzz_smoke
-c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign
+c_py_run_counts c_py_threads c_py_exit_status c_py_fork_exec c_py_region_api c_py_keeps_foreign c_py_write_rows_fails
 c_py_sample_refuses c_py_walker c_py_static_tls c_py_sample_rows c_py_pip_install
 c_lib_exports c_lib_foreign_hooks c_lib_installed_moved c_foreign_timer_no_ktau c_taucheck
 c_uapi_compat_layout c_fixtures_current_abi"
