@@ -197,16 +197,26 @@ static u32 ktau_tsc_khz;
 
 static int __init ktau_clock_calibrate(void)
 {
-	u64 t0, n0, dn;
+	unsigned long flags;
+	u64 t0, n0, t1, dn;
 
 	if (tsc_khz || !boot_cpu_has(X86_FEATURE_TSC))
 		return 0;
+	/*
+	 * Each pair back to back: an interrupt or a preemption between
+	 * them would skew the rate of the whole boot by its share of 200 ms.
+	 */
+	local_irq_save(flags);
 	n0 = ktime_get_ns();
 	t0 = rdtsc();
+	local_irq_restore(flags);
 	msleep(200);
+	local_irq_save(flags);
 	dn = ktime_get_ns() - n0;
+	t1 = rdtsc();
+	local_irq_restore(flags);
 	if (dn)
-		ktau_tsc_khz = mul_u64_u64_div_u64(rdtsc() - t0, NSEC_PER_MSEC, dn);
+		ktau_tsc_khz = mul_u64_u64_div_u64(t1 - t0, NSEC_PER_MSEC, dn);
 	pr_info("ktau: TSC not calibrated by the kernel, measured %u kHz\n",
 		ktau_tsc_khz);
 	return 0;
