@@ -852,9 +852,16 @@ static int ktau_trace_attach_all(struct ktau_tsession *s, const struct ktau_trac
 		struct ktau_tbuf *old = NULL;
 		int e = -EINTR;
 
-		/* Killed: the threads not reached are counted refused. */
+		/*
+		 * Killed: the threads not reached are counted refused. The
+		 * lock's wait is not the only place to notice it: an
+		 * uncontended down_read_killable() does not look.
+		 */
+		if (err != -EINTR && fatal_signal_pending(current))
+			err = -EINTR;
+		/* A thread without a profile of its own cannot be traced. */
 		if (err != -EINTR)
-			e = kt ? ktau_trace_attach_task(s, v[i], kt, a, &old) : 0;
+			e = kt ? ktau_trace_attach_task(s, v[i], kt, a, &old) : -ENOMEM;
 		if (e == -EINTR)
 			err = e;
 		if (e && e != -EEXIST)

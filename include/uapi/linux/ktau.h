@@ -497,8 +497,10 @@ struct ktau_trace_stats {
 	__u64 records;		/* records written to its buffers */
 	__u64 lost;		/* records lost: buffer full */
 	__u64 refused;		/* attaches refused: bounds, memory, in */
-				/* another session (inherited, walk) */
-	__u64 denied;		/* threads that exec'd a non-dumpable program */
+				/* another session, no profile (inherited, */
+				/* walk) */
+	__u64 denied;		/* traced threads that exec'd a program */
+				/* that is not dumpable */
 	__u64 buffered;		/* records waiting to be read */
 };
 
