@@ -421,7 +421,8 @@ struct ktau_probe_req {
  * afterwards are attached too, from their first instruction. Tracing
  * goes on across exec, and ends with KTAU_IOC_TRACE_DETACH, the close of
  * the session's file, the thread's exit, and an exec of a program that is
- * not dumpable when the opener had no CAP_PERFMON (counted as denied). A
+ * not dumpable when the opener had no CAP_PERFMON (counted as denied,
+ * unless the thread had been detached before). A
  * full buffer counts new records as lost; when there is room again, one
  * record of kind KTAU_TRACE_LOST gives how many were lost and between
  * which times.
