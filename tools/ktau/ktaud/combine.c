@@ -183,8 +183,9 @@ static int combine_snapshots(char **files, size_t n, const char *outdir, int for
 	}
 	if (rc)
 		ktau__outdir_failed(od);	/* no combination missing nodes */
-	if (ktau_outdir_close(od) && !rc)
-		rc = report(-EIO, "close the output directory");
+	ret = ktau_outdir_close(od);
+	if (ret && !rc)
+		rc = report(ret, "close the output directory");
 	if (!rc && !quiet)
 		fprintf(stderr, "ktaud combine: %zu snapshot file%s, %zu nodes (in argument order); "
 			"profile: %s/ (paraprof, pprof)\n", n, n == 1 ? "" : "s", n, outdir);
@@ -353,8 +354,9 @@ int cmd_combine(int argc, char **argv)
 out:
 	if (rc)
 		ktau__outdir_failed(od);
-	if (ktau_outdir_close(od) && !rc)
-		rc = report(-EIO, "close the output directory");
+	ret = ktau_outdir_close(od);
+	if (ret && !rc)
+		rc = report(ret, "close the output directory");
 	if (prof)
 		for (i = 0; i < nin; i++)
 			tprofile_free(&prof[i]);

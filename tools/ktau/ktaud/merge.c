@@ -1000,8 +1000,9 @@ int cmd_merge(int argc, char **argv)
 out:
 	if (rc)
 		ktau__outdir_failed(od);	/* no partial merged profile */
-	if (ktau_outdir_close(od) && !rc)
-		rc = report(-EIO, "close the output directory");
+	ret = ktau_outdir_close(od);
+	if (ret && !rc)
+		rc = report(ret, "close the output directory");
 	free(outexp);
 	if (mg && prof.nm) {
 		for (i = 0; i < prof.m[prof.time].n; i++)

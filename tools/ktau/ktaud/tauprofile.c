@@ -837,5 +837,5 @@ int tfile_write(FILE *out, const struct tfile *f, const struct tfile_out *o)
 			fprintf(out, "\"%s\" %llu %.16G %.16G %.16G %.16G\n", f->e[i].name, f->e[i].n,
 				f->e[i].max, f->e[i].min, f->e[i].mean, f->e[i].sumsqr);
 	}
-	return ferror(out) ? -EIO : 0;
+	return ktau__stream_err(out);
 }

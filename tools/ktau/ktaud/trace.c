@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <linux/ktau.h>
 
+#include "internal.h"
 #include "ktaud.h"
 #include "sample.h"
 #include "trace.h"
@@ -1595,8 +1596,10 @@ static int convert(struct topts *o, const char *path)
 		while ((n = fread(b, 1, sizeof(b), in)) > 0)
 			if (fwrite(b, 1, n, f) != n)
 				break;
-		if (ferror(in) || ferror(f))
+		if (ferror(in))
 			rc = report(-EIO, "copy the raw trace");
+		else if ((ret = ktau__stream_err(f)))
+			rc = report(ret, "copy the raw trace");
 	}
 	if (in)
 		fclose(in);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include "internal.h"
 #include "ktaud.h"
 #include "trace.h"
 
@@ -40,7 +41,8 @@ static struct json_object *us(uint64_t ns)
 static int emit(FILE *f, struct json_object *o, int *first)
 {
 	const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
-	int ret = s && fprintf(f, "%s\n%s", *first ? "" : ",", s) >= 0 ? 0 : -ENOMEM;
+	int ret = !s ? -ENOMEM : fprintf(f, "%s\n%s", *first ? "" : ",", s) < 0 ?
+		  (errno ? -errno : -EIO) : 0;
 
 	*first = 0;
 	json_object_put(o);
@@ -209,6 +211,8 @@ int trace_write_json(FILE *f, const struct ktau_trace *t)
 		ret = json_samples(f, t, i, t0, &first);
 	if (!ret && fprintf(f, "\n]}\n") < 0)
 		ret = -EIO;
+	if (!ret)
+		ret = ktau__stream_err(f);
 	return ret;
 }
 

@@ -1132,9 +1132,12 @@ void ktau__outdir_discard(struct ktau_outdir *od, const char *name)
 
 int ktau__stream_err(FILE *f)
 {
+	int e = errno;
+
 	errno = 0;
-	if (fflush(f))
-		return errno ? -errno : -EIO;
+	if (fflush(f) && errno)
+		return -errno;
+	errno = e;
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -1201,7 +1204,7 @@ int ktau_outdir_adopt(struct ktau_outdir *od, const char *name, const char *src)
 			ret = -errno;
 		while (in && (n = fread(buf, 1, sizeof(buf), in)) > 0)
 			if (fwrite(buf, 1, n, f) != n) {
-				ret = -EIO;
+				ret = ktau__stream_err(f) ?: -EIO;
 				break;
 			}
 		if (in && ferror(in))
