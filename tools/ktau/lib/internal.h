@@ -64,14 +64,22 @@ mode_t ktau__umask(void);
  * partial file is left looking complete (its name stays listed: nothing
  * there the next time).
  */
-/*
- * A written stream's state: 0, or its write's own error (ENOSPC, EFBIG,
- * after fflush()), -EIO when the stream does not say which.
- */
-int ktau__stream_err(FILE *f);
 struct ktau_outdir;
 void ktau__outdir_discard(struct ktau_outdir *od, const char *name);
 /* The write failed: at close, every file od made is removed (none looks complete). */
 void ktau__outdir_failed(struct ktau_outdir *od);
+/*
+ * A written stream's state: 0, or its write's own error (ENOSPC, EFBIG,
+ * after fflush()), -EIO when the stream does not say which (errno then
+ * as it was).
+ */
+int ktau__stream_err(FILE *f);
+/*
+ * SIGXFSZ held back in the calling thread while it writes (a file size
+ * limit then fails the write with EFBIG), until the matching release
+ * (they nest); see outdir.c. Async-signal-safe.
+ */
+void ktau__xfsz_hold(void);
+void ktau__xfsz_release(void);
 
 #endif

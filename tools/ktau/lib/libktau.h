@@ -319,11 +319,14 @@ struct ktau_sample_profile;
  * with O_EXCL, after listing it: -EEXIST (errno) when the file exists,
  * which is never replaced (two ranks with one number, two jobs in one
  * directory). On errors, ktau_output_error() says what was wrong.
- * From its first open to its last close a thread has SIGXFSZ blocked: a
- * write over a file size limit fails with EFBIG, and the signal takes its
- * effect at close, after a failed write's files are removed (a child
- * forked meanwhile starts with the mask as it was). Open, write and close
- * od in one thread.
+ * From its first open to its last close (in any order) a thread has
+ * SIGXFSZ blocked, unless it was already: a write over a file size limit
+ * fails with EFBIG, and the signal takes its effect at close, after a
+ * failed write's files are removed. Only SIGXFSZ's bit changes. A child
+ * made by fork() meanwhile starts with SIGXFSZ as it was; one made by
+ * posix_spawn(), vfork(), system() or popen() starts with it blocked
+ * (POSIX_SPAWN_SETSIGMASK sets its mask). Open, write and close od in one
+ * thread.
  */
 struct ktau_outdir;
 #define KTAU_OUTDIR_FORCE	1

@@ -36,9 +36,13 @@
  *    the process with its files half written; the signal stays pending
  *    and takes its effect (the default kills the process) once close has
  *    removed what the failed write made (the thread's last close: they
- *    nest). Open, write and close in one thread. A child forked
- *    meanwhile starts with the mask as it was before (ktaud trace runs
- *    its command with its directory open).
+ *    nest, in any order). Only SIGXFSZ's bit changes, and only when it
+ *    was not blocked already. Open, write and close in one thread (a
+ *    close in another leaves the opener's SIGXFSZ blocked). A child made
+ *    by fork() meanwhile starts with SIGXFSZ as it was (ktaud trace runs
+ *    its command so); one made by posix_spawn(), vfork(), system() or
+ *    popen() runs no fork handler and starts with it blocked
+ *    (POSIX_SPAWN_SETSIGMASK sets its mask).
  *
  * Thus MPI ranks (each its own node and manifest) and machines writing
  * into one shared directory never overwrite each other.
@@ -85,7 +89,8 @@ struct ktau_outdir {
 	int flags;
 	int failed;		/* ktau__outdir_failed(): what it made goes at close */
 	struct names kept;	/* the earlier run's files left (changed since) */
-	sigset_t oldmask;	/* the thread's mask before SIGXFSZ was held (xfsz_hold()) */
+	pthread_t owner;	/* the thread that opened it, */
+	int holds;		/* holding SIGXFSZ back (ktau__xfsz_hold()) */
 };
 
 /* The calling thread's last message (ktau__why_set()). */
@@ -630,32 +635,42 @@ static unsigned long long boottime_ns(void)
 static unsigned long long exec_ns, start_offset_ns;
 
 /*
- * SIGXFSZ held back from the first open to the last close of a thread's
- * output directories: the mask before (the outermost one's), and how many
- * are open. Not a sigset_t in thread-local storage (see ktau__why_set()).
+ * SIGXFSZ held back in a thread while it writes: how many writes hold it
+ * (output directories open, the runtime's trace file), and whether the
+ * first one blocked it (it was not blocked before). Only SIGXFSZ's bit is
+ * ever changed: signals the caller blocks or unblocks meanwhile stay so.
  */
-static __thread const sigset_t *xfsz_before;
-static __thread unsigned int xfsz_open;
+static __thread unsigned int xfsz_holds;
+static __thread int xfsz_blocked;
 
-static void xfsz_hold(struct ktau_outdir *od)
+static void xfsz_unblock(void)
 {
 	sigset_t set;
 
-	if (xfsz_open++)
+	if (xfsz_blocked) {
+		sigemptyset(&set);
+		sigaddset(&set, SIGXFSZ);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
+	xfsz_blocked = 0;
+	xfsz_holds = 0;
+}
+
+void ktau__xfsz_hold(void)
+{
+	sigset_t set, old;
+
+	if (xfsz_holds++)
 		return;
 	sigemptyset(&set);
 	sigaddset(&set, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &set, &od->oldmask);
-	xfsz_before = &od->oldmask;
+	xfsz_blocked = !pthread_sigmask(SIG_BLOCK, &set, &old) && !sigismember(&old, SIGXFSZ);
 }
 
-/* At the last close; or in a child forked meanwhile: it gets the mask as it was. */
-static void xfsz_release(void)
+void ktau__xfsz_release(void)
 {
-	if (xfsz_before)
-		pthread_sigmask(SIG_SETMASK, xfsz_before, NULL);
-	xfsz_before = NULL;
-	xfsz_open = 0;
+	if (xfsz_holds && !--xfsz_holds)
+		xfsz_unblock();
 }
 
 static void outdir_note_fork(void)
@@ -664,7 +679,8 @@ static void outdir_note_fork(void)
 
 	if (!clock_gettime(CLOCK_BOOTTIME, &ts))
 		exec_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec - start_offset_ns;
-	xfsz_release();
+	/* A child forked while its parent writes starts as the parent did. */
+	xfsz_unblock();
 }
 
 __attribute__((constructor)) static void outdir_note_start(void)
@@ -1023,7 +1039,9 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	}
 	if (ret)
 		goto err;
-	xfsz_hold(od);
+	od->owner = pthread_self();
+	od->holds = 1;
+	ktau__xfsz_hold();
 	*out = od;
 	return 0;
 err:
@@ -1284,8 +1302,8 @@ int ktau_outdir_close(struct ktau_outdir *od)
 	free(od->dir);
 	free(od->manifest);
 	/* A file size limit's SIGXFSZ, if a write met it, now takes effect. */
-	if (xfsz_before == &od->oldmask || (xfsz_open && !--xfsz_open))
-		xfsz_release();
+	if (od->holds && pthread_equal(od->owner, pthread_self()))
+		ktau__xfsz_release();
 	free(od);
 	return ret;
 }

@@ -1856,6 +1856,8 @@ static void kt_write_trace(const char *dir)
 			path, strerror(errno));
 		return;
 	}
+	/* Over a file size limit: EFBIG and the file removed, not a kill mid-way. */
+	ktau__xfsz_hold();
 	names = ktau__timer_names(&nnames);
 	hdr[0] = 1;
 	hdr[1] = names ? nnames : 0;
@@ -1900,6 +1902,7 @@ static void kt_write_trace(const char *dir)
 		unlink(path);
 		fprintf(stderr, "libktau: cannot write %s: %s (removed)\n", path, strerror(e));
 	}
+	ktau__xfsz_release();
 }
 
 static void kt_atexit(void)

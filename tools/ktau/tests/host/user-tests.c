@@ -1694,45 +1694,64 @@ static int t_outdir_write_fails_signal(void)
 	return outdir_write_fails("write-fails-signal", 0);
 }
 
-/* Whether the calling thread has SIGXFSZ blocked: 1, 0, or -1. */
-static int xfsz_blocked(void)
+/* Whether the calling thread has signal @sig blocked: 1, 0, or -1. */
+static int sig_blocked(int sig)
 {
 	sigset_t now;
 
 	if (pthread_sigmask(SIG_BLOCK, NULL, &now))
 		return -1;
-	return sigismember(&now, SIGXFSZ);
+	return sigismember(&now, sig);
 }
 
 /*
  * SIGXFSZ is held back from the first open to the last close of a
- * thread's directories, and not in a child forked meanwhile (ktaud trace
- * runs its command so): the command must not start with it blocked.
+ * thread's directories, closed in any order, and not in a child forked
+ * meanwhile (ktaud trace runs its command so): the command must not start
+ * with it blocked. Only its bit changes: a signal the caller blocks while
+ * a directory is open stays blocked; a SIGXFSZ the caller had blocked
+ * stays blocked.
  */
 static int t_outdir_xfsz_mask(void)
 {
 	struct ktau_outdir *a = NULL, *b = NULL;
 	char dir[600], dir2[700], path[800];
+	sigset_t usr1, xfsz;
 	int status;
 	pid_t pid;
 
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
 	subdir(dir, sizeof(dir), "xfsz-mask");
 	snprintf(dir2, sizeof(dir2), "%s/inner", dir);
-	CHECK(xfsz_blocked() == 0, "SIGXFSZ blocked before the test");
+	CHECK(sig_blocked(SIGXFSZ) == 0, "SIGXFSZ blocked before the test");
 	CHECK(ktau_outdir_open(dir, "user", 0, 0, &a) == 0, "open: %s", ktau_output_error());
-	CHECK(xfsz_blocked() == 1, "SIGXFSZ not held while a directory is open");
+	CHECK(sig_blocked(SIGXFSZ) == 1, "SIGXFSZ not held while a directory is open");
 	CHECK(ktau_outdir_open(dir2, "user", 0, 0, &b) == 0, "open: %s", ktau_output_error());
+	CHECK(pthread_sigmask(SIG_BLOCK, &usr1, NULL) == 0, "block SIGUSR1");
 	fflush(stdout);
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0)
-		_exit(xfsz_blocked() == 0 ? 0 : 1);
+		_exit(sig_blocked(SIGXFSZ) != 0 ? 1 : sig_blocked(SIGUSR1) != 1 ? 2 : 0);
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "child");
-	CHECK(!WEXITSTATUS(status), "a child forked with a directory open has SIGXFSZ blocked");
-	CHECK(ktau_outdir_close(b) == 0, "close inner");
-	CHECK(xfsz_blocked() == 1, "SIGXFSZ not held after the inner close");
+	CHECK(WEXITSTATUS(status) != 1, "a child forked with a directory open has SIGXFSZ blocked");
+	CHECK(WEXITSTATUS(status) != 2, "a child forked with a directory open lost SIGUSR1's block");
+	/* The outer one first. */
 	CHECK(ktau_outdir_close(a) == 0, "close outer");
-	CHECK(xfsz_blocked() == 0, "SIGXFSZ still blocked after the last close");
+	CHECK(sig_blocked(SIGXFSZ) == 1, "SIGXFSZ not held after the outer close, the inner open");
+	CHECK(ktau_outdir_close(b) == 0, "close inner");
+	CHECK(sig_blocked(SIGXFSZ) == 0, "SIGXFSZ still blocked after the last close");
+	CHECK(sig_blocked(SIGUSR1) == 1, "the close unblocked SIGUSR1, blocked after the open");
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL) == 0, "unblock SIGUSR1");
+	/* Blocked by the caller before: still blocked after the close. */
+	CHECK(pthread_sigmask(SIG_BLOCK, &xfsz, NULL) == 0, "block SIGXFSZ");
+	CHECK(ktau_outdir_open(dir2, "user", 0, 0, &a) == 0, "open: %s", ktau_output_error());
+	CHECK(ktau_outdir_close(a) == 0, "close");
+	CHECK(sig_blocked(SIGXFSZ) == 1, "the close unblocked a SIGXFSZ the caller had blocked");
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &xfsz, NULL) == 0, "unblock SIGXFSZ");
 	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir2);
 	unlink(path);
 	rmdir(dir2);
