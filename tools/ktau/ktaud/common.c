@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,23 @@ uint64_t now_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static struct sigaction xfsz_old;
+static int xfsz_saved;
+
+void xfsz_ignore(void)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+
+	sigemptyset(&ign.sa_mask);
+	xfsz_saved = !sigaction(SIGXFSZ, &ign, &xfsz_old);
+}
+
+void xfsz_restore(void)
+{
+	if (xfsz_saved)
+		sigaction(SIGXFSZ, &xfsz_old, NULL);
 }
 
 int report(int err, const char *what)

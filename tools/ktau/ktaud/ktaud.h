@@ -28,6 +28,14 @@ void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t now_ns(clockid_t c);
 /* Report a libktau error of an operation; returns the exit code for it. */
 int report(int err, const char *what);
+/*
+ * ktaud's writes over a file size limit fail with EFBIG (said, nothing
+ * half written) instead of killing it: SIGXFSZ ignored from the start
+ * (gnuplot, writing ktaud's chart, too); a command it runs gets back the
+ * disposition ktaud had (xfsz_restore() in the child, before exec).
+ */
+void xfsz_ignore(void);
+void xfsz_restore(void);
 /* A usage error: message, hint to --help, EX_KT_USAGE. */
 int usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A short option @c given where it means nothing: say which long one is meant. */

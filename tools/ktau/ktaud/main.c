@@ -52,6 +52,7 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	xfsz_ignore();
 	if (argc < 2) {
 		usage(stderr);
 		return EX_KT_USAGE;

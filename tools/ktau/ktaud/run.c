@@ -339,6 +339,7 @@ int run_command(struct run_args *ra)
 	if (pid == 0) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGQUIT, &old_quit, NULL);
+		xfsz_restore();
 		close(pfd[0]);
 		ret = ktau_collect_join(fd);
 		child_err = 0x10000;

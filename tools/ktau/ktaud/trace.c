@@ -1065,6 +1065,7 @@ static int trace_command(struct topts *o, char **cmd, int argc)
 	if (!pid) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGQUIT, &old_quit, NULL);
+		xfsz_restore();
 		close(pfd[0]);
 		ret = ktau_collect_join(cfd);
 		child_err = 0x10000;

@@ -695,6 +695,16 @@ c_single_file_outputs() {
 	cmp -s "$IN/sf/p.json" "$IN/sf.p.json" || { echo "# p.json changed"; return 1; }
 	[ "$(ls -A "$IN/sf" | tr '\n' ' ')" = "link.json p.json target " ] ||
 		{ echo "# left: $(ls -A "$IN/sf")"; return 1; }
+	# The same limit with SIGXFSZ at its default (as a shell starts
+	# programs): ktaud is not killed half-way with its temporary file left.
+	xfsz_ignored && { echo "# this shell started with SIGXFSZ ignored"; return 1; }
+	(ulimit -f 4 && exec "$KTAUD" export --json="$IN/sf/p.json" "$R") >"$LOG" 2>&1
+	rc=$?
+	[ $rc = 1 ] && grep -q "cannot write JSON to $IN/sf/p.json: File too large (nothing was written)" "$LOG" ||
+		{ echo "# exit $rc"; sed 's/^/#   /' "$LOG"; return 1; }
+	cmp -s "$IN/sf/p.json" "$IN/sf.p.json" || { echo "# p.json changed"; return 1; }
+	[ "$(ls -A "$IN/sf" | tr '\n' ' ')" = "link.json p.json target " ] ||
+		{ echo "# left: $(ls -A "$IN/sf")"; return 1; }
 	# A device is written as it is; a full one is an error, as is a full stdout.
 	expect_rc 1 "$KTAUD" export --json=/dev/full "$R" || return 1
 	grep -q "cannot write JSON to /dev/full: No space left on device" "$LOG" ||
@@ -1575,6 +1585,40 @@ c_trace_command_fake() {
 	[ $rc -eq 0 ] && grep -q " attach $sl 1 65536 0\$" "$IN/fake.log" &&
 	grep -q " detach $sl\$" "$IN/fake.log" || { sed 's/^/#   /' "$LOG" "$IN/fake.log"; return 1; }
 	expect_rc 5 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -p 999999 -d 1 -o "$IN/trace-nopid"
+}
+
+# Whether this shell's processes start with SIGXFSZ ignored (signal 25: bit 24 of
+# SigIgn in /proc/PID/status).
+xfsz_ignored() {
+	local m
+	m=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status)
+	[ $(( 0x$m >> 24 & 1 )) = 1 ]
+}
+
+# ktaud ignores SIGXFSZ for its own writes; the command it runs gets the
+# disposition ktaud was started with, default or ignored.
+c_command_keeps_sigxfsz() {
+	: "${FAKE_KTAU:?}"
+	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
+	xfsz_ignored && { echo "# this shell started with SIGXFSZ ignored"; return 1; }
+	local want got cmd='sed -n "s/^SigIgn:[[:space:]]*//p" /proc/self/status >"$0"'
+	for want in 0 1; do
+		rm -f "$IN/xfsz-$want.sigign"
+		if [ $want = 1 ]; then
+			(trap '' XFSZ; LD_PRELOAD="$FAKE_KTAU" exec "$KTAUD" trace -q -o "$IN/xfsz-$want" \
+				-- sh -c "$cmd" "$IN/xfsz-$want.sigign") >"$LOG" 2>&1
+		else
+			LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/xfsz-$want" \
+				-- sh -c "$cmd" "$IN/xfsz-$want.sigign" >"$LOG" 2>&1
+		fi || { sed 's/^/#   /' "$LOG"; return 1; }
+		got=$(cat "$IN/xfsz-$want.sigign" 2>/dev/null)
+		case $got in
+		[0-9a-f]*) ;;
+		*) echo "# no SigIgn from the command"; sed 's/^/#   /' "$LOG"; return 1 ;;
+		esac
+		[ $(( 0x$got >> 24 & 1 )) = $want ] ||
+			{ echo "# ktaud started with SIGXFSZ ignored=$want: the command's SigIgn $got"; return 1; }
+	done
 }
 
 # A kernel with KTAU but without trace mode (CONFIG_KTAU_TRACE=n: no
@@ -2675,7 +2719,7 @@ cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_op
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_single_file_outputs
 c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_kernel_without_trace_mode c_trace_cut c_trace_corrupt c_trace_outdir
-c_trace_merge c_trace_user c_trace_command_fake c_trace_samples_roundtrip c_trace_samples_refused
+c_trace_merge c_trace_user c_trace_command_fake c_command_keeps_sigxfsz c_trace_samples_roundtrip c_trace_samples_refused
 c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_all_bound c_trace_sample_signals_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
 c_save_and_watch_keep c_merge_bad_inputs c_demo_pie c_demo_static c_demo_cxx c_select c_make_default c_sample_names_dwfl c_sample_lines_dwfl c_export_other_boot c_json_file_forms c_diff c_flame c_merge_user_only
