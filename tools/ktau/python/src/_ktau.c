@@ -439,8 +439,18 @@ static PyObject *py_write_rows(PyObject *self, PyObject *args)
 		free(rv);
 		free(mv);
 		if (ret) {
-			PyErr_Format(PyExc_ValueError, "cannot write %s/%s: %s", dir, fname,
-				     strerror(-ret));
+			/* OSError(errno, text): a full disk is caught as one. */
+			PyObject *e = PyUnicode_FromFormat("cannot write %s/%s: %s", dir, fname,
+							   strerror(-ret));
+
+			if (e) {
+				PyObject *a = Py_BuildValue("(iO)", -ret, e);
+
+				if (a)
+					PyErr_SetObject(PyExc_OSError, a);
+				Py_XDECREF(a);
+				Py_DECREF(e);
+			}
 			goto fail;
 		}
 	}

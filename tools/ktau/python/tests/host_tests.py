@@ -229,8 +229,9 @@ def case_write_rows_fails(work):
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
         try:
             _ktau.write_rows(sys.argv[1], "python-sample", 0, files)
-        except (OSError, ValueError) as e:
-            print("refused:", e)
+        except OSError as e:
+            import errno
+            print("refused:", e, "EFBIG" if e.errno == errno.EFBIG else e.errno)
             sys.exit(0)
         sys.exit(3)
         """)
@@ -238,8 +239,8 @@ def case_write_rows_fails(work):
     if r.returncode != 0:
         fail("write_rows over RLIMIT_FSIZE: exit %d (3: no error)\n%s%s" % (
             r.returncode, r.stdout, r.stderr))
-    if "File too large" not in r.stdout:
-        fail("the error does not say why: " + r.stdout)
+    if "File too large" not in r.stdout or "EFBIG" not in r.stdout:
+        fail("the error does not say why (OSError with errno EFBIG): " + r.stdout)
     left = sorted(f for f in os.listdir(out) if not f.startswith(".ktau-written"))
     if left:
         fail("files left after the failed write: %s" % left)
