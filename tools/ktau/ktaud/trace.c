@@ -1853,7 +1853,8 @@ static int merge(struct topts *o, char **dirs, int ndirs)
 		ret = report(-ENOMEM, "merge");
 		goto out;
 	}
-	qsort(all, nall, sizeof(*all), cmp_rank);
+	if (nall > 1)
+		qsort(all, nall, sizeof(*all), cmp_rank);
 	for (i = 0; i < nall; i++)
 		ranks[i] = all[i]->rank;
 	for (i = 0; i < nall; i++)
