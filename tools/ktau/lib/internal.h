@@ -77,9 +77,11 @@ int ktau__stream_err(FILE *f);
 /*
  * SIGXFSZ held back in the calling thread while it writes (a file size
  * limit then fails the write with EFBIG), until the matching release
- * (they nest); see outdir.c. Async-signal-safe.
+ * (they nest; pass what the hold returned), in the same thread; see
+ * outdir.c. Not for signal handlers: a hold interrupted by another is
+ * not counted right.
  */
-void ktau__xfsz_hold(void);
-void ktau__xfsz_release(void);
+unsigned long ktau__xfsz_hold(void);
+void ktau__xfsz_release(unsigned long hold);
 
 #endif

@@ -89,8 +89,7 @@ struct ktau_outdir {
 	int flags;
 	int failed;		/* ktau__outdir_failed(): what it made goes at close */
 	struct names kept;	/* the earlier run's files left (changed since) */
-	pthread_t owner;	/* the thread that opened it, */
-	int holds;		/* holding SIGXFSZ back (ktau__xfsz_hold()) */
+	unsigned long xfsz;	/* its hold of SIGXFSZ (ktau__xfsz_hold()) */
 };
 
 /* The calling thread's last message (ktau__why_set()). */
@@ -642,6 +641,13 @@ static unsigned long long exec_ns, start_offset_ns;
  */
 static __thread unsigned int xfsz_holds;
 static __thread int xfsz_blocked;
+/*
+ * The holds' period in this thread, unique in the process: a release
+ * from another thread (a reused thread ID too), or in a child of a fork
+ * (which starts with none), is not one of them.
+ */
+static __thread unsigned long xfsz_period;
+static unsigned long xfsz_periods;
 
 static void xfsz_unblock(void)
 {
@@ -654,22 +660,25 @@ static void xfsz_unblock(void)
 	}
 	xfsz_blocked = 0;
 	xfsz_holds = 0;
+	xfsz_period = 0;
 }
 
-void ktau__xfsz_hold(void)
+unsigned long ktau__xfsz_hold(void)
 {
 	sigset_t set, old;
 
 	if (xfsz_holds++)
-		return;
+		return xfsz_period;
+	xfsz_period = __atomic_add_fetch(&xfsz_periods, 1, __ATOMIC_RELAXED);
 	sigemptyset(&set);
 	sigaddset(&set, SIGXFSZ);
 	xfsz_blocked = !pthread_sigmask(SIG_BLOCK, &set, &old) && !sigismember(&old, SIGXFSZ);
+	return xfsz_period;
 }
 
-void ktau__xfsz_release(void)
+void ktau__xfsz_release(unsigned long period)
 {
-	if (xfsz_holds && !--xfsz_holds)
+	if (period && period == xfsz_period && xfsz_holds && !--xfsz_holds)
 		xfsz_unblock();
 }
 
@@ -1039,9 +1048,7 @@ int ktau_outdir_open(const char *dir, const char *kind, int node, unsigned int f
 	}
 	if (ret)
 		goto err;
-	od->owner = pthread_self();
-	od->holds = 1;
-	ktau__xfsz_hold();
+	od->xfsz = ktau__xfsz_hold();
 	*out = od;
 	return 0;
 err:
@@ -1220,9 +1227,10 @@ int ktau_outdir_adopt(struct ktau_outdir *od, const char *name, const char *src)
 
 		if (!in)
 			ret = -errno;
+		/* The failed write's errno: glibc drops the buffer, a flush says nothing. */
 		while (in && (n = fread(buf, 1, sizeof(buf), in)) > 0)
 			if (fwrite(buf, 1, n, f) != n) {
-				ret = ktau__stream_err(f) ?: -EIO;
+				ret = errno ? -errno : -EIO;
 				break;
 			}
 		if (in && ferror(in))
@@ -1302,8 +1310,7 @@ int ktau_outdir_close(struct ktau_outdir *od)
 	free(od->dir);
 	free(od->manifest);
 	/* A file size limit's SIGXFSZ, if a write met it, now takes effect. */
-	if (od->holds && pthread_equal(od->owner, pthread_self()))
-		ktau__xfsz_release();
+	ktau__xfsz_release(od->xfsz);
 	free(od);
 	return ret;
 }

@@ -1841,8 +1841,9 @@ static void kt_write_trace(const char *dir)
 	uint32_t nnames = 0, nth = 0, hdr[4], i;
 	char **names, path[4096];
 	struct kt_thread *th;
+	unsigned long hold;
 	FILE *f;
-	int fd;
+	int fd, err;
 
 	for (th = g.threads; th; th = th->next)
 		nth += th->d.trace != NULL;
@@ -1857,7 +1858,7 @@ static void kt_write_trace(const char *dir)
 		return;
 	}
 	/* Over a file size limit: EFBIG and the file removed, not a kill mid-way. */
-	ktau__xfsz_hold();
+	hold = ktau__xfsz_hold();
 	names = ktau__timer_names(&nnames);
 	hdr[0] = 1;
 	hdr[1] = names ? nnames : 0;
@@ -1889,20 +1890,19 @@ static void kt_write_trace(const char *dir)
 	}
 	if (names)
 		ktau__names_free(names, nnames);
-	if (fflush(f) || ferror(f)) {
-		int e = ferror(f) && errno ? errno : EIO;
-
+	err = -ktau__stream_err(f);
+	if (err) {
 		fclose(f);
 		/* A file cut short would pass for a trace of fewer threads. */
 		unlink(path);
-		fprintf(stderr, "libktau: cannot write %s: %s (removed)\n", path, strerror(e));
+		fprintf(stderr, "libktau: cannot write %s: %s (removed)\n", path, strerror(err));
 	} else if (fclose(f)) {
 		int e = errno;
 
 		unlink(path);
 		fprintf(stderr, "libktau: cannot write %s: %s (removed)\n", path, strerror(e));
 	}
-	ktau__xfsz_release();
+	ktau__xfsz_release(hold);
 }
 
 static void kt_atexit(void)

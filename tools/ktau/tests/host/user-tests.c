@@ -1734,11 +1734,26 @@ static int t_outdir_xfsz_mask(void)
 	fflush(stdout);
 	pid = fork();
 	CHECK(pid >= 0, "fork");
-	if (pid == 0)
-		_exit(sig_blocked(SIGXFSZ) != 0 ? 1 : sig_blocked(SIGUSR1) != 1 ? 2 : 0);
+	if (pid == 0) {
+		struct ktau_outdir *c = NULL;
+
+		if (sig_blocked(SIGXFSZ) != 0)
+			_exit(1);
+		if (sig_blocked(SIGUSR1) != 1)
+			_exit(2);
+		/* Its own directory's hold is not the inherited one's to end. */
+		snprintf(path, sizeof(path), "%s/child", dir);
+		if (ktau_outdir_open(path, "user", 0, 0, &c) || sig_blocked(SIGXFSZ) != 1)
+			_exit(3);
+		ktau_outdir_close(b);
+		_exit(sig_blocked(SIGXFSZ) != 1 ? 4 : ktau_outdir_close(c) ? 3 : 0);
+	}
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "child");
 	CHECK(WEXITSTATUS(status) != 1, "a child forked with a directory open has SIGXFSZ blocked");
 	CHECK(WEXITSTATUS(status) != 2, "a child forked with a directory open lost SIGUSR1's block");
+	CHECK(WEXITSTATUS(status) != 3, "the child could not write its own directory");
+	CHECK(WEXITSTATUS(status) != 4, "an inherited directory's close ended the child's own hold");
+	CHECK(!WEXITSTATUS(status), "child: exit %d", WEXITSTATUS(status));
 	/* The outer one first. */
 	CHECK(ktau_outdir_close(a) == 0, "close outer");
 	CHECK(sig_blocked(SIGXFSZ) == 1, "SIGXFSZ not held after the outer close, the inner open");
@@ -1755,6 +1770,10 @@ static int t_outdir_xfsz_mask(void)
 	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir2);
 	unlink(path);
 	rmdir(dir2);
+	snprintf(path, sizeof(path), "%s/child/.ktau-written.user.0", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/child", dir);
+	rmdir(path);
 	snprintf(path, sizeof(path), "%s/.ktau-written.user.0", dir);
 	unlink(path);
 	rmdir(dir);
