@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <linux/ktau.h>
@@ -524,6 +525,33 @@ static struct ktau_sample_profile *trace_sample_profile(const struct ktau_trace 
 }
 
 /* Everything but the raw file, from t, into od. An exit code. */
+/*
+ * Whether the PNG at @path ends with its IEND chunk: gnuplot does not
+ * always say when its writes failed (a file size limit, a full disk).
+ * 0, -EFBIG when the file reached the file size limit, else -EIO.
+ */
+static int png_complete(const char *path)
+{
+	static const unsigned char iend[8] = { 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
+	unsigned char b[8];
+	struct stat st = { 0 };
+	struct rlimit rl;
+	int fd, ok;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	ok = !fstat(fd, &st) && st.st_size >= 8 &&
+	     pread(fd, b, sizeof(b), st.st_size - 8) == 8 && !memcmp(b, iend, sizeof(b));
+	close(fd);
+	if (ok)
+		return 0;
+	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    (unsigned long long)st.st_size >= (unsigned long long)rl.rlim_cur)
+		return -EFBIG;
+	return -EIO;
+}
+
 static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank,
 			  unsigned long top, struct written *wr)
 {
@@ -550,6 +578,8 @@ static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank
 	if (f && fclose(f) && !ret)
 		ret = -errno;
 	if (ret) {
+		if (f)
+			ktau__outdir_discard(od, name);	/* no part of it left */
 		err_msg("%s was not written: %s", name,
 			f ? strerror(-ret) : ktau_output_error());
 		rc = EX_KT_FAIL;
@@ -573,15 +603,18 @@ static int write_products(struct ktau_outdir *od, struct ktau_trace *t, int rank
 			ret = -errno;
 		/* No empty or broken picture is left behind. */
 		snprintf(path, sizeof(path), "%s/%s", ktau_outdir_path(od), name);
+		if (!ret && png)
+			ret = png_complete(path);
 		if (ret && png)
 			unlink(path);
 		if (ret == -ENOENT && png)
 			err_msg("no %s: gnuplot is needed to draw it (apt-get install gnuplot-nox; "
 				"or 'ktaud trace --input' elsewhere)", name);
-		else if (ret)
+		else if (ret) {
 			err_msg("%s was not drawn: %s", name,
 				png ? strerror(-ret) : ktau_output_error());
-		else
+			rc = EX_KT_FAIL;
+		} else
 			snprintf(wr->png, sizeof(wr->png), "%s", name);
 	}
 	free(script);
@@ -634,7 +667,10 @@ static void summary(const struct topts *o, const struct ktau_trace *t, const cha
 	if (t->stats.refused || t->stats.denied)
 		fprintf(stderr, ", %llu tasks refused (session limit), %llu denied (set-user-ID)",
 			(unsigned long long)t->stats.refused, (unsigned long long)t->stats.denied);
-	fprintf(stderr, "\nktaud trace: in %s/: %s (raw)", dir, raw);
+	if (raw[0])
+		fprintf(stderr, "\nktaud trace: in %s/: %s (raw)", dir, raw);
+	else
+		fprintf(stderr, "\nktaud trace: in %s/: no raw copy", dir);
 	if (wr->otf2[0])
 		fprintf(stderr, ", %s (OTF2, %llu events: Vampir, otf2-print)", wr->otf2,
 			(unsigned long long)wr->events);
@@ -1594,18 +1630,28 @@ static int convert(struct topts *o, const char *path)
 		char b[65536];
 		size_t n;
 
-		while ((n = fread(b, 1, sizeof(b), in)) > 0)
+		ret = 0;
+		/* The failed write's errno: glibc drops the buffer, a flush says nothing. */
+		while (!ret && (n = fread(b, 1, sizeof(b), in)) > 0)
 			if (fwrite(b, 1, n, f) != n)
-				break;
-		if (ferror(in))
-			rc = report(-EIO, "copy the raw trace");
-		else if ((ret = ktau__stream_err(f)))
+				ret = errno ? -errno : -EIO;
+		if (!ret && ferror(in))
+			ret = -EIO;
+		if (!ret)
+			ret = ktau__stream_err(f);
+		if (ret)
 			rc = report(ret, "copy the raw trace");
 	}
 	if (in)
 		fclose(in);
 	if (f && fclose(f) && !rc)
 		rc = report(-errno, "copy the raw trace");
+	if (rc) {
+		/* No part of it left looking like the whole raw trace. */
+		if (f)
+			ktau__outdir_discard(od, raw);
+		raw[0] = '\0';
+	}
 	(void)buf;
 	(void)len;
 	ret = write_products(od, t, t->rank, o->top, &wr);

@@ -210,7 +210,7 @@ int trace_write_json(FILE *f, const struct ktau_trace *t)
 	for (i = 0; i < t->nsthreads && !ret; i++)
 		ret = json_samples(f, t, i, t0, &first);
 	if (!ret && fprintf(f, "\n]}\n") < 0)
-		ret = -EIO;
+		ret = errno ? -errno : -EIO;
 	if (!ret)
 		ret = ktau__stream_err(f);
 	return ret;

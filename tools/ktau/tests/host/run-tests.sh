@@ -695,10 +695,10 @@ c_single_file_outputs() {
 	cmp -s "$IN/sf/p.json" "$IN/sf.p.json" || { echo "# p.json changed"; return 1; }
 	[ "$(ls -A "$IN/sf" | tr '\n' ' ')" = "link.json p.json target " ] ||
 		{ echo "# left: $(ls -A "$IN/sf")"; return 1; }
-	# The same limit with SIGXFSZ at its default (as a shell starts
+	# The same limit with SIGXFSZ at its default (as a shell usually starts
 	# programs): ktaud is not killed half-way with its temporary file left.
-	xfsz_ignored && { echo "# this shell started with SIGXFSZ ignored"; return 1; }
-	(ulimit -f 4 && exec "$KTAUD" export --json="$IN/sf/p.json" "$R") >"$LOG" 2>&1
+	(ulimit -f 4 && exec env --default-signal=XFSZ "$KTAUD" export --json="$IN/sf/p.json" "$R") \
+		>"$LOG" 2>&1
 	rc=$?
 	[ $rc = 1 ] && grep -q "cannot write JSON to $IN/sf/p.json: File too large (nothing was written)" "$LOG" ||
 		{ echo "# exit $rc"; sed 's/^/#   /' "$LOG"; return 1; }
@@ -1587,30 +1587,21 @@ c_trace_command_fake() {
 	expect_rc 5 env LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -p 999999 -d 1 -o "$IN/trace-nopid"
 }
 
-# Whether this shell's processes start with SIGXFSZ ignored (signal 25: bit 24 of
-# SigIgn in /proc/PID/status).
-xfsz_ignored() {
-	local m
-	m=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status)
-	[ $(( 0x$m >> 24 & 1 )) = 1 ]
-}
-
-# ktaud ignores SIGXFSZ for its own writes; the command it runs gets the
-# disposition ktaud was started with, default or ignored.
+# ktaud ignores SIGXFSZ for its own writes; the command it traces gets the
+# disposition ktaud was started with, default or ignored (signal 25: bit
+# 24 of SigIgn in /proc/PID/status). ktaud run and sample: the guest's
+# ktaud-tests, t_run_keeps_sigxfsz.
 c_command_keeps_sigxfsz() {
 	: "${FAKE_KTAU:?}"
 	[ -e /proc/ktau ] && { SKIP="this host has KTAU"; return 77; }
-	xfsz_ignored && { echo "# this shell started with SIGXFSZ ignored"; return 1; }
-	local want got cmd='sed -n "s/^SigIgn:[[:space:]]*//p" /proc/self/status >"$0"'
+	local want got sig cmd='sed -n "s/^SigIgn:[[:space:]]*//p" /proc/self/status >"$0"'
 	for want in 0 1; do
 		rm -f "$IN/xfsz-$want.sigign"
-		if [ $want = 1 ]; then
-			(trap '' XFSZ; LD_PRELOAD="$FAKE_KTAU" exec "$KTAUD" trace -q -o "$IN/xfsz-$want" \
-				-- sh -c "$cmd" "$IN/xfsz-$want.sigign") >"$LOG" 2>&1
-		else
-			LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/xfsz-$want" \
-				-- sh -c "$cmd" "$IN/xfsz-$want.sigign" >"$LOG" 2>&1
-		fi || { sed 's/^/#   /' "$LOG"; return 1; }
+		sig=--default-signal=XFSZ
+		[ $want = 1 ] && sig=--ignore-signal=XFSZ
+		env $sig LD_PRELOAD="$FAKE_KTAU" "$KTAUD" trace -q -o "$IN/xfsz-$want" \
+			-- sh -c "$cmd" "$IN/xfsz-$want.sigign" >"$LOG" 2>&1 ||
+			{ sed 's/^/#   /' "$LOG"; return 1; }
 		got=$(cat "$IN/xfsz-$want.sigign" 2>/dev/null)
 		case $got in
 		[0-9a-f]*) ;;
@@ -1717,6 +1708,40 @@ c_trace_corrupt() {
 
 # The output directory: others' files refused (nothing touched), our own
 # earlier output replaced.
+# A file size limit met while trace --input writes its products (ktaud
+# ignores SIGXFSZ): each product that did not fit is said and gone, no
+# partial trace.json or picture (gnuplot does not say its write failed:
+# the PNG must end with its IEND chunk), exit 1; the raw copy's error is
+# the write's own, not EIO.
+c_trace_file_size_limit() {
+	local u
+	"$TRACE_SYNTH" nest "$IN/fs.ktrace" || return 1
+	[ "$(wc -c <"$IN/fs.ktrace")" -lt 2048 ] || { echo "# the synthetic trace grew"; return 1; }
+	# ulimit -f counts 512-byte blocks in dash, 1024-byte ones in bash.
+	rm -f "$IN/fsu"
+	(ulimit -f 1 && trap '' XFSZ && exec head -c 4096 /dev/zero >"$IN/fsu") 2>/dev/null
+	u=$(wc -c <"$IN/fsu")
+	[ "$u" = 512 ] || [ "$u" = 1024 ] || { echo "# ulimit -f 1 let $u bytes through"; return 1; }
+	rm -rf "$W/trace-fs"
+	(ulimit -f $((2048 / u)) && exec "$KTAUD" trace --input "$IN/fs.ktrace" -o "$W/trace-fs") >"$LOG" 2>&1
+	rc=$?
+	[ $rc = 1 ] && grep -q "trace.json was not written: File too large" "$LOG" &&
+	[ ! -e "$W/trace-fs/trace.json" ] && cmp -s "$IN/fs.ktrace" "$W/trace-fs/trace.ktrace" ||
+		{ echo "# exit $rc"; ls -l "$W/trace-fs" | sed 's/^/#   /'; sed 's/^/#   /' "$LOG"; return 1; }
+	if command -v gnuplot >/dev/null; then
+		grep -q "timeline.png was not drawn: File too large" "$LOG" &&
+		[ ! -e "$W/trace-fs/timeline.png" ] ||
+			{ ls -l "$W/trace-fs" | sed 's/^/#   /'; sed 's/^/#   /' "$LOG"; return 1; }
+	fi
+	rm -rf "$W/trace-fs"
+	(ulimit -f $((1024 / u)) && exec "$KTAUD" trace --input "$IN/fs.ktrace" -o "$W/trace-fs") >"$LOG" 2>&1
+	rc=$?
+	[ $rc = 1 ] && grep -q "copy the raw trace: File too large" "$LOG" &&
+	[ ! -e "$W/trace-fs/trace.ktrace" ] ||
+		{ echo "# exit $rc"; ls -l "$W/trace-fs" | sed 's/^/#   /'; sed 's/^/#   /' "$LOG"; return 1; }
+	rm -rf "$W/trace-fs"
+}
+
 c_trace_outdir() {
 	"$TRACE_SYNTH" nest "$IN/o.ktrace" || return 1
 	mkdir -p "$IN/trace-theirs" && echo mine >"$IN/trace-theirs/notes.txt"
@@ -2723,7 +2748,7 @@ EOT
 cli="c_help c_help_and_version c_options_anywhere c_options_one_meaning c_man_options c_bad_arguments c_no_ktau c_export_fixtures c_plot c_merge_fixture c_merge_options
 c_merge_multi_metric c_merge_mismatch c_outdir_keeps_others c_run_checks_output c_watch_two_sessions
 c_single_file_outputs
-c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_kernel_without_trace_mode c_trace_cut c_trace_corrupt c_trace_outdir
+c_combine_ranks c_trace_synthetic c_trace_lost c_trace_check_fails c_trace_kernel_without_trace_mode c_trace_cut c_trace_corrupt c_trace_outdir c_trace_file_size_limit
 c_trace_merge c_trace_user c_trace_command_fake c_command_keeps_sigxfsz c_trace_samples_roundtrip c_trace_samples_refused
 c_trace_sample_usage c_trace_sample_command_fake c_trace_sample_pid_fake c_trace_sample_all_fake c_trace_sample_all_bound c_trace_sample_signals_fake c_trace_sample_clock_skew c_trace_sample_products c_trace_sample_timeline c_trace_sample_own_locations
 c_trace_sample_check_fails c_trace_sample_reuse
