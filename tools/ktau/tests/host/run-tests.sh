@@ -2279,13 +2279,14 @@ c_trace_sample_signals_fake() {
 # above its thread's row at its time (trace-synth's 6, on the rows of
 # main 100 and child 200), plotted as
 # "samples"; a trace without samples has neither. gnuplot is a stand-in
-# here that keeps the script it is given.
+# here that keeps the script it is given and writes the smallest file
+# ktaud takes for a whole PNG (its signature and an IEND chunk).
 c_trace_sample_timeline() {
 	mkdir -p "$W/gpfake"
 	cat >"$W/gpfake/gnuplot" <<EOF2
 #!/bin/sh
 cat >"$W/gpfake/script.\$\$"
-printf '\211PNG\r\n\032\n'
+printf '\211PNG\r\n\032\n\000\000\000\000IEND\256B\`\202'
 EOF2
 	chmod +x "$W/gpfake/gnuplot"
 	rm -f "$W"/gpfake/script.*
